@@ -1,0 +1,117 @@
+//! Turns the kernel's raw `GcEvent` into a `Collection`: which generation really ran and what it
+//! freed, read off the difference of `generation_stats[]` across the collection. That is exact on
+//! every version (3.13+ passes −1 "auto" as the generation argument) and filters calls that did
+//! not collect (re-entries, 3.14's no-op increments).
+use neurogc_common::{EVENT_HAS_STATS, GcEvent, NUM_GENERATIONS};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Collection {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// Start of the collection, nanoseconds since the Unix epoch.
+    pub ts_ns: u64,
+    pub pid: u32,
+    pub tid: u32,
+    /// 0, 1 or 2; −1 only when neither the GC state nor the probe told the generation.
+    pub r#gen: i8,
+    pub duration_ns: u64,
+    pub collected: i64,
+    /// −1 when unknown (no GC state: the probe reports collected + uncollectable together).
+    pub uncollectable: i64,
+}
+
+/// Maps `bpf_ktime_get_ns()` (CLOCK_MONOTONIC) to wall-clock time.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    realtime_minus_monotonic: i128,
+}
+
+fn clock_ns(id: nix::time::ClockId) -> i128 {
+    let ts = nix::time::clock_gettime(id).expect("clock_gettime");
+    ts.tv_sec() as i128 * 1_000_000_000 + ts.tv_nsec() as i128
+}
+
+impl Clock {
+    pub fn new() -> Clock {
+        let mono = clock_ns(nix::time::ClockId::CLOCK_MONOTONIC);
+        let real = clock_ns(nix::time::ClockId::CLOCK_REALTIME);
+        Clock { realtime_minus_monotonic: real - mono }
+    }
+
+    pub fn monotonic_now() -> u64 {
+        clock_ns(nix::time::ClockId::CLOCK_MONOTONIC) as u64
+    }
+
+    pub fn to_unix_ns(&self, monotonic_ns: u64) -> u64 {
+        (monotonic_ns as i128 + self.realtime_minus_monotonic).max(0) as u64
+    }
+}
+
+/// `stats_trusted`: the GC state layout was validated in the live process.
+pub fn decode(ev: &GcEvent, stats_trusted: bool, clock: &Clock) -> Option<Collection> {
+    let (generation, collected, uncollectable) = if stats_trusted && ev.flags & EVENT_HAS_STATS != 0 {
+        // The oldest generation whose counter moved is the one collected (younger ones are
+        // merged into it, but only its own entry is bumped).
+        let generation = (0..NUM_GENERATIONS).rev().find(|&g| ev.delta[g].collections > 0)?;
+        let collected = ev.delta.iter().map(|d| d.collected).sum();
+        let uncollectable = ev.delta.iter().map(|d| d.uncollectable).sum();
+        (generation as i8, collected, uncollectable)
+    } else {
+        let generation =
+            if (0..NUM_GENERATIONS as i64).contains(&ev.arg_gen) { ev.arg_gen as i8 } else { -1 };
+        (generation, ev.result, -1)
+    };
+    Some(Collection {
+        kind: "gc",
+        ts_ns: clock.to_unix_ns(ev.start_ns),
+        pid: ev.pid,
+        tid: ev.tid,
+        r#gen: generation,
+        duration_ns: ev.end_ns.saturating_sub(ev.start_ns),
+        collected,
+        uncollectable,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use neurogc_common::GenStats;
+
+    use super::*;
+
+    fn event(delta: [(i64, i64, i64); 3], arg_gen: i64) -> GcEvent {
+        GcEvent {
+            start_ns: 1_000,
+            end_ns: 51_000,
+            pid: 7,
+            tid: 8,
+            arg_gen,
+            result: 99,
+            delta: delta.map(|(c, k, u)| GenStats { collections: c, collected: k, uncollectable: u }),
+            flags: EVENT_HAS_STATS,
+            _pad: 0,
+        }
+    }
+
+    #[test]
+    fn true_generation_comes_from_the_stats_not_the_auto_argument() {
+        let clock = Clock { realtime_minus_monotonic: 0 };
+        let c = decode(&event([(0, 0, 0), (1, 12, 3), (0, 0, 0)], -1), true, &clock).unwrap();
+        assert_eq!((c.r#gen, c.collected, c.uncollectable, c.duration_ns), (1, 12, 3, 50_000));
+    }
+
+    #[test]
+    fn a_call_that_collected_nothing_is_not_a_collection() {
+        let clock = Clock { realtime_minus_monotonic: 0 };
+        assert!(decode(&event([(0, 0, 0); 3], 2), true, &clock).is_none());
+    }
+
+    #[test]
+    fn without_trusted_stats_the_probe_arguments_are_reported() {
+        let clock = Clock { realtime_minus_monotonic: 0 };
+        let c = decode(&event([(0, 0, 0), (1, 12, 3), (0, 0, 0)], 2), false, &clock).unwrap();
+        assert_eq!((c.r#gen, c.collected, c.uncollectable), (2, 99, -1));
+        let auto = decode(&event([(0, 0, 0); 3], -1), false, &clock).unwrap();
+        assert_eq!(auto.r#gen, -1);
+    }
+}

@@ -1,0 +1,168 @@
+//! Per-version facts about CPython's collector (shared/notes/cpython-gc.md §1, §4): which function
+//! collects, and where the GC state lives. Every layout here is validated against the live
+//! process before it is trusted (see `layout`).
+use std::fmt;
+
+use super::elf::Elf;
+use crate::memory::{i64_at, u64_at};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PyVersion {
+    pub minor: u32,
+    /// None when only `3.X` could be read (3.8–3.10 builds carry no version number in data).
+    pub micro: Option<u32>,
+}
+
+impl fmt::Display for PyVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.micro {
+            Some(m) => write!(f, "3.{}.{m}", self.minor),
+            None => write!(f, "3.{}", self.minor),
+        }
+    }
+}
+
+/// What the interpreter file says about itself.
+#[derive(Debug, Clone)]
+pub struct Interpreter {
+    pub version: PyVersion,
+    pub free_threaded: bool,
+    /// Link-time address of `_PyRuntime` (add the load bias for the live address).
+    pub runtime: u64,
+    /// `_Py_DebugOffsets` fields, 3.13+: (interpreters_head offset in the runtime, gc offset in
+    /// the interpreter state).
+    pub debug_offsets: Option<(u64, u64)>,
+}
+
+/// Oldest and newest minor version this build of neurogc knows layouts for.
+pub const SUPPORTED: (u32, u32) = (8, 14);
+
+fn parse_minor(name: &str) -> Option<(u32, bool)> {
+    let rest = &name[name.find("python3.")? + "python3.".len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let free_threaded = rest[digits.len()..].starts_with('t');
+    Some((digits.parse().ok()?, free_threaded))
+}
+
+impl Interpreter {
+    /// None when `elf` is not a CPython interpreter (no `_PyRuntime`).
+    pub fn identify(elf: &Elf, file_name: &str) -> Option<Interpreter> {
+        let runtime = elf.symbol_address("_PyRuntime")?;
+        // 3.13+: the runtime begins with _Py_DebugOffsets, statically initialised in the file.
+        if let Some(dbg) = elf.read_at(runtime, 96)
+            && &dbg[..8] == b"xdebugpy"
+        {
+            let hex = u64_at(dbg, 8);
+            let minor = ((hex >> 16) & 0xff) as u32;
+            let micro = ((hex >> 8) & 0xff) as u32;
+            // The interpreter-state block grew a field (threads_main) in 3.14.
+            let gc_field = if minor >= 14 { 88 } else { 80 };
+            return Some(Interpreter {
+                version: PyVersion { minor, micro: Some(micro) },
+                free_threaded: i64_at(dbg, 16) != 0,
+                runtime,
+                debug_offsets: Some((u64_at(dbg, 40), u64_at(dbg, gc_field))),
+            });
+        }
+        let named = elf.soname().as_deref().and_then(parse_minor).or_else(|| parse_minor(file_name));
+        // 3.11+: `const unsigned long Py_Version = PY_VERSION_HEX`.
+        if let Some(addr) = elf.symbol_address("Py_Version")
+            && let Some(bytes) = elf.read_at(addr, 8)
+        {
+            let hex = u64_at(bytes, 0);
+            return Some(Interpreter {
+                version: PyVersion {
+                    minor: ((hex >> 16) & 0xff) as u32,
+                    micro: Some(((hex >> 8) & 0xff) as u32),
+                },
+                free_threaded: named.is_some_and(|(_, t)| t),
+                runtime,
+                debug_offsets: None,
+            });
+        }
+        let (minor, free_threaded) = named?;
+        Some(Interpreter {
+            version: PyVersion { minor, micro: None },
+            free_threaded,
+            runtime,
+            debug_offsets: None,
+        })
+    }
+
+    pub fn is_supported(&self) -> bool {
+        (SUPPORTED.0..=SUPPORTED.1).contains(&self.version.minor)
+    }
+
+    /// 3.14.0–3.14.4 shipped the incremental collector (young/old[2] lists, `_PyGC_Collect`).
+    pub fn incremental_gc(&self) -> bool {
+        self.version.minor == 14 && self.version.micro.is_some_and(|m| m < 5)
+    }
+
+    /// Names of the collector function, best first. All are `static`: `.symtab` only.
+    pub fn collector_names(&self) -> &'static [&'static str] {
+        match self.version.minor {
+            8 | 9 => &["collect"],
+            14 if self.incremental_gc() => &["_PyGC_Collect"],
+            _ => &["gc_collect_main"],
+        }
+    }
+
+    /// Translation units the collector lives in (to tell CPython's `collect` from any other).
+    pub fn collector_sources(&self) -> &'static [&'static str] {
+        &["gcmodule.c", "gc.c", "gc_free_threading.c"]
+    }
+
+    /// Where the GC state is: `(pointer to the main interpreter, offset of the GC state in it)`,
+    /// or `(0, absolute link-time address)` when the state is inside `_PyRuntime` itself (3.8).
+    /// Both are link-time addresses; the caller adds the load bias to the pointer address.
+    pub fn gc_state_location(&self) -> Option<GcStateLocation> {
+        let rt = self.runtime;
+        let (main_ptr, gc_offset) = match (self.version.minor, self.debug_offsets) {
+            (8, _) => return Some(GcStateLocation::Static { address: rt + 344 }),
+            (9 | 10, _) => (rt + 40, 616),
+            (11, _) => (rt + 48, 648),
+            (12, _) => (rt + 48, 112),
+            (13 | 14, Some((interpreters_head, gc))) => (rt + interpreters_head + 8, gc),
+            _ => return None,
+        };
+        Some(GcStateLocation::MainInterpreter { main_ptr, gc_offset })
+    }
+
+    pub fn gc_layout(&self) -> GcLayout {
+        match self.version.minor {
+            8..=13 => GcLayout { stats: 128, gen0_ptr: Some(96), size: 240 },
+            _ if self.incremental_gc() => GcLayout { stats: 120, gen0_ptr: None, size: 240 },
+            _ => GcLayout { stats: 120, gen0_ptr: Some(256), size: 264 },
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GcStateLocation {
+    Static { address: u64 },
+    MainInterpreter { main_ptr: u64, gc_offset: u64 },
+}
+
+/// Offsets inside `struct _gc_runtime_state` (§4 of the notes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GcLayout {
+    /// `generation_stats[0]`.
+    pub stats: u64,
+    /// `generation0`, a pointer to `&generations[0].head`: tells where the generations array
+    /// starts (gc+24 upstream, gc+20 with Debian's 3.13 alignment patch). None: assume gc+24.
+    pub gen0_ptr: Option<u64>,
+    pub size: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minor_version_from_file_names() {
+        assert_eq!(parse_minor("libpython3.11.so.1.0"), Some((11, false)));
+        assert_eq!(parse_minor("/usr/bin/python3.9"), Some((9, false)));
+        assert_eq!(parse_minor("libpython3.13t.so.1.0"), Some((13, true)));
+        assert_eq!(parse_minor("/bin/bash"), None);
+    }
+}

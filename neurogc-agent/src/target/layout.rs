@@ -1,0 +1,109 @@
+//! Finds the GC state in the live process and proves the layout before anything trusts it:
+//! `generation0` must point at the first generation's list head, and every list head must be
+//! linked both ways (`head->next->prev == head`). A random offset satisfies neither.
+use anyhow::{Result, bail};
+use neurogc_common::StatsLocator;
+
+use super::cpython::{GcLayout, GcStateLocation, Interpreter};
+use crate::memory::{i32_at, i64_at, read_bytes, read_u64, u64_at};
+
+const GEN_STRIDE: u64 = 24;
+/// `_gc_prev` keeps two flag bits in its low bits (3.8+).
+const PREV_MASK: u64 = !3;
+
+/// A located, validated GC state.
+#[derive(Debug, Clone, Copy)]
+pub struct GcState {
+    pub address: u64,
+    /// Offset of `generations[0]` (its list head) from `address`.
+    pub generations: u64,
+    pub layout: GcLayout,
+}
+
+/// Thresholds and the gen0 count, read from memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct GcSettings {
+    pub thresholds: [i32; 3],
+    pub count0: i32,
+}
+
+/// The GC state's location in the running process, link-time addresses already biased.
+#[derive(Debug, Clone, Copy)]
+pub struct GcLocator {
+    pub location: GcStateLocation,
+    pub layout: GcLayout,
+}
+
+impl GcLocator {
+    pub fn new(interp: &Interpreter, bias: u64) -> Option<GcLocator> {
+        let location = match interp.gc_state_location()? {
+            GcStateLocation::Static { address } => GcStateLocation::Static { address: address + bias },
+            GcStateLocation::MainInterpreter { main_ptr, gc_offset } => {
+                GcStateLocation::MainInterpreter { main_ptr: main_ptr + bias, gc_offset }
+            }
+        };
+        // Free-threaded builds keep a different GC state; stats reads are not attempted there.
+        (!interp.free_threaded).then_some(GcLocator { location, layout: interp.gc_layout() })
+    }
+
+    /// What the eBPF program follows to read `generation_stats[]` on every collection.
+    pub fn stats_locator(&self) -> StatsLocator {
+        let (base_ptr, offset) = match self.location {
+            GcStateLocation::Static { address } => (0, address + self.layout.stats),
+            GcStateLocation::MainInterpreter { main_ptr, gc_offset } => {
+                (main_ptr, gc_offset + self.layout.stats)
+            }
+        };
+        StatsLocator { base_ptr, offset, enabled: 1, _pad: 0 }
+    }
+
+    /// Ok(None): the interpreter is not initialised yet (launch mode), try again later.
+    pub fn locate(&self, pid: i32) -> Result<Option<GcState>> {
+        let address = match self.location {
+            GcStateLocation::Static { address } => address,
+            GcStateLocation::MainInterpreter { main_ptr, gc_offset } => match read_u64(pid, main_ptr)? {
+                0 => return Ok(None),
+                interp => interp + gc_offset,
+            },
+        };
+        let gc = read_bytes(pid, address, self.layout.size as usize)?;
+        let generations = match self.layout.gen0_ptr {
+            Some(off) => match u64_at(&gc, off as usize) {
+                0 => return Ok(None),
+                ptr => ptr.wrapping_sub(address),
+            },
+            None => 24,
+        };
+        if generations != 20 && generations != 24 {
+            bail!("generation0 points {generations:#x} bytes into the GC state (expected 20 or 24)");
+        }
+        // A list can be relinked between our two reads: a mismatch is retried before it counts.
+        for i in 0..3u64 {
+            let head = address + generations + i * GEN_STRIDE;
+            let linked = (0..3).any(|_| {
+                read_u64(pid, head)
+                    .and_then(|next| read_u64(pid, next + 8))
+                    .is_ok_and(|prev| prev & PREV_MASK == head)
+            });
+            if !linked {
+                bail!("generation {i} list head at {head:#x} is not a linked list head");
+            }
+        }
+        for g in 0..3 {
+            let off = (self.layout.stats + g * 24) as usize;
+            let vals = [i64_at(&gc, off), i64_at(&gc, off + 8), i64_at(&gc, off + 16)];
+            if vals.iter().any(|v| !(0..1 << 48).contains(v)) {
+                bail!("generation_stats[{g}] holds implausible counters {vals:?}");
+            }
+        }
+        Ok(Some(GcState { address, generations, layout: self.layout }))
+    }
+}
+
+impl GcState {
+    pub fn read_settings(&self, pid: i32) -> Result<GcSettings> {
+        let buf = read_bytes(pid, self.address + self.generations, (3 * GEN_STRIDE) as usize)?;
+        let at = |g: u64, field: u64| i32_at(&buf, (g * GEN_STRIDE + 16 + field) as usize);
+        Ok(GcSettings { thresholds: [at(0, 0), at(1, 0), at(2, 0)], count0: at(0, 4) })
+    }
+}

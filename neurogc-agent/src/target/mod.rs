@@ -1,0 +1,209 @@
+//! Attach-point resolution: from a PID to the interpreter file, its CPython version, the probe
+//! source to use (USDT notes, else the collector's `.symtab` symbol) and the GC state's location.
+pub mod cpython;
+pub mod elf;
+pub mod layout;
+pub mod process;
+pub mod usdt_args;
+
+use std::{fmt, path::PathBuf};
+
+use anyhow::Result;
+use neurogc_common::ArgSpec;
+
+use self::{
+    cpython::Interpreter,
+    elf::{Elf, UsdtNote},
+    layout::GcLocator,
+    process::MappedFile,
+};
+use crate::bail_user;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProbeChoice {
+    /// USDT when the build has python:gc__* notes, else the collector symbol.
+    Auto,
+    /// Only USDT python:gc__start/gc__done.
+    Usdt,
+    /// Only a uprobe/uretprobe pair on the collector function from .symtab.
+    Uprobe,
+}
+
+#[derive(Debug, Clone)]
+pub enum ProbeSource {
+    Usdt { start: Vec<UsdtNote>, done: Vec<UsdtNote> },
+    Symbol { functions: Vec<(String, u64)> },
+}
+
+impl fmt::Display for ProbeSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProbeSource::Usdt { .. } => write!(f, "USDT python:gc__start/gc__done"),
+            ProbeSource::Symbol { functions } => {
+                let names: Vec<&str> = functions.iter().map(|(n, _)| n.as_str()).collect();
+                write!(f, "uprobe {}", names.join(", "))
+            }
+        }
+    }
+}
+
+impl ProbeSource {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ProbeSource::Usdt { .. } => "usdt",
+            ProbeSource::Symbol { .. } => "uprobe",
+        }
+    }
+}
+
+/// Everything needed to arm the probes on one process.
+#[derive(Debug, Clone)]
+pub struct AttachPlan {
+    pub pid: i32,
+    pub interpreter: Interpreter,
+    /// The interpreter file as the target names it.
+    pub file: PathBuf,
+    /// Where the agent opens it (same inode).
+    pub open_path: PathBuf,
+    pub source: ProbeSource,
+    pub begin_arg: ArgSpec,
+    pub end_arg: ArgSpec,
+    pub gc: Option<GcLocator>,
+}
+
+/// The interpreter among the process's mappings: the executable when it has `_PyRuntime`
+/// (static builds such as Debian's), else a mapped `libpython3.X.so`.
+pub fn find_interpreter(pid: i32) -> Result<Option<(MappedFile, Elf, Interpreter)>> {
+    let process = process::open(pid)?;
+    let files = process::mapped_files(&process)?;
+    let exe = process::exe_inode(pid);
+    let mut candidates: Vec<&MappedFile> = files.iter().filter(|m| Some(m.inode) == exe).collect();
+    candidates.extend(files.iter().filter(|m| {
+        Some(m.inode) != exe
+            && m.path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("libpython3"))
+    }));
+    for file in candidates {
+        let Ok(elf) = Elf::open(&file.open_path) else { continue };
+        if let Some(interp) = Interpreter::identify(&elf, &file.path.to_string_lossy()) {
+            return Ok(Some((file.clone(), elf, interp)));
+        }
+    }
+    Ok(None)
+}
+
+pub fn resolve(pid: i32, choice: ProbeChoice) -> Result<AttachPlan> {
+    let Some((file, elf, interp)) = find_interpreter(pid)? else {
+        bail_user!(
+            "process {} is not a CPython interpreter: neither its executable nor a mapped libpython3.X defines _PyRuntime",
+            process::describe(pid)
+        );
+    };
+    let what = format!("{} (CPython {})", file.path.display(), interp.version);
+    if !interp.is_supported() {
+        bail_user!(
+            "{what} is not supported: neurogc knows CPython 3.{}–3.{}",
+            cpython::SUPPORTED.0,
+            cpython::SUPPORTED.1
+        );
+    }
+    let usdt = usdt_source(&elf)?;
+    let symbol = symbol_source(&elf, &interp);
+    let (source, begin_arg, end_arg) = match (choice, usdt, symbol) {
+        (ProbeChoice::Auto | ProbeChoice::Usdt, Some(s), _) => s,
+        (ProbeChoice::Auto | ProbeChoice::Uprobe, _, Some(s)) => s,
+        (ProbeChoice::Usdt, None, _) => bail_user!(
+            "{what} has no USDT probes python:gc__start/gc__done (built without --with-dtrace); try --probe auto"
+        ),
+        (ProbeChoice::Uprobe, _, None) => bail_user!(
+            "{what} has no .symtab entry for {} (the file is stripped); try --probe auto",
+            interp.collector_names().join("/")
+        ),
+        (ProbeChoice::Auto, None, None) => bail_user!(
+            "{what} has neither USDT probes (python:gc__start/gc__done) nor a .symtab entry for {}{}: \
+             use a build configured --with-dtrace, or one whose symbols were not stripped",
+            interp.collector_names().join("/"),
+            if elf.has_symtab() { "" } else { " (it has no .symtab at all: stripped)" }
+        ),
+    };
+    let bias = file.base.wrapping_sub(elf.first_load_address() & !0xfff);
+    Ok(AttachPlan {
+        pid,
+        gc: GcLocator::new(&interp, bias),
+        interpreter: interp,
+        file: file.path,
+        open_path: file.open_path,
+        source,
+        begin_arg,
+        end_arg,
+    })
+}
+
+type Source = (ProbeSource, ArgSpec, ArgSpec);
+
+fn usdt_source(elf: &Elf) -> Result<Option<Source>> {
+    let notes = elf.usdt_notes().unwrap_or_default();
+    let pick = |name: &str| -> Vec<UsdtNote> {
+        notes.iter().filter(|n| n.provider == "python" && n.name == name).cloned().collect()
+    };
+    let (start, done) = (pick("gc__start"), pick("gc__done"));
+    if start.is_empty() || done.is_empty() {
+        return Ok(None);
+    }
+    let begin = usdt_args::parse_arg(&start[0].args, 0)?;
+    let end = usdt_args::parse_arg(&done[0].args, 0)?;
+    Ok(Some((ProbeSource::Usdt { start, done }, begin, end)))
+}
+
+/// gcc may clone a static function (`collect.constprop.0`): every clone is an entry point and
+/// must be probed. `.cold`/`.part` pieces are not entry points.
+fn is_collector(name: &str, base: &str) -> bool {
+    let Some(rest) = name.strip_prefix(base) else { return false };
+    rest.is_empty() || (rest.starts_with('.') && !rest.contains(".cold") && !rest.contains(".part"))
+}
+
+fn symbol_source(elf: &Elf, interp: &Interpreter) -> Option<Source> {
+    let functions = elf.functions();
+    let has_file_symbols = functions.iter().any(|f| f.source_file.is_some());
+    for base in interp.collector_names() {
+        let mut found: Vec<(String, u64)> = functions
+            .iter()
+            .filter(|f| is_collector(&f.name, base))
+            .filter(|f| {
+                !has_file_symbols
+                    || f.source_file
+                        .as_deref()
+                        .is_some_and(|s| interp.collector_sources().iter().any(|c| s.ends_with(c)))
+                    || base.starts_with('_') // global symbols are unique anyway
+            })
+            .filter_map(|f| Some((f.name.clone(), elf.file_offset(f.address)?)))
+            .collect();
+        found.sort_by_key(|(_, off)| *off);
+        found.dedup_by_key(|(_, off)| *off);
+        if found.is_empty() {
+            continue;
+        }
+        // A clone may have a different calling convention: only trust the argument of the original.
+        let begin = if found.iter().all(|(n, _)| n == base) {
+            usdt_args::call_arg(1, -4)
+        } else {
+            ArgSpec::default()
+        };
+        return Some((ProbeSource::Symbol { functions: found }, begin, usdt_args::return_value()));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_collector;
+
+    #[test]
+    fn collector_clones_are_entry_points_cold_parts_are_not() {
+        assert!(is_collector("gc_collect_main", "gc_collect_main"));
+        assert!(is_collector("collect.constprop.0", "collect"));
+        assert!(is_collector("collect.isra.0", "collect"));
+        assert!(!is_collector("collect.cold", "collect"));
+        assert!(!is_collector("gc_collect_main.part.0", "gc_collect_main"));
+        assert!(!is_collector("collect_generations", "collect"));
+    }
+}

@@ -1,0 +1,63 @@
+//! The target as /proc shows it. Files are opened through `/proc/PID/map_files/…`, which names
+//! the very inode the process mapped, whatever mount namespace or chroot it lives in.
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use procfs::process::{MMapPath, Process};
+
+use crate::bail_user;
+
+#[derive(Debug, Clone)]
+pub struct MappedFile {
+    /// The path as the target's own mount namespace names it (for messages only).
+    pub path: PathBuf,
+    /// A path the agent can open, and hand to perf_event_open, that resolves to the same inode.
+    pub open_path: PathBuf,
+    /// Start of the mapping of file offset 0.
+    pub base: u64,
+    pub inode: u64,
+}
+
+pub fn open(pid: i32) -> Result<Process> {
+    if pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        bail_user!("no process with PID {pid} (it is not running, or not in this PID namespace)");
+    }
+    Process::new(pid).with_context(|| format!("opening /proc/{pid}"))
+}
+
+/// Short description for messages: `1234 (python3.11)`.
+pub fn describe(pid: i32) -> String {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    format!("{pid} ({})", comm.trim())
+}
+
+/// Every file mapped by the process, once each, in address order.
+pub fn mapped_files(process: &Process) -> Result<Vec<MappedFile>> {
+    let pid = process.pid;
+    let maps = process.maps().with_context(|| {
+        format!("reading /proc/{pid}/maps (neurogc-agent needs root, or ptrace access to the target)")
+    })?;
+    let mut out: Vec<MappedFile> = Vec::new();
+    for map in maps.iter() {
+        let MMapPath::Path(path) = &map.pathname else { continue };
+        if map.offset != 0 || out.iter().any(|m| m.inode == map.inode) {
+            continue;
+        }
+        out.push(MappedFile {
+            path: path.clone(),
+            open_path: PathBuf::from(format!(
+                "/proc/{pid}/map_files/{:x}-{:x}",
+                map.address.0, map.address.1
+            )),
+            base: map.address.0,
+            inode: map.inode,
+        });
+    }
+    Ok(out)
+}
+
+/// The inode of the executable, to tell it apart from libraries among the mappings.
+pub fn exe_inode(pid: i32) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(format!("/proc/{pid}/exe")).ok().map(|m| m.ino())
+}

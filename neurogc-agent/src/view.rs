@@ -1,0 +1,178 @@
+//! The human views: a screen redrawn in place when stdout is a terminal, one line per refresh
+//! otherwise. Both render the same `Frame`.
+use std::fmt::Write as _;
+
+use crate::{
+    aggregate::{Aggregate, GenSummary},
+    target::layout::GcSettings,
+};
+
+pub struct Frame<'a> {
+    pub pid: i32,
+    pub name: &'a str,
+    pub python: &'a str,
+    pub probe: &'a str,
+    pub elapsed_s: f64,
+    pub agg: &'a Aggregate,
+    /// Collections per generation and GC time during the last refresh interval.
+    pub interval_collections: [u64; 3],
+    pub interval_s: f64,
+    pub gc_share: f64,
+    pub settings: Option<GcSettings>,
+    /// Net container allocations per second, estimated (see README, "How it works").
+    pub alloc_rate: Option<f64>,
+    pub lost: u64,
+    pub note: Option<&'a str>,
+}
+
+pub fn duration(ns: u64) -> String {
+    match ns {
+        0..1_000 => format!("{ns}ns"),
+        1_000..1_000_000 => format!("{:.0}µs", ns as f64 / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.1}ms", ns as f64 / 1e6),
+        _ => format!("{:.2}s", ns as f64 / 1e9),
+    }
+}
+
+pub fn count(n: f64) -> String {
+    match n.abs() {
+        x if x < 10_000.0 => format!("{n:.0}"),
+        x if x < 10_000_000.0 => format!("{:.1}k", n / 1e3),
+        _ => format!("{:.1}M", n / 1e6),
+    }
+}
+
+fn settings_text(f: &Frame) -> String {
+    match f.settings {
+        Some(s) => format!(
+            "thresholds {}/{}/{} · gen0 count {}",
+            s.thresholds[0], s.thresholds[1], s.thresholds[2], s.count0
+        ),
+        None => "thresholds unknown (GC state not located)".to_owned(),
+    }
+}
+
+fn alloc_text(f: &Frame) -> String {
+    f.alloc_rate.map_or_else(|| "n/a".to_owned(), |r| format!("{}/s", count(r)))
+}
+
+pub fn screen(f: &Frame) -> String {
+    let mut s = String::new();
+    // Home + clear: redraw in place like top.
+    s.push_str("\x1b[H\x1b[2J");
+    let _ = writeln!(
+        s,
+        "\x1b[1mneurogc\x1b[0m · pid {} {} · CPython {} · {} · {:.0}s",
+        f.pid, f.name, f.python, f.probe, f.elapsed_s
+    );
+    let _ = writeln!(
+        s,
+        "{} · GC {:.2}% of wall time · net allocs {} · lost events {}",
+        settings_text(f),
+        f.gc_share * 100.0,
+        alloc_text(f),
+        f.lost
+    );
+    if let Some(note) = f.note {
+        let _ = writeln!(s, "\x1b[33m{note}\x1b[0m");
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "\x1b[7m{:<4} {:>8} {:>10} {:>9} {:>9} {:>9} {:>11} {:>8}\x1b[0m",
+        "GEN", "COLL/s", "TOTAL", "P50", "P99", "MAX", "COLLECTED", "UNCOLL"
+    );
+    for (g, t) in f.agg.gens.iter().enumerate() {
+        let rate = f.interval_collections[g] as f64 / f.interval_s.max(1e-9);
+        let q = |q: f64| {
+            if t.collections == 0 { "-".to_owned() } else { duration(t.pauses.value_at_quantile(q)) }
+        };
+        let _ = writeln!(
+            s,
+            "{:<4} {:>8} {:>10} {:>9} {:>9} {:>9} {:>11} {:>8}",
+            g,
+            count(rate),
+            t.collections,
+            q(0.5),
+            q(0.99),
+            if t.collections == 0 { "-".to_owned() } else { duration(t.pauses.max()) },
+            count(t.collected as f64),
+            t.uncollectable
+        );
+    }
+    if f.agg.unknown_gen.collections > 0 {
+        let _ = writeln!(s, "?    {:>8} {:>10}  (generation unknown)", "", f.agg.unknown_gen.collections);
+    }
+    let _ =
+        writeln!(s, "\npauses since attach · rates over the last {:.1}s · Ctrl-C to detach", f.interval_s);
+    s
+}
+
+pub fn line(f: &Frame) -> String {
+    let mut s = format!("{:>7.1}s", f.elapsed_s);
+    for (g, t) in f.agg.gens.iter().enumerate() {
+        let rate = f.interval_collections[g] as f64 / f.interval_s.max(1e-9);
+        let _ = write!(s, " | gen{g} {} ({}/s)", t.collections, count(rate));
+        if t.collections > 0 {
+            let _ = write!(
+                s,
+                " p50 {} p99 {} max {}",
+                duration(t.pauses.value_at_quantile(0.5)),
+                duration(t.pauses.value_at_quantile(0.99)),
+                duration(t.pauses.max())
+            );
+        }
+    }
+    let _ = write!(
+        s,
+        " | gc {:.2}% | allocs {} | {} | lost {}",
+        f.gc_share * 100.0,
+        alloc_text(f),
+        settings_text(f),
+        f.lost
+    );
+    s
+}
+
+/// The closing table printed when the agent detaches (human output).
+pub fn summary(gens: &[GenSummary], stopped: &str, elapsed_s: f64, gc_share: f64, lost: u64) -> String {
+    let total: u64 = gens.iter().map(|g| g.collections).sum();
+    let mut s = format!(
+        "neurogc summary ({stopped} after {elapsed_s:.1}s): {total} collections, GC {:.2}% of wall time, lost events {lost}\n",
+        gc_share * 100.0
+    );
+    let _ = writeln!(
+        s,
+        "{:<4} {:>11} {:>11} {:>8} {:>9} {:>9} {:>9} {:>11}",
+        "GEN", "COLLECTIONS", "COLLECTED", "UNCOLL", "P50", "P99", "MAX", "TOTAL PAUSE"
+    );
+    for g in gens {
+        let label = if g.r#gen < 0 { "?".to_owned() } else { g.r#gen.to_string() };
+        let _ = writeln!(
+            s,
+            "{label:<4} {:>11} {:>11} {:>8} {:>9} {:>9} {:>9} {:>11}",
+            g.collections,
+            g.collected,
+            g.uncollectable,
+            duration(g.pause_ns.p50),
+            duration(g.pause_ns.p99),
+            duration(g.pause_ns.max),
+            duration(g.pause_ns.total)
+        );
+    }
+    s.pop();
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(duration(850), "850ns");
+        assert_eq!(duration(38_400), "38µs");
+        assert_eq!(duration(1_250_000), "1.2ms");
+        assert_eq!(duration(2_500_000_000), "2.50s");
+    }
+}

@@ -1,0 +1,122 @@
+//! The contract between the kernel half (`neurogc-ebpf`) and the agent: every struct that crosses
+//! the boundary is defined here once, `#[repr(C)]`, so both sides agree on its bytes.
+#![no_std]
+
+/// CPython has three generations on every version neurogc supports (3.8–3.14).
+pub const NUM_GENERATIONS: usize = 3;
+
+/// One entry of the interpreter's `generation_stats[]` (what `gc.get_stats()` returns):
+/// three `Py_ssize_t` counters that CPython bumps at the end of each collection.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GenStats {
+    pub collections: i64,
+    pub collected: i64,
+    pub uncollectable: i64,
+}
+
+/// `GcEvent::flags`: `delta` holds the difference of two successful reads of
+/// `generation_stats[]`, taken when the collection began and when it ended.
+pub const EVENT_HAS_STATS: u32 = 1;
+
+/// One collection as the kernel saw it. The kernel does no interpretation: the agent derives
+/// the true generation and the collected/uncollectable counts from `delta` (see the agent's
+/// `events` module), falling back to the probe arguments when no stats could be read.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GcEvent {
+    /// `bpf_ktime_get_ns()` (CLOCK_MONOTONIC) at the begin probe.
+    pub start_ns: u64,
+    /// `bpf_ktime_get_ns()` at the end probe.
+    pub end_ns: u64,
+    /// Thread-group id (the process id) in the initial pid namespace.
+    pub pid: u32,
+    /// Thread id in the initial pid namespace.
+    pub tid: u32,
+    /// The generation argument as the begin probe saw it (−1 means "auto" on 3.13+).
+    pub arg_gen: i64,
+    /// The end probe's value: `gc__done`'s argument or the collector's return value (n + m).
+    pub result: i64,
+    /// `generation_stats[]` at the end minus at the begin.
+    pub delta: [GenStats; NUM_GENERATIONS],
+    pub flags: u32,
+    pub _pad: u32,
+}
+
+/// Where a probe argument lives, decoded in user space from a USDT argument spec such as
+/// `-4@112(%rsp)` or from the calling convention of the probed function.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ArgSpec {
+    pub kind: u32,
+    /// Size in bytes (1, 2, 4 or 8); negative when the value is signed.
+    pub size: i32,
+    /// Index of the register in the kernel's `struct pt_regs`, as an array of u64.
+    pub reg: u32,
+    pub _pad: u32,
+    /// Displacement for `ARG_MEM`, the value for `ARG_CONST`.
+    pub disp: i64,
+}
+
+pub const ARG_NONE: u32 = 0;
+pub const ARG_REG: u32 = 1;
+pub const ARG_MEM: u32 = 2;
+pub const ARG_CONST: u32 = 3;
+
+/// Where the target keeps `generation_stats[]`. The interpreter may not exist yet when the probes
+/// are armed (launch mode), so the kernel follows a pointer on every read instead of being told a
+/// fixed address: `*(base_ptr) + offset`, or `offset` alone when `base_ptr` is 0.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StatsLocator {
+    pub base_ptr: u64,
+    pub offset: u64,
+    /// 0: no stats are read (unknown layout).
+    pub enabled: u32,
+    pub _pad: u32,
+}
+
+/// Read-only configuration of the programs, written into their `.rodata` at load time.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProbeConfig {
+    /// Only this process (host tgid) is traced: uprobes are per inode, so every other process
+    /// running the same interpreter binary would hit them too.
+    pub tgid: u32,
+    /// Wake the agent up only when at least this many bytes wait in the ring buffer; the agent
+    /// drains it on a timer otherwise. Batching wake-ups is what keeps per-event cost low.
+    pub wakeup_bytes: u32,
+    pub stats: StatsLocator,
+    pub begin_arg: ArgSpec,
+    pub end_arg: ArgSpec,
+}
+
+impl ProbeConfig {
+    pub const ZERO: ProbeConfig = ProbeConfig {
+        tgid: 0,
+        wakeup_bytes: 0,
+        stats: StatsLocator { base_ptr: 0, offset: 0, enabled: 0, _pad: 0 },
+        begin_arg: ArgSpec { kind: ARG_NONE, size: 0, reg: 0, _pad: 0, disp: 0 },
+        end_arg: ArgSpec { kind: ARG_NONE, size: 0, reg: 0, _pad: 0, disp: 0 },
+    };
+}
+
+/// Indices of the kernel's per-CPU `COUNTERS` array.
+pub mod counter {
+    /// Events dropped because the ring buffer was full.
+    pub const LOST: u32 = 0;
+    /// End probes with no matching begin (the probe was armed mid-collection).
+    pub const UNPAIRED: u32 = 1;
+    pub const COUNT: u32 = 2;
+}
+
+/// Ring buffer size. At 20k collections/s and the agent's 100 ms drain period this is 6× headroom.
+pub const RING_BYTES: u32 = 1 << 20;
+
+#[cfg(feature = "user")]
+mod pod {
+    use super::*;
+    // SAFETY: plain #[repr(C)] integers with explicit padding fields: every bit pattern is valid.
+    unsafe impl aya::Pod for GcEvent {}
+    unsafe impl aya::Pod for ProbeConfig {}
+}

@@ -1,0 +1,219 @@
+use aya_ebpf::{
+    bindings::{BPF_ANY, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP, pt_regs},
+    helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_kernel, bpf_probe_read_user},
+    macros::{map, uprobe, uretprobe},
+    maps::{LruHashMap, PerCpuArray, RingBuf},
+    programs::{ProbeContext, RetProbeContext},
+};
+use neurogc_common::{
+    ARG_CONST, ARG_MEM, ARG_REG, ArgSpec, EVENT_HAS_STATS, GcEvent, GenStats, NUM_GENERATIONS, ProbeConfig,
+    RING_BYTES, counter,
+};
+
+/// Filled in by the agent at load time (`EbpfLoader::set_global`).
+#[unsafe(no_mangle)]
+static CONFIG: ProbeConfig = ProbeConfig::ZERO;
+
+#[map]
+static EVENTS: RingBuf = RingBuf::with_byte_size(RING_BYTES, 0);
+
+/// Collections in progress, by thread id. LRU so that a thread that vanished mid-collection
+/// can never fill the map.
+#[map]
+static INFLIGHT: LruHashMap<u32, Inflight> = LruHashMap::with_max_entries(4096, 0);
+
+#[map]
+static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(counter::COUNT, 0);
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Inflight {
+    start_ns: u64,
+    arg_gen: i64,
+    /// Re-entries of the collector while this collection runs (3.13+ enters it from finalizers
+    /// and returns at once): only the outermost return ends the collection.
+    depth: u32,
+    flags: u32,
+    stats: [GenStats; NUM_GENERATIONS],
+}
+
+#[inline(always)]
+fn config() -> ProbeConfig {
+    // SAFETY: a plain read of our own .rodata; volatile so the compiler cannot fold the zeros.
+    unsafe { core::ptr::read_volatile(&CONFIG) }
+}
+
+#[uprobe]
+pub fn gc_begin(ctx: ProbeContext) -> u32 {
+    begin(ctx.regs);
+    0
+}
+
+/// USDT `gc__done`: a plain uprobe at the note's address.
+#[uprobe]
+pub fn gc_end(ctx: ProbeContext) -> u32 {
+    end(ctx.regs);
+    0
+}
+
+/// Return of the collector function (symbol mode).
+#[uretprobe]
+pub fn gc_return(ctx: RetProbeContext) -> u32 {
+    end(ctx.regs);
+    0
+}
+
+#[inline(always)]
+fn begin(regs: *mut pt_regs) {
+    let now = unsafe { bpf_ktime_get_ns() };
+    let cfg = config();
+    let id = bpf_get_current_pid_tgid();
+    if (id >> 32) as u32 != cfg.tgid {
+        return;
+    }
+    let tid = id as u32;
+    if let Some(inflight) = INFLIGHT.get_ptr_mut(&tid) {
+        // SAFETY: pointer from the map lookup, valid for this program run.
+        unsafe { (*inflight).depth += 1 };
+        return;
+    }
+    let mut inflight = Inflight {
+        start_ns: now,
+        arg_gen: read_arg(regs, &cfg.begin_arg),
+        depth: 0,
+        flags: 0,
+        stats: [GenStats { collections: 0, collected: 0, uncollectable: 0 }; NUM_GENERATIONS],
+    };
+    if let Some(stats) = read_stats(&cfg) {
+        inflight.stats = stats;
+        inflight.flags = EVENT_HAS_STATS;
+    }
+    let _ = INFLIGHT.insert(&tid, &inflight, BPF_ANY as u64);
+}
+
+#[inline(always)]
+fn end(regs: *mut pt_regs) {
+    let now = unsafe { bpf_ktime_get_ns() };
+    let cfg = config();
+    let id = bpf_get_current_pid_tgid();
+    if (id >> 32) as u32 != cfg.tgid {
+        return;
+    }
+    let tid = id as u32;
+    let Some(inflight) = INFLIGHT.get_ptr_mut(&tid) else {
+        bump(counter::UNPAIRED);
+        return;
+    };
+    // SAFETY: pointer from the map lookup, valid for this program run.
+    let inflight = unsafe { &mut *inflight };
+    if inflight.depth > 0 {
+        inflight.depth -= 1;
+        return;
+    }
+    let mut event = GcEvent {
+        start_ns: inflight.start_ns,
+        end_ns: now,
+        pid: cfg.tgid,
+        tid,
+        arg_gen: inflight.arg_gen,
+        result: read_arg(regs, &cfg.end_arg),
+        delta: [GenStats { collections: 0, collected: 0, uncollectable: 0 }; NUM_GENERATIONS],
+        flags: 0,
+        _pad: 0,
+    };
+    if inflight.flags & EVENT_HAS_STATS != 0
+        && let Some(after) = read_stats(&cfg)
+    {
+        let mut g = 0;
+        while g < NUM_GENERATIONS {
+            event.delta[g] = GenStats {
+                collections: after[g].collections - inflight.stats[g].collections,
+                collected: after[g].collected - inflight.stats[g].collected,
+                uncollectable: after[g].uncollectable - inflight.stats[g].uncollectable,
+            };
+            g += 1;
+        }
+        event.flags = EVENT_HAS_STATS;
+    }
+    let _ = INFLIGHT.remove(&tid);
+    let wakeup = if EVENTS.query(BPF_RB_AVAIL_DATA as u64) >= cfg.wakeup_bytes as u64 {
+        BPF_RB_FORCE_WAKEUP
+    } else {
+        BPF_RB_NO_WAKEUP
+    };
+    if EVENTS.output::<GcEvent>(&event, wakeup as u64).is_err() {
+        bump(counter::LOST);
+    }
+}
+
+#[inline(always)]
+fn read_stats(cfg: &ProbeConfig) -> Option<[GenStats; NUM_GENERATIONS]> {
+    let loc = &cfg.stats;
+    if loc.enabled == 0 {
+        return None;
+    }
+    let mut addr = loc.offset;
+    if loc.base_ptr != 0 {
+        // SAFETY: bpf_probe_read_user faults safely on a bad address.
+        let base = unsafe { bpf_probe_read_user(loc.base_ptr as *const u64) }.ok()?;
+        if base == 0 {
+            return None;
+        }
+        addr = base.wrapping_add(loc.offset);
+    }
+    unsafe { bpf_probe_read_user(addr as *const [GenStats; NUM_GENERATIONS]) }.ok()
+}
+
+#[inline(always)]
+fn read_reg(regs: *mut pt_regs, index: u32) -> u64 {
+    if index >= 21 {
+        return 0;
+    }
+    // SAFETY: `regs` is the probe context; the index is bounded by the size of pt_regs.
+    unsafe { bpf_probe_read_kernel((regs as *const u64).add(index as usize)) }.unwrap_or(0)
+}
+
+#[inline(always)]
+fn read_arg(regs: *mut pt_regs, spec: &ArgSpec) -> i64 {
+    let raw: u64 = match spec.kind {
+        ARG_REG => read_reg(regs, spec.reg),
+        ARG_MEM => {
+            let addr = read_reg(regs, spec.reg).wrapping_add(spec.disp as u64);
+            // SAFETY: faults are caught by the helper.
+            unsafe {
+                match spec.size.unsigned_abs() {
+                    1 => bpf_probe_read_user(addr as *const u8).map(u64::from),
+                    2 => bpf_probe_read_user(addr as *const u16).map(u64::from),
+                    4 => bpf_probe_read_user(addr as *const u32).map(u64::from),
+                    _ => bpf_probe_read_user(addr as *const u64),
+                }
+            }
+            .unwrap_or(0)
+        }
+        ARG_CONST => return spec.disp,
+        // No argument to read: −1, which the agent reports as "generation unknown".
+        _ => return -1,
+    };
+    match spec.size {
+        -1 => raw as i8 as i64,
+        -2 => raw as i16 as i64,
+        -4 => raw as i32 as i64,
+        1 => raw as u8 as i64,
+        2 => raw as u16 as i64,
+        4 => raw as u32 as i64,
+        _ => raw as i64,
+    }
+}
+
+#[inline(always)]
+fn bump(index: u32) {
+    if let Some(count) = COUNTERS.get_ptr_mut(index) {
+        // SAFETY: per-CPU slot, no concurrent writer on this CPU while we run.
+        unsafe { *count += 1 };
+    }
+}
+
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    loop {}
+}

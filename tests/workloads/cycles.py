@@ -1,0 +1,114 @@
+"""Ground-truth workload for neurogc's tests and benchmarks.
+
+Creates cyclic garbage so that the collector runs often, and counts every collection itself with
+gc.callbacks. At the end it prints one JSON line with its own counts and exits with os._exit, so
+that no shutdown collection (which gc.callbacks never reports) runs after the report.
+
+  python cycles.py [--seconds S | --iterations N] [--threads T] [--wait] [--manual K]
+                   [--threshold T0]
+
+--wait: print "ready" and wait for a line on stdin before counting (attach mode).
+"""
+import argparse
+import gc
+import json
+import os
+import sys
+import threading
+import time
+
+counts = [0, 0, 0]
+collected = [0, 0, 0]
+uncollectable = [0, 0, 0]
+tids = set()
+
+
+def on_gc(phase, info):
+    if phase == "stop":
+        g = info["generation"]
+        counts[g] += 1
+        collected[g] += info["collected"]
+        uncollectable[g] += info["uncollectable"]
+        tids.add(threading.get_native_id())
+
+
+class Node:
+    __slots__ = ("peer", "payload", "__weakref__")
+
+    def __init__(self):
+        self.peer = None
+        self.payload = None
+
+
+def churn(iterations, deadline, manual_every):
+    keep = []
+    i = 0
+    while (iterations is None or i < iterations) and (deadline is None or time.monotonic() < deadline):
+        a, b = Node(), Node()
+        a.peer, b.peer = b, a
+        a.payload = [a, {"k": b}]
+        if i % 97 == 0:
+            keep.append((a, b))  # some objects survive into the older generations
+            if len(keep) > 2000:
+                del keep[:1000]
+        if manual_every and i % manual_every == 0:
+            gc.collect(i // manual_every % 3)
+        i += 1
+    return i
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--seconds", type=float)
+    p.add_argument("--iterations", type=int)
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--wait", action="store_true")
+    p.add_argument("--manual", type=int, default=0, help="gc.collect(gen) every K iterations")
+    p.add_argument("--threshold", type=int, help="threshold0 to use")
+    p.add_argument("--linger", type=float, default=0.0, help="sleep this long after the report")
+    args = p.parse_args()
+    if args.threshold:
+        t = gc.get_threshold()
+        gc.set_threshold(args.threshold, t[1], t[2])
+    if args.wait:
+        print("ready", flush=True)
+        sys.stdin.readline()
+    stats = gc.get_stats()
+    baseline = [s["collections"] for s in stats]
+    baseline_collected = [s["collected"] for s in stats]
+    gc.callbacks.append(on_gc)
+    started = time.monotonic()
+    deadline = started + args.seconds if args.seconds else None
+    workers = [
+        threading.Thread(target=churn, args=(args.iterations, deadline, args.manual))
+        for _ in range(args.threads)
+    ]
+    for w in workers:
+        w.start()
+    n = churn(args.iterations, deadline, args.manual)
+    for w in workers:
+        w.join()
+    elapsed = time.monotonic() - started
+    gc.disable()  # nothing may collect between the report and the exit
+    gc.callbacks.remove(on_gc)
+    report = {
+        "pid": os.getpid(),
+        "version": sys.version.split()[0],
+        "baseline_collections": baseline,
+        "baseline_collected": baseline_collected,
+        "collections": counts,
+        "collected": collected,
+        "uncollectable": uncollectable,
+        "gc_threads": sorted(tids),
+        "iterations": n,
+        "elapsed_s": elapsed,
+        "thresholds": list(gc.get_threshold()),
+    }
+    sys.stdout.write(json.dumps(report) + "\n")
+    sys.stdout.flush()
+    if args.linger:
+        time.sleep(args.linger)
+    os._exit(0)
+
+
+main()
