@@ -38,11 +38,7 @@ impl Clock {
         Clock { realtime_minus_monotonic: real - mono }
     }
 
-    pub fn monotonic_now() -> u64 {
-        clock_ns(nix::time::ClockId::CLOCK_MONOTONIC) as u64
-    }
-
-    pub fn to_unix_ns(&self, monotonic_ns: u64) -> u64 {
+    pub fn to_unix_ns(self, monotonic_ns: u64) -> u64 {
         (monotonic_ns as i128 + self.realtime_minus_monotonic).max(0) as u64
     }
 }

@@ -95,11 +95,7 @@ fn hold_at_interpreter(pid: Pid, program: &str) -> Result<()> {
                     Exe::Other => false,
                 };
             }
-            WaitStatus::PtraceSyscall(_) => {
-                if interpreter_mapped(pid.as_raw()) {
-                    return Ok(());
-                }
-            }
+            WaitStatus::PtraceSyscall(_) if interpreter_mapped(pid.as_raw()) => return Ok(()),
             WaitStatus::Stopped(_, sig) => pending_signal = Some(sig),
             WaitStatus::Exited(_, code) => {
                 bail_user!("{program} exited (status {code}) before a CPython interpreter started in it")

@@ -69,11 +69,11 @@ impl GcStatus {
         matches!(self, GcStatus::Located(_))
     }
 
-    fn note(&self) -> Option<&'static str> {
+    fn note(&self) -> Option<String> {
+        const FALLBACK: &str = "generation and collected counts are the probe's arguments";
         match self {
-            GcStatus::Unknown | GcStatus::Invalid(_) => {
-                Some("GC state not located: generation and collected counts are the probe's arguments")
-            }
+            GcStatus::Unknown => Some(format!("GC state layout unknown for this build: {FALLBACK}")),
+            GcStatus::Invalid(why) => Some(format!("GC state failed validation ({why}): {FALLBACK}")),
             _ => None,
         }
     }
@@ -292,6 +292,7 @@ impl Observer<'_> {
         }
         let python = self.plan.interpreter.version.to_string();
         let probe = self.plan.source.to_string();
+        let note = self.gc.note();
         let frame = view::Frame {
             pid: self.plan.pid,
             name: &self.name,
@@ -305,7 +306,7 @@ impl Observer<'_> {
             settings,
             alloc_rate,
             lost,
-            note: self.gc.note(),
+            note: note.as_deref(),
         };
         if self.tty {
             self.out.write_all(view::screen(&frame).as_bytes())?;

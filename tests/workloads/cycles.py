@@ -71,7 +71,7 @@ def main():
         t = gc.get_threshold()
         gc.set_threshold(args.threshold, t[1], t[2])
     if args.wait:
-        print("ready", flush=True)
+        print("ready", json.dumps(list(gc.get_threshold())), flush=True)
         sys.stdin.readline()
     stats = gc.get_stats()
     baseline = [s["collections"] for s in stats]

@@ -1,1 +1,114 @@
-fn main() {}
+//! `cargo xtask …`: neurogc's developer tasks. Each step is idempotent, so CI and a fresh clone
+//! run the same commands as a developer's warm machine.
+mod bench;
+mod pythons;
+mod setup;
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "neurogc developer tasks")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Install what building the eBPF half needs (rust-src, bpf-linker on rustc's own LLVM)
+    Setup,
+    /// Set up, build the agent and run it on a real Python process (the README's first command)
+    Demo {
+        /// Seconds to observe
+        #[arg(long, default_value = "8")]
+        seconds: u32,
+    },
+    /// Fetch and list the real CPython builds the tests run against
+    Pythons,
+    /// Set up, fetch the test interpreters, check formatting and lints, run every test
+    Test {
+        /// Extra arguments for `cargo test` (after --)
+        #[arg(last = true)]
+        cargo_args: Vec<String>,
+    },
+    /// Benchmarks that print numbers
+    Bench {
+        #[command(subcommand)]
+        which: bench::Which,
+    },
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().task {
+        Task::Setup => setup::run(),
+        Task::Demo { seconds } => demo(seconds),
+        Task::Pythons => pythons::ensure().map(|m| pythons::print(&m)),
+        Task::Test { cargo_args } => test(&cargo_args),
+        Task::Bench { which } => bench::run(which),
+    }
+}
+
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask is inside the workspace").to_path_buf()
+}
+
+/// Runs a command in the workspace root, failing with its command line when it fails.
+pub fn run(cmd: &mut Command) -> Result<()> {
+    eprintln!("xtask: {}", format_command(cmd));
+    let status = cmd.current_dir(workspace_root()).status().with_context(|| format!("running {cmd:?}"))?;
+    if !status.success() {
+        bail!("{} failed ({status})", format_command(cmd));
+    }
+    Ok(())
+}
+
+fn format_command(cmd: &Command) -> String {
+    std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub fn build_release_agent() -> Result<PathBuf> {
+    run(Command::new("cargo").args(["build", "--release", "--package", "neurogc-agent"]))?;
+    Ok(workspace_root().join("target/release/neurogc-agent"))
+}
+
+fn demo(seconds: u32) -> Result<()> {
+    setup::run()?;
+    let agent = build_release_agent()?;
+    let python = ["/usr/bin/python3", "/usr/bin/python3.11"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .context("no /usr/bin/python3 to observe")?;
+    let workload = workspace_root().join("tests/workloads/cycles.py");
+    let secs = seconds.to_string();
+    run(Command::new(agent).args(["--duration", &secs, "--"]).arg(python).arg(workload).args([
+        "--seconds",
+        &secs,
+        "--threads",
+        "1",
+    ]))
+}
+
+fn test(cargo_args: &[String]) -> Result<()> {
+    setup::run()?;
+    let manifest = pythons::ensure()?;
+    pythons::print(&manifest);
+    run(Command::new("cargo").args(["fmt", "--all", "--check"]))?;
+    // Lints do not need the eBPF object: skip its (slow) build for the clippy profile.
+    run(Command::new("cargo")
+        .args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])
+        .env("AYA_BUILD_SKIP", "1"))?;
+    run(Command::new("cargo")
+        .args(["test", "--workspace"])
+        .args(cargo_args)
+        .env("NEUROGC_PYTHONS", &manifest))
+}

@@ -30,7 +30,6 @@ pub struct UsdtNote {
     pub provider: String,
     pub name: String,
     pub args: String,
-    pub address: u64,
     pub file_offset: u64,
     /// File offset of the semaphore, 0 when the probe has none.
     pub semaphore_offset: u64,
@@ -182,7 +181,7 @@ impl Elf {
                 let Some(file_offset) = self.file_offset(pc) else { continue };
                 let semaphore_offset =
                     if semaphore == 0 { 0 } else { self.file_offset(semaphore).unwrap_or(0) };
-                out.push(UsdtNote { provider, name, args, address: pc, file_offset, semaphore_offset });
+                out.push(UsdtNote { provider, name, args, file_offset, semaphore_offset });
             }
         }
         Ok(out)

@@ -17,7 +17,6 @@ pub struct GcState {
     pub address: u64,
     /// Offset of `generations[0]` (its list head) from `address`.
     pub generations: u64,
-    pub layout: GcLayout,
 }
 
 /// Thresholds and the gen0 count, read from memory.
@@ -96,7 +95,7 @@ impl GcLocator {
                 bail!("generation_stats[{g}] holds implausible counters {vals:?}");
             }
         }
-        Ok(Some(GcState { address, generations, layout: self.layout }))
+        Ok(Some(GcState { address, generations }))
     }
 }
 

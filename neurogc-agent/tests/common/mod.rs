@@ -1,0 +1,293 @@
+//! Shared harness for the tests that run the real agent against real interpreters. The
+//! interpreters come from the manifest `cargo xtask pythons` writes (NEUROGC_PYTHONS).
+#![allow(dead_code)]
+
+use std::{
+    io::{BufRead, BufReader, Read},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::mpsc,
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+
+pub fn manifest() -> Value {
+    let path = std::env::var("NEUROGC_PYTHONS").unwrap_or_else(|_| {
+        panic!("NEUROGC_PYTHONS is not set: run the tests with `cargo xtask test`, which fetches the interpreters")
+    });
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
+    serde_json::from_str(&text).expect("manifest is JSON")
+}
+
+#[derive(Debug, Clone)]
+pub struct Python {
+    pub name: String,
+    pub argv: Vec<String>,
+    /// Root folder for interpreters that run in a chroot.
+    pub root: Option<PathBuf>,
+    pub probe: String,
+}
+
+pub fn pythons() -> Vec<Python> {
+    let m = manifest();
+    let list: Vec<Python> = m["pythons"]
+        .as_array()
+        .expect("pythons")
+        .iter()
+        .map(|p| Python {
+            name: p["name"].as_str().unwrap().to_owned(),
+            argv: p["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_owned()).collect(),
+            root: p["root"].as_str().map(PathBuf::from),
+            probe: p["probe"].as_str().unwrap().to_owned(),
+        })
+        .collect();
+    // The four builds the project promises to test on (README, "Tested interpreters").
+    for required in ["debian-bookworm-3.11", "pyenv-3.11.", "debian-trixie-3.13", "debian-sid-3.14"] {
+        assert!(
+            list.iter().any(|p| p.name.starts_with(required)),
+            "required test interpreter {required} missing from the manifest"
+        );
+    }
+    list
+}
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+impl Python {
+    /// The workload's path as this interpreter sees it (copied into the chroot when needed).
+    pub fn workload(&self) -> String {
+        let src = repo_root().join("tests/workloads/cycles.py");
+        match &self.root {
+            None => src.to_string_lossy().into_owned(),
+            Some(root) => {
+                let dir = root.join("tmp/neurogc-tests");
+                std::fs::create_dir_all(&dir).unwrap();
+                let dst = dir.join("cycles.py");
+                let tmp = dir.join(format!(".cycles.{}.py", std::process::id()));
+                std::fs::copy(&src, &tmp).unwrap();
+                std::fs::rename(&tmp, &dst).unwrap();
+                "/tmp/neurogc-tests/cycles.py".to_owned()
+            }
+        }
+    }
+
+    /// Command line that runs the workload directly (chroot builds: a plain chroot).
+    pub fn command(&self, args: &[&str]) -> Vec<String> {
+        let mut v = self.argv.clone();
+        v.push(self.workload());
+        v.extend(args.iter().map(|s| s.to_string()));
+        v
+    }
+
+    /// Like `command`, but chroot builds also get their own pid and mount namespaces: a container.
+    pub fn container_command(&self, args: &[&str]) -> Vec<String> {
+        let mut v = self.command(args);
+        if self.root.is_some() {
+            let mut prefix: Vec<String> =
+                ["unshare", "--pid", "--fork", "--mount-proc"].iter().map(|s| s.to_string()).collect();
+            prefix.append(&mut v);
+            v = prefix;
+        }
+        v
+    }
+
+    pub fn in_container(&self) -> bool {
+        self.root.is_some()
+    }
+
+    /// Host path of the interpreter ELF that carries the USDT notes (Debian builds).
+    pub fn usdt_binary(&self) -> Option<PathBuf> {
+        (self.probe == "usdt").then(|| {
+            let path = self.argv.last().unwrap();
+            match &self.root {
+                Some(root) => root.join(path.trim_start_matches('/')),
+                None => PathBuf::from(path),
+            }
+        })
+    }
+}
+
+pub fn agent() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_neurogc-agent"))
+}
+
+pub fn spawn(argv: &[String]) -> Child {
+    Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawning {argv:?}: {e}"))
+}
+
+/// Lines of a child's stream, read on a thread so the child never blocks on a full pipe.
+pub struct Lines {
+    rx: mpsc::Receiver<String>,
+    pub seen: Vec<String>,
+}
+
+impl Lines {
+    pub fn new(stream: impl Read + Send + 'static) -> Lines {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Lines { rx, seen: Vec::new() }
+    }
+
+    /// The first new line containing `needle`, or panic after `secs`.
+    pub fn wait_for(&mut self, needle: &str, secs: u64, what: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match self.rx.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => break,
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        panic!("{what}: no line containing {needle:?} within {secs}s; saw {:?}", self.seen)
+    }
+
+    /// Everything until the stream closes.
+    pub fn rest(&mut self, secs: u64) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match self.rx.recv_timeout(left) {
+                Ok(line) => self.seen.push(line),
+                Err(_) => break,
+            }
+        }
+        self.seen.clone()
+    }
+}
+
+/// Waits for a child with a deadline; kills it and panics when it overstays.
+pub fn wait_exit(child: &mut Child, secs: u64, what: &str) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{what} did not exit within {secs}s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Host PID of the interpreter: the child itself, or for `unshare --fork`, its only child.
+pub fn interpreter_pid(child: &Child, py: &Python) -> i32 {
+    let pid = child.id() as i32;
+    if !py.in_container() {
+        return pid;
+    }
+    let path = format!("/proc/{pid}/task/{pid}/children");
+    let children = std::fs::read_to_string(&path).unwrap_or_default();
+    children
+        .split_whitespace()
+        .next()
+        .unwrap_or_else(|| panic!("unshare {pid} has no child"))
+        .parse()
+        .unwrap()
+}
+
+pub fn alive(pid: i32) -> bool {
+    // A zombie is not alive: it only waits to be reaped.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')))
+}
+
+/// Values of the gc__start/gc__done semaphores in the live process (non-PIE Debian builds: the
+/// note's semaphore address is the run-time address).
+pub fn semaphores(pid: i32, binary: &Path) -> Vec<u16> {
+    let out = Command::new("readelf").arg("-n").arg(binary).output().expect("readelf");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut values = Vec::new();
+    let mut name = "";
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(n) = line.strip_prefix("Name: ") {
+            name = if n == "gc__start" || n == "gc__done" { "gc" } else { "" };
+        }
+        if name == "gc"
+            && let Some(sem) = line.split("Semaphore: ").nth(1)
+        {
+            let addr = u64::from_str_radix(sem.trim().trim_start_matches("0x"), 16).unwrap();
+            let mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
+            let mut buf = [0u8; 2];
+            std::os::unix::fs::FileExt::read_exact_at(&mem, &mut buf, addr).unwrap();
+            values.push(u16::from_le_bytes(buf));
+        }
+    }
+    assert_eq!(values.len(), 2, "expected the two gc semaphores in {}", binary.display());
+    values
+}
+
+pub fn json_lines(lines: &[String]) -> Vec<Value> {
+    lines.iter().filter_map(|l| serde_json::from_str::<Value>(l).ok()).collect()
+}
+
+pub fn summary(lines: &[Value]) -> &Value {
+    let s: Vec<&Value> = lines.iter().filter(|l| l["type"] == "summary").collect();
+    assert_eq!(s.len(), 1, "exactly one summary line expected");
+    s[0]
+}
+
+/// Compares the agent's "gc" lines with the workload's own gc.callbacks report. With
+/// `with_baseline`, the collections the interpreter made before the workload started counting
+/// (gc.get_stats() at that point) are expected too: launch mode sees them.
+pub fn compare(py: &str, events: &[Value], report: &Value, with_baseline: bool) -> Vec<String> {
+    let mut errors = Vec::new();
+    let gcs: Vec<&Value> = events.iter().filter(|e| e["type"] == "gc").collect();
+    for g in 0..3 {
+        let of_gen = || gcs.iter().filter(|e| e["gen"] == g);
+        let seen = of_gen().count() as i64;
+        let collected: i64 = of_gen().map(|e| e["collected"].as_i64().unwrap()).sum();
+        let uncollectable: i64 = of_gen().map(|e| e["uncollectable"].as_i64().unwrap()).sum();
+        let base = |key: &str| if with_baseline { report[key][g].as_i64().unwrap() } else { 0 };
+        let want = report["collections"][g].as_i64().unwrap() + base("baseline_collections");
+        let want_collected = report["collected"][g].as_i64().unwrap() + base("baseline_collected");
+        let want_uncollectable = report["uncollectable"][g].as_i64().unwrap();
+        if (seen, collected, uncollectable) != (want, want_collected, want_uncollectable) {
+            errors.push(format!(
+                "{py}: gen{g}: agent saw {seen} collections ({collected} collected, {uncollectable} uncollectable), \
+                 the target counted {want} ({want_collected}, {want_uncollectable})"
+            ));
+        }
+    }
+    // No pause can outlast the agent's whole observation.
+    let wall_ns = (summary(events)["elapsed_s"].as_f64().unwrap() * 1e9) as i64;
+    for e in &gcs {
+        let keys: Vec<&str> = e.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut sorted = keys.clone();
+        sorted.sort();
+        if sorted != ["collected", "duration_ns", "gen", "pid", "tid", "ts_ns", "type", "uncollectable"] {
+            errors.push(format!("{py}: unexpected gc line keys {keys:?}"));
+            break;
+        }
+        let d = e["duration_ns"].as_i64().unwrap();
+        if d <= 0 || d >= wall_ns {
+            errors.push(format!("{py}: implausible pause {d} ns"));
+            break;
+        }
+    }
+    let unknown = gcs.iter().filter(|e| !(0..=2).contains(&e["gen"].as_i64().unwrap())).count();
+    if unknown > 0 {
+        errors.push(format!("{py}: {unknown} collections without a true generation"));
+    }
+    errors
+}

@@ -1,0 +1,207 @@
+//! The agent against real CPython processes, every interpreter of the manifest: it must see
+//! exactly the collections the target itself counts with gc.callbacks.
+mod common;
+
+use std::{io::Write, time::Duration};
+
+use common::*;
+use serde_json::Value;
+
+/// Runs `check` on every interpreter, then fails once with every interpreter's problems.
+fn for_each_python(check: impl Fn(&Python) -> Vec<String>) {
+    let mut errors = Vec::new();
+    for py in pythons() {
+        eprintln!("--- {}", py.name);
+        errors.extend(check(&py));
+    }
+    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
+}
+
+fn report_of(lines: &[Value]) -> Value {
+    lines.iter().find(|l| l.get("baseline_collections").is_some()).cloned().expect("workload report line")
+}
+
+#[test]
+fn launch_mode_sees_every_collection_from_the_first() {
+    for_each_python(|py| {
+        // A second thread makes some collections run off the main thread.
+        let target = py.command(&["--seconds", "1", "--threads", "1", "--manual", "3000"]);
+        let out = agent().args(["--json", "--duration", "120", "--"]).args(&target).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() != Some(0) {
+            return vec![format!("{}: agent exited {:?}: {stderr}", py.name, out.status)];
+        }
+        let lines = json_lines(&stdout.lines().map(str::to_owned).collect::<Vec<_>>());
+        let report = report_of(&lines);
+        let mut errors = compare(&py.name, &lines, &report, true);
+        let s = summary(&lines);
+        if s["stopped"] != "target-exited" || s["target_exit_status"] != 0 || s["lost_events"] != 0 {
+            errors.push(format!("{}: unexpected summary {s}", py.name));
+        }
+        if s["probe"] != py.probe.as_str() {
+            errors.push(format!("{}: probe {} where {} was expected", py.name, s["probe"], py.probe));
+        }
+        // Every thread that ran a collection is seen under its own id.
+        let tids: Vec<i64> =
+            lines.iter().filter(|l| l["type"] == "gc").map(|l| l["tid"].as_i64().unwrap()).collect();
+        for t in report["gc_threads"].as_array().unwrap() {
+            if !tids.contains(&t.as_i64().unwrap()) {
+                errors.push(format!("{}: no collection reported on thread {t}", py.name));
+            }
+        }
+        errors
+    });
+}
+
+#[test]
+fn attach_to_a_running_process_in_its_own_pid_and_mount_namespace() {
+    for_each_python(|py| {
+        let mut target = spawn(&py.container_command(&["--wait", "--seconds", "1", "--manual", "5000"]));
+        let mut target_out = Lines::new(target.stdout.take().unwrap());
+        target_out.wait_for("ready", 30, &py.name);
+        let pid = interpreter_pid(&target, py);
+        let mut agent = agent()
+            .args(["--json", "--duration", "120", "--pid", &pid.to_string()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut agent_err = Lines::new(agent.stderr.take().unwrap());
+        let mut agent_out = Lines::new(agent.stdout.take().unwrap());
+        agent_err.wait_for("observing", 30, &format!("{}: agent", py.name));
+        target.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+        let report: Value = serde_json::from_str(&target_out.wait_for("baseline", 60, &py.name)).unwrap();
+        // The target exits on its own: the agent must notice and stop with its summary.
+        let status = wait_exit(&mut agent, 30, &format!("{}: agent after the target exited", py.name));
+        let _ = target.wait();
+        let lines = json_lines(&agent_out.rest(5));
+        let mut errors = Vec::new();
+        if status.code() != Some(0) {
+            errors.push(format!("{}: agent exited {status:?}: {:?}", py.name, agent_err.rest(1)));
+            return errors;
+        }
+        errors.extend(compare(&py.name, &lines, &report, false));
+        let s = summary(&lines);
+        if s["stopped"] != "target-exited" || s["lost_events"] != 0 {
+            errors.push(format!("{}: unexpected summary {s}", py.name));
+        }
+        // BPF reports host PIDs, whatever namespace the target sees itself in.
+        if lines.iter().filter(|l| l["type"] == "gc").any(|l| l["pid"] != pid) {
+            errors.push(format!("{}: events not attributed to host pid {pid}", py.name));
+        }
+        errors
+    });
+}
+
+/// Starts a target that keeps collecting, attaches, then stops the agent with `signal`: the
+/// target must run on unharmed, semaphores back to 0.
+fn detach_leaves_target_untouched(py: &Python, signal: &str) -> Vec<String> {
+    let name = format!("{} ({signal})", py.name);
+    let mut errors = Vec::new();
+    let mut target = spawn(&py.container_command(&["--wait", "--seconds", "2"]));
+    let mut target_out = Lines::new(target.stdout.take().unwrap());
+    target_out.wait_for("ready", 30, &name);
+    let pid = interpreter_pid(&target, py);
+    let usdt = py.usdt_binary();
+    if let Some(bin) = &usdt
+        && semaphores(pid, bin) != [0, 0]
+    {
+        errors.push(format!("{name}: semaphores set before the agent attached"));
+    }
+    let mut agent = agent()
+        .args(["--json", "--pid", &pid.to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut agent_err = Lines::new(agent.stderr.take().unwrap());
+    let mut agent_out = Lines::new(agent.stdout.take().unwrap());
+    agent_err.wait_for("observing", 30, &name);
+    if let Some(bin) = &usdt {
+        let armed = semaphores(pid, bin);
+        if armed != [1, 1] {
+            errors.push(format!("{name}: semaphores {armed:?} while attached, expected [1, 1]"));
+        }
+    }
+    target.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(
+        std::process::Command::new("kill")
+            .args([signal, &agent.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = wait_exit(&mut agent, 30, &name);
+    if signal == "-TERM" {
+        let lines = json_lines(&agent_out.rest(5));
+        let s = summary(&lines);
+        if status.code() != Some(0)
+            || s["stopped"] != "SIGTERM"
+            || s["collections"].as_u64().unwrap_or(0) == 0
+        {
+            errors.push(format!("{name}: agent exit {status:?}, summary {s}"));
+        }
+    }
+    if !alive(pid) {
+        errors.push(format!("{name}: target died with the agent"));
+        let _ = target.wait();
+        return errors;
+    }
+    if let Some(bin) = &usdt {
+        let after = semaphores(pid, bin);
+        if after != [0, 0] {
+            errors.push(format!("{name}: semaphores {after:?} after the agent left, expected [0, 0]"));
+        }
+    }
+    // The target finishes its work normally: report printed, exit status 0.
+    let report: Value = serde_json::from_str(&target_out.wait_for("baseline", 60, &name)).unwrap();
+    let exit = wait_exit(&mut target, 30, &name);
+    if !exit.success() || report["collections"][0].as_i64().unwrap_or(0) == 0 {
+        errors.push(format!("{name}: target exit {exit:?}, report {report}"));
+    }
+    errors
+}
+
+#[test]
+fn sigterm_detaches_and_leaves_the_target_untouched() {
+    for_each_python(|py| detach_leaves_target_untouched(py, "-TERM"));
+}
+
+#[test]
+fn sigkill_of_the_agent_still_removes_every_probe() {
+    for_each_python(|py| detach_leaves_target_untouched(py, "-KILL"));
+}
+
+#[test]
+fn live_view_reads_thresholds_and_count_from_memory() {
+    for_each_python(|py| {
+        // The target sets threshold0 itself and idles; the agent must read back the same values.
+        let mut target = spawn(&py.container_command(&["--wait", "--threshold", "555"]));
+        let mut target_out = Lines::new(target.stdout.take().unwrap());
+        let ready = target_out.wait_for("ready", 30, &py.name);
+        let thresholds: Vec<i64> = serde_json::from_str(ready.trim_start_matches("ready ")).unwrap();
+        let pid = interpreter_pid(&target, py);
+        let out = agent()
+            .args(["--pid", &pid.to_string(), "--duration", "1.3", "--interval", "0.5"])
+            .output()
+            .unwrap();
+        let _ = target.kill();
+        let _ = target.wait();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let want = format!("thresholds {}/{}/{} · gen0 count", thresholds[0], thresholds[1], thresholds[2]);
+        let refreshes = stdout.lines().filter(|l| l.contains("| gen0 ")).count();
+        let mut errors = Vec::new();
+        if out.status.code() != Some(0) || !stdout.contains(&want) || refreshes < 2 {
+            errors.push(format!(
+                "{}: expected {refreshes} ≥ 2 refresh lines with {want:?}, got:\n{stdout}",
+                py.name
+            ));
+        }
+        if !stdout.contains("neurogc summary (duration") {
+            errors.push(format!("{}: no closing summary:\n{stdout}", py.name));
+        }
+        errors
+    });
+}

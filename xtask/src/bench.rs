@@ -1,0 +1,260 @@
+//! `cargo xtask bench overhead`: what observing costs the target, side by side in one run.
+//!
+//! A GC-heavy workload (tests/workloads/cycles.py, thousands of collections per second) runs a
+//! fixed number of iterations, once per mode per round, the modes rotated every round:
+//! no observer; neurogc-agent --json (every event decoded and printed); bpftrace printing every
+//! event; bpftrace aggregating in the kernel. Each observer is attached (and proven armed) before
+//! the workload starts. Ratios are taken within a round, then the median over rounds.
+use std::{
+    io::{BufRead, BufReader, Write},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::mpsc,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result, bail};
+use clap::Subcommand;
+use serde_json::Value;
+
+use crate::{build_release_agent, setup, workspace_root};
+
+#[derive(Subcommand)]
+pub enum Which {
+    /// Overhead on the target, agent CPU and RSS, attach time
+    Overhead {
+        /// Rounds (each runs every mode once)
+        #[arg(long, default_value = "5")]
+        rounds: usize,
+        /// Workload iterations per run
+        #[arg(long, default_value = "300000")]
+        iterations: u64,
+        /// threshold0 of the workload (lower: more collections per second)
+        #[arg(long, default_value = "300")]
+        threshold: u32,
+        /// Interpreter with USDT probes (bpftrace needs them too)
+        #[arg(long, default_value = "/usr/bin/python3.11")]
+        python: PathBuf,
+    },
+}
+
+pub fn run(which: Which) -> Result<()> {
+    match which {
+        Which::Overhead { rounds, iterations, threshold, python } => {
+            overhead(rounds, iterations, threshold, &python)
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    Baseline,
+    Agent,
+    BpftracePrint,
+    BpftraceHist,
+}
+
+const MODES: [Mode; 4] = [Mode::Baseline, Mode::Agent, Mode::BpftracePrint, Mode::BpftraceHist];
+
+impl Mode {
+    fn label(self) -> &'static str {
+        match self {
+            Mode::Baseline => "no observer",
+            Mode::Agent => "neurogc-agent --json",
+            Mode::BpftracePrint => "bpftrace, printf per event",
+            Mode::BpftraceHist => "bpftrace, hist() in kernel",
+        }
+    }
+}
+
+struct Sample {
+    elapsed_s: f64,
+    collections: u64,
+    /// Agent only: CPU seconds, peak RSS (KiB), spawn → armed (ms, wall).
+    agent: Option<(f64, i64, f64)>,
+}
+
+fn ensure_bpftrace() -> Result<()> {
+    if Command::new("bpftrace").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        return Ok(());
+    }
+    crate::run(Command::new("apt-get").args(["update", "-qq"]))?;
+    crate::run(Command::new("apt-get").args(["install", "-y", "-qq", "bpftrace"]))
+}
+
+/// Reads `child`'s stream on a thread; the channel gets each line, and the stream is drained to
+/// the end so the writer never blocks.
+fn lines(stream: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
+fn wait_for(rx: &mpsc::Receiver<String>, needle: &str, what: &str) -> Result<String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(line) if line.contains(needle) => return Ok(line),
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    bail!("{what}: never printed {needle:?}")
+}
+
+/// wait4: exit plus the child's own CPU time and peak RSS.
+fn wait_rusage(child: &mut Child) -> Result<(f64, i64)> {
+    let mut status = 0;
+    // SAFETY: zeroed rusage is a valid out-parameter.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as i32;
+    if unsafe { libc::wait4(pid, &mut status, 0, &mut usage) } != pid {
+        bail!("wait4({pid}): {}", std::io::Error::last_os_error());
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Ok((secs(usage.ru_utime) + secs(usage.ru_stime), usage.ru_maxrss))
+}
+
+fn bpftrace_script(python: &Path, hist: bool) -> String {
+    let p = python.display();
+    let done = if hist {
+        "@pause = hist(nsecs - @start[tid]);"
+    } else {
+        r#"printf("%d %d %d\n", tid, arg0, nsecs - @start[tid]);"#
+    };
+    format!(
+        "usdt:{p}:python:gc__start {{ @start[tid] = nsecs; }}\n\
+         usdt:{p}:python:gc__done /@start[tid]/ {{ {done} delete(@start[tid]); }}\n"
+    )
+}
+
+fn one_run(mode: Mode, agent: &Path, python: &Path, iterations: u64, threshold: u32) -> Result<Sample> {
+    let workload = workspace_root().join("tests/workloads/cycles.py");
+    let mut target = Command::new(python)
+        .arg(&workload)
+        .args(["--wait", "--iterations", &iterations.to_string(), "--threshold", &threshold.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting the workload")?;
+    let pid = target.id().to_string();
+    let out = lines(target.stdout.take().unwrap());
+    wait_for(&out, "ready", "workload")?;
+
+    let spawned = Instant::now();
+    let mut observer = match mode {
+        Mode::Baseline => None,
+        Mode::Agent => {
+            let mut child = Command::new(agent)
+                .args(["--pid", &pid, "--json"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()?;
+            let _stdout = lines(child.stdout.take().unwrap());
+            let err = lines(child.stderr.take().unwrap());
+            wait_for(&err, "observing", "neurogc-agent")?;
+            Some((child, Some(spawned.elapsed().as_secs_f64() * 1e3), _stdout))
+        }
+        Mode::BpftracePrint | Mode::BpftraceHist => {
+            let mut child = Command::new("bpftrace")
+                .args(["-p", &pid, "-e", &bpftrace_script(python, mode == Mode::BpftraceHist)])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()?;
+            let stdout = lines(child.stdout.take().unwrap());
+            wait_for(&stdout, "Attaching", "bpftrace")?;
+            // bpftrace prints "Attaching" just before it attaches.
+            std::thread::sleep(Duration::from_millis(500));
+            Some((child, None, stdout))
+        }
+    };
+
+    target.stdin.as_mut().unwrap().write_all(b"go\n")?;
+    let report: Value = serde_json::from_str(&wait_for(&out, "elapsed_s", "workload")?)?;
+    let _ = target.wait();
+    let agent_stats = match observer.as_mut() {
+        Some((child, attach_ms, _)) => {
+            if attach_ms.is_none() {
+                // bpftrace: stop it the way a user would.
+                let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+            }
+            let (cpu, rss) = wait_rusage(child)?;
+            attach_ms.map(|ms| (cpu, rss, ms))
+        }
+        None => None,
+    };
+    let collections: u64 = report["collections"].as_array().unwrap().iter().filter_map(Value::as_u64).sum();
+    Ok(Sample { elapsed_s: report["elapsed_s"].as_f64().unwrap(), collections, agent: agent_stats })
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() { f64::NAN } else { v[v.len() / 2] }
+}
+
+fn overhead(rounds: usize, iterations: u64, threshold: u32, python: &Path) -> Result<()> {
+    setup::run()?;
+    ensure_bpftrace()?;
+    let agent = build_release_agent()?;
+    let mut samples: Vec<(usize, Mode, Sample)> = Vec::new();
+    for round in 0..rounds {
+        for i in 0..MODES.len() {
+            let mode = MODES[(i + round) % MODES.len()];
+            let s = one_run(mode, &agent, python, iterations, threshold)
+                .with_context(|| format!("round {round}, {}", mode.label()))?;
+            eprintln!(
+                "bench: round {round} {:<28} {:.3}s {} collections",
+                mode.label(),
+                s.elapsed_s,
+                s.collections
+            );
+            samples.push((round, mode, s));
+        }
+    }
+    let of = |mode: Mode| samples.iter().filter(move |(_, m, _)| *m == mode);
+    let base: Vec<f64> = of(Mode::Baseline).map(|(_, _, s)| s.elapsed_s).collect();
+    let base_rate = median(of(Mode::Baseline).map(|(_, _, s)| s.collections as f64 / s.elapsed_s).collect());
+    println!(
+        "\nneurogc overhead benchmark · {} · {rounds} rounds × {iterations} iterations, threshold0 {threshold}",
+        python.display()
+    );
+    println!(
+        "workload without observer: {:.3}s median, {:.0} collections/s\n",
+        median(base.clone()),
+        base_rate
+    );
+    println!("{:<30} {:>10} {:>14} {:>10}", "mode", "median s", "ratio (median)", "worst");
+    for mode in MODES {
+        let ratios: Vec<f64> = of(mode)
+            .map(|(round, _, s)| {
+                let b = of(Mode::Baseline).find(|(r, _, _)| r == round).unwrap().2.elapsed_s;
+                s.elapsed_s / b
+            })
+            .collect();
+        let worst = ratios.iter().cloned().fold(f64::MIN, f64::max);
+        println!(
+            "{:<30} {:>10.3} {:>13.3}× {:>9.3}×",
+            mode.label(),
+            median(of(mode).map(|(_, _, s)| s.elapsed_s).collect()),
+            median(ratios),
+            worst
+        );
+    }
+    let agent_runs: Vec<&Sample> = of(Mode::Agent).map(|(_, _, s)| s).collect();
+    let cpu_per_1000 = median(
+        agent_runs.iter().map(|s| s.agent.unwrap().0 * 1e3 / (s.collections as f64 / 1000.0)).collect(),
+    );
+    let rss = agent_runs.iter().map(|s| s.agent.unwrap().1).max().unwrap_or(0);
+    let attach = median(agent_runs.iter().map(|s| s.agent.unwrap().2).collect());
+    println!(
+        "\nagent CPU: {cpu_per_1000:.2} ms per 1000 collections (= {:.2}% of a core at 1000 collections/s)",
+        cpu_per_1000 / 10.0
+    );
+    println!("agent peak RSS: {:.1} MiB", rss as f64 / 1024.0);
+    println!("agent attach (spawn → probes armed, wall): {attach:.0} ms median");
+    Ok(())
+}

@@ -1,0 +1,129 @@
+//! The real interpreters the tests run against, written to a manifest the tests read
+//! (`NEUROGC_PYTHONS`). Kept in a cache outside the checkout so CI's clean clones reuse it.
+//!
+//! - Debian bookworm's /usr/bin/python3.11: stripped, USDT, non-PIE, interpreter in the executable.
+//! - pyenv builds (3.8 … 3.13 on this image): `--enable-shared`, full `.symtab`, no USDT.
+//! - Debian trixie 3.13 and sid 3.14, unpacked by xtask/get-pythons.sh: USDT; they need their own
+//!   glibc, so they run in a chroot (launch tests) and in a chroot inside new pid+mount
+//!   namespaces (attach tests: the container case).
+//! - A copy of pyenv 3.11's libpython stripped of `.symtab`: the "no probes" error case.
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+use crate::workspace_root;
+
+pub fn cache_dir() -> PathBuf {
+    std::env::var_os("NEUROGC_CACHE").map_or_else(|| PathBuf::from("/var/cache/neurogc"), PathBuf::from)
+}
+
+/// Builds what is missing and returns the manifest's path.
+pub fn ensure() -> Result<PathBuf> {
+    let dir = cache_dir().join("pythons");
+    std::fs::create_dir_all(&dir)?;
+    let mut pythons = Vec::new();
+
+    if Path::new("/usr/bin/python3.11").exists() {
+        pythons.push(entry("debian-bookworm-3.11", &["/usr/bin/python3.11"], None, "usdt", true));
+    }
+    for (name, prefix) in pyenv_versions() {
+        let minor = name.rsplit_once('.').map_or(name.as_str(), |(mm, _)| mm).to_owned();
+        let exe = prefix.join(format!("bin/python{minor}"));
+        let required = name.starts_with("3.11.");
+        pythons.push(entry(&format!("pyenv-{name}"), &[exe.to_str().unwrap()], None, "uprobe", required));
+    }
+
+    let script = workspace_root().join("xtask/get-pythons.sh");
+    let out = Command::new("bash").arg(&script).arg(&dir).output().context("running get-pythons.sh")?;
+    if !out.status.success() {
+        bail!("{} failed:\n{}", script.display(), String::from_utf8_lossy(&out.stderr));
+    }
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let [version, root, path] = line.split('\t').collect::<Vec<_>>()[..] else { continue };
+        let suite = Path::new(root).file_name().unwrap().to_string_lossy().into_owned();
+        let minor = version.rsplit_once('.').map_or(version, |(mm, _)| mm);
+        pythons.push(entry(
+            &format!("debian-{suite}-{minor}"),
+            &["chroot", root, path],
+            Some(root),
+            "usdt",
+            true,
+        ));
+    }
+
+    let manifest = json!({
+        "pythons": pythons,
+        "stripped": stripped_fixture(&dir)?,
+    });
+    let path = dir.join("manifest.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&manifest)?)?;
+    Ok(path)
+}
+
+fn entry(name: &str, argv: &[&str], root: Option<&str>, probe: &str, required: bool) -> Value {
+    json!({ "name": name, "argv": argv, "root": root, "probe": probe, "required": required })
+}
+
+fn pyenv_versions() -> Vec<(String, PathBuf)> {
+    let root = std::env::var_os("PYENV_ROOT").map_or_else(
+        || PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".pyenv"),
+        PathBuf::from,
+    );
+    let Ok(dir) = std::fs::read_dir(root.join("versions")) else { return Vec::new() };
+    let mut found: Vec<(String, PathBuf)> = dir
+        .filter_map(|e| e.ok())
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .filter(|(name, path)| {
+            let minor: Option<u32> = name.strip_prefix("3.").and_then(|r| r.split('.').next()?.parse().ok());
+            minor.is_some_and(|m| (8..=14).contains(&m))
+                && path.join(format!("lib/libpython{}.so.1.0", name.rsplit_once('.').unwrap().0)).exists()
+        })
+        .collect();
+    found.sort_by_key(|(name, _)| name.split('.').map(|p| p.parse::<u32>().unwrap_or(0)).collect::<Vec<_>>());
+    found
+}
+
+/// pyenv 3.11 with its libpython stripped of `.symtab` (the executable keeps its RUNPATH, so
+/// LD_LIBRARY_PATH points it at the stripped copy). `None` where pyenv 3.11 is absent.
+fn stripped_fixture(dir: &Path) -> Result<Value> {
+    let Some((_, prefix)) = pyenv_versions().into_iter().find(|(n, _)| n.starts_with("3.11.")) else {
+        return Ok(Value::Null);
+    };
+    let lib_dir = dir.join("stripped-3.11");
+    let lib = lib_dir.join("libpython3.11.so.1.0");
+    if !lib.exists() {
+        std::fs::create_dir_all(&lib_dir)?;
+        let tmp = lib_dir.join(".libpython.tmp");
+        crate::run(
+            Command::new("strip")
+                .arg("--strip-all")
+                .arg("-o")
+                .arg(&tmp)
+                .arg(prefix.join("lib/libpython3.11.so.1.0")),
+        )?;
+        std::fs::rename(&tmp, &lib)?;
+    }
+    Ok(json!({
+        "argv": [prefix.join("bin/python3.11")],
+        "env": { "LD_LIBRARY_PATH": lib_dir, "PYTHONHOME": prefix },
+        "library": lib,
+    }))
+}
+
+pub fn print(manifest: &Path) {
+    let Ok(text) = std::fs::read_to_string(manifest) else { return };
+    let Ok(value) = serde_json::from_str::<Value>(&text) else { return };
+    eprintln!("xtask: test interpreters ({}):", manifest.display());
+    for p in value["pythons"].as_array().into_iter().flatten() {
+        eprintln!(
+            "  {:<24} {:<7} {}",
+            p["name"].as_str().unwrap_or(""),
+            p["probe"].as_str().unwrap_or(""),
+            p["argv"]
+        );
+    }
+}
