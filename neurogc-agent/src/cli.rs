@@ -8,7 +8,7 @@ const AFTER_HELP: &str = "\
 Examples:
   sudo neurogc-agent --pid 1234                 live view of a running process
   sudo neurogc-agent --pid 1234 --json -d 60    every collection as JSON for a minute
-  sudo neurogc-agent -- python3 app.py          start app.py and observe it from its first collection
+  sudo neurogc-agent -- python3 app.py          run app.py, observed from its first collection
 
 Exit status: 0 when observation ended normally (Ctrl-C, SIGTERM, --duration, target exit);
 2 for input the agent cannot work with (no such PID, not CPython, no probes in the build,

@@ -24,10 +24,10 @@ pub enum Which {
     /// Overhead on the target, agent CPU and RSS, attach time
     Overhead {
         /// Rounds (each runs every mode once)
-        #[arg(long, default_value = "5")]
+        #[arg(long, default_value = "10")]
         rounds: usize,
         /// Workload iterations per run
-        #[arg(long, default_value = "300000")]
+        #[arg(long, default_value = "1000000")]
         iterations: u64,
         /// threshold0 of the workload (lower: more collections per second)
         #[arg(long, default_value = "300")]
@@ -68,10 +68,29 @@ impl Mode {
 }
 
 struct Sample {
+    /// The workload's own wall time for its fixed work.
     elapsed_s: f64,
+    /// The target's CPU time (user + system: the kernel runs the probes in its context).
+    target_cpu_s: f64,
     collections: u64,
-    /// Agent only: CPU seconds, peak RSS (KiB), spawn → armed (ms, wall).
-    agent: Option<(f64, i64, f64)>,
+    agent: Option<AgentSample>,
+}
+
+struct AgentSample {
+    /// CPU while the workload ran (start-up excluded).
+    cpu_s: f64,
+    peak_rss_kib: i64,
+    /// Spawn → "observing" (probes armed), wall.
+    attach_ms: f64,
+}
+
+/// CPU time of every thread of `pid` so far (schedstat: nanoseconds, not clock ticks).
+fn cpu_ns(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return 0 };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
 }
 
 fn ensure_bpftrace() -> Result<()> {
@@ -173,22 +192,28 @@ fn one_run(mode: Mode, agent: &Path, python: &Path, iterations: u64, threshold: 
         }
     };
 
+    let observer_cpu_before = observer.as_ref().map_or(0, |(child, _, _)| cpu_ns(child.id()));
     target.stdin.as_mut().unwrap().write_all(b"go\n")?;
     let report: Value = serde_json::from_str(&wait_for(&out, "elapsed_s", "workload")?)?;
-    let _ = target.wait();
-    let agent_stats = match observer.as_mut() {
+    let observer_cpu = observer.as_ref().map_or(0, |(child, _, _)| cpu_ns(child.id())) - observer_cpu_before;
+    let (target_cpu_s, _) = wait_rusage(&mut target)?;
+    let agent = match observer.as_mut() {
         Some((child, attach_ms, _)) => {
             if attach_ms.is_none() {
                 // bpftrace: stop it the way a user would.
                 let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
             }
-            let (cpu, rss) = wait_rusage(child)?;
-            attach_ms.map(|ms| (cpu, rss, ms))
+            let (_, peak_rss_kib) = wait_rusage(child)?;
+            attach_ms.map(|attach_ms| AgentSample {
+                cpu_s: observer_cpu as f64 / 1e9,
+                peak_rss_kib,
+                attach_ms,
+            })
         }
         None => None,
     };
     let collections: u64 = report["collections"].as_array().unwrap().iter().filter_map(Value::as_u64).sum();
-    Ok(Sample { elapsed_s: report["elapsed_s"].as_f64().unwrap(), collections, agent: agent_stats })
+    Ok(Sample { elapsed_s: report["elapsed_s"].as_f64().unwrap(), target_cpu_s, collections, agent })
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -227,31 +252,41 @@ fn overhead(rounds: usize, iterations: u64, threshold: u32, python: &Path) -> Re
         median(base.clone()),
         base_rate
     );
-    println!("{:<30} {:>10} {:>14} {:>10}", "mode", "median s", "ratio (median)", "worst");
+    println!(
+        "{:<30} {:>9} {:>14} {:>12} {:>18}",
+        "mode", "wall s", "wall ratio", "target CPU s", "target CPU ratio"
+    );
+    // Ratios within a round (same machine state), then the median over rounds.
+    let ratio = |mode: Mode, metric: fn(&Sample) -> f64| -> f64 {
+        median(
+            of(mode)
+                .map(|(round, _, s)| {
+                    let b = &of(Mode::Baseline).find(|(r, _, _)| r == round).unwrap().2;
+                    metric(s) / metric(b)
+                })
+                .collect(),
+        )
+    };
     for mode in MODES {
-        let ratios: Vec<f64> = of(mode)
-            .map(|(round, _, s)| {
-                let b = of(Mode::Baseline).find(|(r, _, _)| r == round).unwrap().2.elapsed_s;
-                s.elapsed_s / b
-            })
-            .collect();
-        let worst = ratios.iter().cloned().fold(f64::MIN, f64::max);
         println!(
-            "{:<30} {:>10.3} {:>13.3}× {:>9.3}×",
+            "{:<30} {:>9.3} {:>13.3}× {:>12.3} {:>17.3}×",
             mode.label(),
             median(of(mode).map(|(_, _, s)| s.elapsed_s).collect()),
-            median(ratios),
-            worst
+            ratio(mode, |s| s.elapsed_s),
+            median(of(mode).map(|(_, _, s)| s.target_cpu_s).collect()),
+            ratio(mode, |s| s.target_cpu_s),
         );
     }
-    let agent_runs: Vec<&Sample> = of(Mode::Agent).map(|(_, _, s)| s).collect();
+    let agent_runs: Vec<&AgentSample> = of(Mode::Agent).filter_map(|(_, _, s)| s.agent.as_ref()).collect();
     let cpu_per_1000 = median(
-        agent_runs.iter().map(|s| s.agent.unwrap().0 * 1e3 / (s.collections as f64 / 1000.0)).collect(),
+        of(Mode::Agent)
+            .map(|(_, _, s)| s.agent.as_ref().unwrap().cpu_s * 1e3 / (s.collections as f64 / 1000.0))
+            .collect(),
     );
-    let rss = agent_runs.iter().map(|s| s.agent.unwrap().1).max().unwrap_or(0);
-    let attach = median(agent_runs.iter().map(|s| s.agent.unwrap().2).collect());
+    let rss = agent_runs.iter().map(|a| a.peak_rss_kib).max().unwrap_or(0);
+    let attach = median(agent_runs.iter().map(|a| a.attach_ms).collect());
     println!(
-        "\nagent CPU: {cpu_per_1000:.2} ms per 1000 collections (= {:.2}% of a core at 1000 collections/s)",
+        "\nagent CPU while observing: {cpu_per_1000:.3} ms per 1000 collections (= {:.3}% of a core at 1000 collections/s)",
         cpu_per_1000 / 10.0
     );
     println!("agent peak RSS: {:.1} MiB", rss as f64 / 1024.0);
