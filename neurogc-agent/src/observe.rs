@@ -55,6 +55,8 @@ impl GcStatus {
             *self = match locator.locate(pid) {
                 Ok(Some(state)) => GcStatus::Located(state),
                 Ok(None) => return,
+                // Gone before we could look (a very short-lived target): stay unproven.
+                Err(_) if !process::exists(pid) => return,
                 Err(err) => {
                     tracing::warn!(
                         "GC state of process {pid} failed validation, reporting probe arguments only: {err:#}"
@@ -317,6 +319,11 @@ impl Observer<'_> {
     }
 
     fn summarise(mut self, stop: &Stop, lost: u64, unpaired: u64) -> Result<()> {
+        if matches!(self.gc, GcStatus::Pending(_)) && self.agg.collections() > 0 {
+            tracing::warn!(
+                "the target exited before its GC state could be validated: generations and counts are the probe's arguments"
+            );
+        }
         let elapsed_s = self.started.elapsed().as_secs_f64();
         let summary = Summary {
             kind: "summary",

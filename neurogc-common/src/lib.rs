@@ -120,3 +120,21 @@ mod pod {
     unsafe impl aya::Pod for GcEvent {}
     unsafe impl aya::Pod for ProbeConfig {}
 }
+
+#[cfg(test)]
+mod tests {
+    use core::mem::{offset_of, size_of};
+
+    use super::*;
+
+    /// The agent reads events by this layout; a reordered field would silently shift every value.
+    #[test]
+    fn event_layout_is_the_documented_abi() {
+        assert_eq!(size_of::<GcEvent>(), 120);
+        assert_eq!(offset_of!(GcEvent, pid), 16);
+        assert_eq!(offset_of!(GcEvent, arg_gen), 24);
+        assert_eq!(offset_of!(GcEvent, delta), 40);
+        assert_eq!(offset_of!(GcEvent, flags), 112);
+        assert_eq!(size_of::<ArgSpec>(), 24);
+    }
+}

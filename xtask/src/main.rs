@@ -107,8 +107,39 @@ fn test(cargo_args: &[String]) -> Result<()> {
     run(Command::new("cargo")
         .args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])
         .env("AYA_BUILD_SKIP", "1"))?;
-    run(Command::new("cargo")
-        .args(["test", "--workspace"])
-        .args(cargo_args)
-        .env("NEUROGC_PYTHONS", &manifest))
+    let mut cargo = Command::new("cargo");
+    cargo.args(["test", "--workspace"]).args(cargo_args).env("NEUROGC_PYTHONS", &manifest);
+    let (passed, failed) = run_counting_tests(&mut cargo)?;
+    // One closing line for the whole run: cargo's own last line is the (empty) doc-test batch.
+    println!("tests: {passed} passed, {failed} failed");
+    if failed > 0 {
+        bail!("{failed} tests failed");
+    }
+    Ok(())
+}
+
+/// Runs `cargo test`, echoing its output, and adds up its "test result:" lines.
+fn run_counting_tests(cmd: &mut Command) -> Result<(u64, u64)> {
+    use std::io::{BufRead, BufReader};
+    eprintln!("xtask: {}", format_command(cmd));
+    let mut child = cmd.current_dir(workspace_root()).stdout(std::process::Stdio::piped()).spawn()?;
+    let (mut passed, mut failed) = (0, 0);
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line?;
+        println!("{line}");
+        if let Some(rest) = line.strip_prefix("test result: ") {
+            let count = |word: &str| -> u64 {
+                rest.split(['.', ';'])
+                    .find_map(|part| part.trim().strip_suffix(word)?.trim().parse().ok())
+                    .unwrap_or(0)
+            };
+            passed += count("passed");
+            failed += count("failed");
+        }
+    }
+    let status = child.wait()?;
+    if !status.success() && failed == 0 {
+        bail!("{} failed ({status})", format_command(cmd));
+    }
+    Ok((passed, failed))
 }

@@ -18,8 +18,15 @@ pub struct MappedFile {
     pub inode: u64,
 }
 
+/// Running (not gone, not a zombie waiting to be reaped).
+pub fn exists(pid: i32) -> bool {
+    pid > 0
+        && std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')))
+}
+
 pub fn open(pid: i32) -> Result<Process> {
-    if pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+    if !exists(pid) {
         bail_user!("no process with PID {pid} (it is not running, or not in this PID namespace)");
     }
     Process::new(pid).with_context(|| format!("opening /proc/{pid}"))
