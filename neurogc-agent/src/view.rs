@@ -37,8 +37,8 @@ pub fn duration(ns: u64) -> String {
 pub fn count(n: f64) -> String {
     match n.abs() {
         x if x < 10_000.0 => format!("{n:.0}"),
-        x if x < 10_000_000.0 => format!("{:.1}k", n / 1e3),
-        _ => format!("{:.1}M", n / 1e6),
+        x if x < 1_000_000.0 => format!("{:.1}k", n / 1e3),
+        _ => format!("{:.2}M", n / 1e6),
     }
 }
 
@@ -174,5 +174,8 @@ mod tests {
         assert_eq!(duration(38_400), "38µs");
         assert_eq!(duration(1_250_000), "1.2ms");
         assert_eq!(duration(2_500_000_000), "2.50s");
+        assert_eq!(count(700.0), "700");
+        assert_eq!(count(277_100.0), "277.1k");
+        assert_eq!(count(7_769_865.0), "7.77M");
     }
 }
