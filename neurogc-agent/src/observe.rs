@@ -43,28 +43,42 @@ pub struct Options {
 enum GcStatus {
     /// Layout unknown for this build: probe arguments only.
     Unknown,
-    /// Interpreter not initialised yet (launch mode).
-    Pending(GcLocator),
+    /// Not proven yet: the interpreter is not initialised (launch mode), or it was collecting
+    /// when we looked (its lists are rewired during a collection).
+    Pending {
+        locator: GcLocator,
+        failures: u32,
+    },
     Located(GcState),
     Invalid(String),
 }
 
+/// Failed validations (one per drain, ≈ 100 ms apart) before the layout is declared wrong.
+const MAX_VALIDATION_FAILURES: u32 = 10;
+
 impl GcStatus {
     fn refresh(&mut self, pid: i32) {
-        if let GcStatus::Pending(locator) = self {
-            *self = match locator.locate(pid) {
-                Ok(Some(state)) => GcStatus::Located(state),
-                Ok(None) => return,
-                // Gone before we could look (a very short-lived target): stay unproven.
-                Err(_) if !process::exists(pid) => return,
-                Err(err) => {
-                    tracing::warn!(
-                        "GC state of process {pid} failed validation, reporting probe arguments only: {err:#}"
-                    );
-                    GcStatus::Invalid(format!("{err:#}"))
-                }
-            };
-        }
+        let GcStatus::Pending { locator, failures } = self else { return };
+        *self = match locator.locate(pid) {
+            Ok(Some(state)) => GcStatus::Located(state),
+            Ok(None) => return,
+            // Gone before we could look (a very short-lived target): stay unproven.
+            Err(_) if !process::exists(pid) => return,
+            Err(_) if *failures + 1 < MAX_VALIDATION_FAILURES => {
+                *failures += 1;
+                return;
+            }
+            Err(err) => {
+                tracing::warn!(
+                    "GC state of process {pid} failed validation, reporting probe arguments only: {err:#}"
+                );
+                GcStatus::Invalid(format!("{err:#}"))
+            }
+        };
+    }
+
+    fn pending(&self) -> bool {
+        matches!(self, GcStatus::Pending { .. })
     }
 
     fn trusted(&self) -> bool {
@@ -122,7 +136,12 @@ struct Observer<'a> {
     last_mark: Mark,
     last_refresh: Instant,
     last_count0: Option<i32>,
+    /// Events read but not decoded yet (while the GC state is being proven).
+    held: Vec<GcEvent>,
 }
+
+/// At most this many events wait for the GC state to be proven (≈ 12 MB).
+const MAX_HELD: usize = 100_000;
 
 enum Stop {
     Duration,
@@ -172,7 +191,7 @@ pub async fn run(
     let exit_watch = readable(PidFd(pidfd_open(pid)?))?;
     let mut ring = readable(Ring(probes))?;
     let gc = match plan.gc {
-        Some(locator) => GcStatus::Pending(locator),
+        Some(locator) => GcStatus::Pending { locator, failures: 0 },
         None => GcStatus::Unknown,
     };
     let mut obs = Observer {
@@ -188,6 +207,7 @@ pub async fn run(
         last_mark: Mark::default(),
         last_refresh: Instant::now(),
         last_count0: None,
+        held: Vec::new(),
     };
     match &launched {
         // Until the dynamic loader and the interpreter's start-up are done, the GC state's memory
@@ -232,6 +252,7 @@ pub async fn run(
     // Whatever the kernel already produced belongs to the run; then disarm before summarising.
     let mut probes = ring.into_inner().0;
     let _ = obs.drain(&mut probes);
+    let _ = obs.release_held();
     let (lost, unpaired) = (probes.lost(), probes.unpaired());
     drop(probes);
     obs.summarise(&stop, lost, unpaired)
@@ -239,28 +260,40 @@ pub async fn run(
 
 impl Observer<'_> {
     fn drain(&mut self, probes: &mut Probes) -> io::Result<()> {
-        let mut any = false;
+        let before = self.held.len();
         while let Some(item) = probes.ring.next() {
-            if item.len() < std::mem::size_of::<GcEvent>() {
-                continue;
+            if item.len() >= std::mem::size_of::<GcEvent>() {
+                // SAFETY: the kernel wrote a whole GcEvent (length checked); read_unaligned copes
+                // with the ring's 8-byte alignment.
+                self.held.push(unsafe { std::ptr::read_unaligned(item.as_ptr().cast()) });
             }
-            if !any {
-                // The GC state can only be found once the interpreter exists; the first event
-                // proves it does.
-                self.gc.refresh(self.plan.pid);
-                any = true;
-            }
-            // SAFETY: the kernel wrote a whole GcEvent (length checked); read_unaligned copes
-            // with the ring's 8-byte alignment.
-            let raw: GcEvent = unsafe { std::ptr::read_unaligned(item.as_ptr().cast()) };
-            let Some(collection) = events::decode(&raw, self.gc.trusted(), &self.clock) else { continue };
+        }
+        if self.gc.pending() && self.held.len() > before {
+            // The GC state can only be found once the interpreter exists: an event proves it does.
+            self.gc.refresh(self.plan.pid);
+        }
+        // Events wait (in order) until the layout is proven or refuted, so that each is decoded
+        // the same way whatever the timing.
+        if self.gc.pending() && self.held.len() < MAX_HELD {
+            return Ok(());
+        }
+        self.release_held()
+    }
+
+    fn release_held(&mut self) -> io::Result<()> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let trusted = self.gc.trusted();
+        for raw in std::mem::take(&mut self.held) {
+            let Some(collection) = events::decode(&raw, trusted, &self.clock) else { continue };
             self.agg.record(&collection);
             if self.opts.json {
                 serde_json::to_writer(&mut self.out, &collection)?;
                 self.out.write_all(b"\n")?;
             }
         }
-        if any && self.opts.json {
+        if self.opts.json {
             self.out.flush()?;
         }
         Ok(())
@@ -319,7 +352,7 @@ impl Observer<'_> {
     }
 
     fn summarise(mut self, stop: &Stop, lost: u64, unpaired: u64) -> Result<()> {
-        if matches!(self.gc, GcStatus::Pending(_)) && self.agg.collections() > 0 {
+        if self.gc.pending() && (self.agg.collections() > 0 || !self.held.is_empty()) {
             tracing::warn!(
                 "the target exited before its GC state could be validated: generations and counts are the probe's arguments"
             );

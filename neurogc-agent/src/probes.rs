@@ -13,7 +13,7 @@ use neurogc_common::{ProbeConfig, RING_BYTES, counter};
 use crate::{
     bail_user,
     perf_uprobe::{self, UprobeLink},
-    target::{AttachPlan, ProbeSource},
+    target::{AttachPlan, Sites},
 };
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/neurogc-probes"));
@@ -34,6 +34,18 @@ fn program<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut UProbe> {
         .try_into()?;
     prog.load().with_context(|| format!("loading eBPF program {name}"))?;
     Ok(prog)
+}
+
+fn attach_all(ebpf: &mut Ebpf, sites: &Sites, plan: &AttachPlan) -> Result<Vec<UprobeLink>> {
+    let prog = program(ebpf, sites.program)?;
+    let fd = prog.fd()?.as_fd();
+    sites
+        .points
+        .iter()
+        .map(|&(offset, semaphore)| {
+            perf_uprobe::attach(fd, &plan.open_path, offset, semaphore, plan.pid, sites.retprobe)
+        })
+        .collect()
 }
 
 impl Probes {
@@ -60,46 +72,10 @@ impl Probes {
             }
             Err(err) => return Err(err).context("loading neurogc's eBPF programs"),
         };
-        let file = &plan.open_path;
-        let pid = plan.pid;
-        let mut end = Vec::new();
-        let mut begin = Vec::new();
-        match &plan.source {
-            ProbeSource::Usdt { start, done } => {
-                let prog = program(&mut ebpf, "gc_end")?;
-                for note in done {
-                    end.push(perf_uprobe::attach(
-                        prog.fd()?.as_fd(),
-                        file,
-                        note.file_offset,
-                        note.semaphore_offset,
-                        pid,
-                        false,
-                    )?);
-                }
-                let prog = program(&mut ebpf, "gc_begin")?;
-                for note in start {
-                    begin.push(perf_uprobe::attach(
-                        prog.fd()?.as_fd(),
-                        file,
-                        note.file_offset,
-                        note.semaphore_offset,
-                        pid,
-                        false,
-                    )?);
-                }
-            }
-            ProbeSource::Symbol { functions } => {
-                let prog = program(&mut ebpf, "gc_return")?;
-                for (_, offset) in functions {
-                    end.push(perf_uprobe::attach(prog.fd()?.as_fd(), file, *offset, 0, pid, true)?);
-                }
-                let prog = program(&mut ebpf, "gc_begin")?;
-                for (_, offset) in functions {
-                    begin.push(perf_uprobe::attach(prog.fd()?.as_fd(), file, *offset, 0, pid, false)?);
-                }
-            }
-        }
+        // End probes first: a begin without its end would leave a collection half-seen.
+        let (end_sites, begin_sites) = plan.source.sites();
+        let end = attach_all(&mut ebpf, &end_sites, plan)?;
+        let begin = attach_all(&mut ebpf, &begin_sites, plan)?;
         let ring = RingBuf::try_from(ebpf.take_map("EVENTS").context("EVENTS map missing")?)?;
         let counters = PerCpuArray::try_from(ebpf.take_map("COUNTERS").context("COUNTERS map missing")?)?;
         Ok(Probes { _begin: begin, _end: end, ring, counters, _ebpf: ebpf })

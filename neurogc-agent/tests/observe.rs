@@ -61,15 +61,8 @@ fn attach_to_a_running_process_in_its_own_pid_and_mount_namespace() {
         let mut target_out = Lines::new(target.stdout.take().unwrap());
         target_out.wait_for("ready", 30, &py.name);
         let pid = interpreter_pid(&target, py);
-        let mut agent = agent()
-            .args(["--json", "--duration", "120", "--pid", &pid.to_string()])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut agent_err = Lines::new(agent.stderr.take().unwrap());
-        let mut agent_out = Lines::new(agent.stdout.take().unwrap());
-        agent_err.wait_for("observing", 30, &format!("{}: agent", py.name));
+        let (mut agent, mut agent_out, mut agent_err) =
+            attach_agent(pid, &["--json", "--duration", "120"], &format!("{}: agent", py.name));
         target.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
         let report: Value = serde_json::from_str(&target_out.wait_for("baseline", 60, &py.name)).unwrap();
         // The target exits on its own: the agent must notice and stop with its summary.
@@ -109,15 +102,7 @@ fn detach_leaves_target_untouched(py: &Python, signal: &str) -> Vec<String> {
     {
         errors.push(format!("{name}: semaphores set before the agent attached"));
     }
-    let mut agent = agent()
-        .args(["--json", "--pid", &pid.to_string()])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut agent_err = Lines::new(agent.stderr.take().unwrap());
-    let mut agent_out = Lines::new(agent.stdout.take().unwrap());
-    agent_err.wait_for("observing", 30, &name);
+    let (mut agent, mut agent_out, _agent_err) = attach_agent(pid, &["--json"], &name);
     if let Some(bin) = &usdt {
         let armed = semaphores(pid, bin);
         if armed != [1, 1] {

@@ -63,15 +63,18 @@ pub fn gc_return(ctx: RetProbeContext) -> u32 {
     0
 }
 
+/// The current thread's id when it belongs to the traced process.
+#[inline(always)]
+fn traced_tid(cfg: &ProbeConfig) -> Option<u32> {
+    let id = bpf_get_current_pid_tgid();
+    ((id >> 32) as u32 == cfg.tgid).then_some(id as u32)
+}
+
 #[inline(always)]
 fn begin(regs: *mut pt_regs) {
     let now = unsafe { bpf_ktime_get_ns() };
     let cfg = config();
-    let id = bpf_get_current_pid_tgid();
-    if (id >> 32) as u32 != cfg.tgid {
-        return;
-    }
-    let tid = id as u32;
+    let Some(tid) = traced_tid(&cfg) else { return };
     if let Some(inflight) = INFLIGHT.get_ptr_mut(&tid) {
         // SAFETY: pointer from the map lookup, valid for this program run.
         unsafe { (*inflight).depth += 1 };
@@ -95,11 +98,7 @@ fn begin(regs: *mut pt_regs) {
 fn end(regs: *mut pt_regs) {
     let now = unsafe { bpf_ktime_get_ns() };
     let cfg = config();
-    let id = bpf_get_current_pid_tgid();
-    if (id >> 32) as u32 != cfg.tgid {
-        return;
-    }
-    let tid = id as u32;
+    let Some(tid) = traced_tid(&cfg) else { return };
     let Some(inflight) = INFLIGHT.get_ptr_mut(&tid) else {
         bump(counter::UNPAIRED);
         return;

@@ -76,10 +76,14 @@ impl GcLocator {
         if generations != 20 && generations != 24 {
             bail!("generation0 points {generations:#x} bytes into the GC state (expected 20 or 24)");
         }
-        // A list can be relinked between our two reads: a mismatch is retried before it counts.
+        // During a collection `_gc_prev` holds reference counts, not pointers, and lists are
+        // spliced: a mismatch is retried for a while (collections last µs to ms) before it counts.
         for i in 0..3u64 {
             let head = address + generations + i * GEN_STRIDE;
-            let linked = (0..3).any(|_| {
+            let linked = (0..20).any(|attempt| {
+                if attempt > 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
                 read_u64(pid, head)
                     .and_then(|next| read_u64(pid, next + 8))
                     .is_ok_and(|prev| prev & PREV_MASK == head)

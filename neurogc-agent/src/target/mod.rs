@@ -47,7 +47,35 @@ impl fmt::Display for ProbeSource {
     }
 }
 
+/// Where one eBPF program goes: (file offset, semaphore file offset or 0) per site.
+pub struct Sites {
+    pub program: &'static str,
+    pub retprobe: bool,
+    pub points: Vec<(u64, u64)>,
+}
+
 impl ProbeSource {
+    /// The end sites and the begin sites.
+    pub fn sites(&self) -> (Sites, Sites) {
+        match self {
+            ProbeSource::Usdt { start, done } => {
+                let points =
+                    |notes: &[UsdtNote]| notes.iter().map(|n| (n.file_offset, n.semaphore_offset)).collect();
+                (
+                    Sites { program: "gc_end", retprobe: false, points: points(done) },
+                    Sites { program: "gc_begin", retprobe: false, points: points(start) },
+                )
+            }
+            ProbeSource::Symbol { functions } => {
+                let points: Vec<(u64, u64)> = functions.iter().map(|&(_, offset)| (offset, 0)).collect();
+                (
+                    Sites { program: "gc_return", retprobe: true, points: points.clone() },
+                    Sites { program: "gc_begin", retprobe: false, points },
+                )
+            }
+        }
+    }
+
     pub fn kind(&self) -> &'static str {
         match self {
             ProbeSource::Usdt { .. } => "usdt",
@@ -200,7 +228,8 @@ fn symbol_source(elf: &Elf, interp: &Interpreter) -> Option<Source> {
 /// instructions out of line (≈ 25 µs): worth a warning, since it is paid twice per collection.
 fn warn_if_single_stepped(elf: &Elf, f: &elf::FuncSymbol) {
     let Some(code) = elf.read_at(f.address, 2) else { return };
-    let emulated = matches!(code[0], 0x50..=0x57 | 0x90) || (code[0] == 0x41 && matches!(code[1], 0x50..=0x57));
+    let emulated =
+        matches!(code[0], 0x50..=0x57 | 0x90) || (code[0] == 0x41 && matches!(code[1], 0x50..=0x57));
     if !emulated {
         tracing::warn!(
             "{} starts with byte {:#04x}, which uprobes may single-step: expect ≈ 25 µs extra per collection",

@@ -114,6 +114,21 @@ pub fn agent() -> Command {
     Command::new(env!("CARGO_BIN_EXE_neurogc-agent"))
 }
 
+/// The agent attached to `pid`, its stdout and stderr read as lines, once it says it is armed.
+pub fn attach_agent(pid: i32, extra: &[&str], what: &str) -> (Child, Lines, Lines) {
+    let mut child = agent()
+        .args(["--pid", &pid.to_string()])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = Lines::new(child.stdout.take().unwrap());
+    let mut err = Lines::new(child.stderr.take().unwrap());
+    err.wait_for("observing", 30, what);
+    (child, out, err)
+}
+
 pub fn spawn(argv: &[String]) -> Child {
     Command::new(&argv[0])
         .args(&argv[1..])
