@@ -1,5 +1,4 @@
-//! Running totals per generation: counts, pause histograms (hdrhistogram), and the deltas between
-//! two refreshes that the live view turns into rates.
+//! Running totals per generation since attach: counts, collected objects, pause histograms.
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
@@ -34,13 +33,6 @@ pub struct Aggregate {
     pub unknown_gen: GenTotals,
 }
 
-/// Counters at one refresh, to difference with the next.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Mark {
-    pub collections: [u64; 3],
-    pub pause_ns: u64,
-}
-
 impl Aggregate {
     pub fn record(&mut self, c: &Collection) {
         let totals = match c.r#gen {
@@ -64,10 +56,6 @@ impl Aggregate {
 
     pub fn pause_ns(&self) -> u64 {
         self.all().map(|g| g.pause_ns).sum()
-    }
-
-    pub fn mark(&self) -> Mark {
-        Mark { collections: [0, 1, 2].map(|g| self.gens[g].collections), pause_ns: self.pause_ns() }
     }
 }
 

@@ -38,6 +38,10 @@ impl Clock {
         Clock { realtime_minus_monotonic: real - mono }
     }
 
+    pub fn now_unix_ns(self) -> u64 {
+        self.to_unix_ns(clock_ns(nix::time::ClockId::CLOCK_MONOTONIC) as u64)
+    }
+
     pub fn to_unix_ns(self, monotonic_ns: u64) -> u64 {
         (monotonic_ns as i128 + self.realtime_minus_monotonic).max(0) as u64
     }

@@ -1,13 +1,18 @@
 //! neurogc-agent: observe every garbage collection of a live CPython process with eBPF.
+mod actuate;
 mod aggregate;
 mod cli;
 mod error;
 mod events;
+mod features;
 mod launch;
 mod memory;
 mod observe;
 mod perf_uprobe;
+mod policy;
 mod probes;
+mod replay;
+mod steer;
 mod target;
 mod view;
 
@@ -16,7 +21,13 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use clap::Parser;
 
-use crate::{cli::Cli, launch::Launched, probes::Probes};
+use crate::{
+    cli::{Cli, Mode},
+    launch::Launched,
+    policy::{guard::GuardConfig, model::Model},
+    probes::Probes,
+    steer::Steering,
+};
 
 fn main() {
     let started = Instant::now();
@@ -36,6 +47,25 @@ fn main() {
 }
 
 fn run(cli: &Cli, started: Instant) -> Result<()> {
+    if let Some(trace) = &cli.replay {
+        return replay::run(trace);
+    }
+    // The model first: a broken model file or a missing ONNX Runtime must change nothing.
+    let steer = match cli.mode {
+        Mode::Observe => None,
+        mode => {
+            let model = Model::load(cli.model.as_deref(), cli.ep)?;
+            let guard = GuardConfig {
+                min: cli.threshold_min,
+                max: cli.threshold_max,
+                cooldown: cli.cooldown,
+                confirm: cli.confirm.max(1),
+                max_rss_growth: cli.max_rss_growth / 100.0,
+                allow_disable: cli.allow_disable,
+            };
+            Some(Steering::new(mode, model, guard, cli.actuator))
+        }
+    };
     if !nix::unistd::geteuid().is_root() {
         bail_user!(
             "neurogc-agent must run as root: it loads eBPF programs and reads the target's memory (try sudo)"
@@ -75,5 +105,5 @@ fn run(cli: &Cli, started: Instant) -> Result<()> {
         attach_ms,
     };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    runtime.block_on(observe::run(&plan, probes, launched, &opts))
+    runtime.block_on(observe::run(&plan, probes, launched, steer, &opts))
 }

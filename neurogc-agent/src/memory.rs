@@ -33,3 +33,15 @@ pub fn i64_at(buf: &[u8], off: usize) -> i64 {
 pub fn i32_at(buf: &[u8], off: usize) -> i32 {
     i32::from_le_bytes(buf[off..off + 4].try_into().expect("4 bytes"))
 }
+
+/// Writes into the target (`process_vm_writev`): only ever to fields whose layout was validated.
+pub fn write_bytes(pid: i32, addr: u64, data: &[u8]) -> Result<()> {
+    use std::io::IoSlice;
+
+    use nix::sys::uio::process_vm_writev;
+    let remote = [RemoteIoVec { base: addr as usize, len: data.len() }];
+    let n = process_vm_writev(Pid::from_raw(pid), &[IoSlice::new(data)], &remote)
+        .with_context(|| format!("writing {} bytes at {addr:#x} in process {pid}", data.len()))?;
+    anyhow::ensure!(n == data.len(), "short write at {addr:#x} in process {pid}");
+    Ok(())
+}

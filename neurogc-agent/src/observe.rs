@@ -16,13 +16,15 @@ use tokio::{
 };
 
 use crate::{
-    aggregate::{Aggregate, GenSummary, Mark},
+    aggregate::{Aggregate, GenSummary},
     events::{self, Clock},
+    features::{self, Sample, Window, Windower},
     launch::Launched,
     probes::Probes,
+    steer::{LatencySummary, Steering},
     target::{
         AttachPlan,
-        layout::{GcLocator, GcSettings, GcState},
+        layout::{GcLocator, GcState},
         process,
     },
     view,
@@ -38,6 +40,21 @@ pub struct Options {
     pub interval: Duration,
     /// Milliseconds from agent start to probes armed.
     pub attach_ms: f64,
+}
+
+/// The header line of a `--json` stream: what was observed, the feature schema, and the sample
+/// that opens the first window (`--replay` starts from it).
+#[derive(Serialize)]
+struct AttachLine<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    pid: i32,
+    python: String,
+    probe: &'static str,
+    mode: &'static str,
+    schema: u32,
+    features: &'a [&'static str],
+    sample: Sample,
 }
 
 enum GcStatus {
@@ -85,6 +102,13 @@ impl GcStatus {
         matches!(self, GcStatus::Located(_))
     }
 
+    fn state(&self) -> Option<GcState> {
+        match self {
+            GcStatus::Located(state) => Some(*state),
+            _ => None,
+        }
+    }
+
     fn note(&self) -> Option<String> {
         const FALLBACK: &str = "generation and collected counts are the probe's arguments";
         match self {
@@ -121,6 +145,24 @@ struct Summary<'a> {
     generations: Vec<GenSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     target_exit_status: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    policy: Option<PolicySummary>,
+}
+
+#[derive(Serialize)]
+struct PolicySummary {
+    mode: &'static str,
+    provider: &'static str,
+    decisions: u64,
+    changes_applied: u64,
+    inference_ns: LatencySummary,
+    /// From the window's close (drain, sample, features, inference, guard) to the decision.
+    window_to_decision_ns: LatencySummary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    injection_ms: Option<f64>,
+    /// Act mode: whether the original thresholds were put back on exit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    restored: Option<bool>,
 }
 
 struct Observer<'a> {
@@ -133,11 +175,12 @@ struct Observer<'a> {
     tty: bool,
     name: String,
     started: Instant,
-    last_mark: Mark,
-    last_refresh: Instant,
-    last_count0: Option<i32>,
     /// Events read but not decoded yet (while the GC state is being proven).
     held: Vec<GcEvent>,
+    windower: Windower,
+    steer: Option<Steering>,
+    /// Act mode in launch mode: the hook is injected once the interpreter is up.
+    connect_pending: bool,
 }
 
 /// At most this many events wait for the GC state to be proven (≈ 12 MB).
@@ -185,6 +228,7 @@ pub async fn run(
     plan: &AttachPlan,
     probes: Probes,
     launched: Option<Launched>,
+    mut steer: Option<Steering>,
     opts: &Options,
 ) -> Result<()> {
     let pid = plan.pid;
@@ -194,26 +238,50 @@ pub async fn run(
         Some(locator) => GcStatus::Pending { locator, failures: 0 },
         None => GcStatus::Unknown,
     };
+    let clock = Clock::new();
+    let mut gc = gc;
+    match &launched {
+        // Until the dynamic loader and the interpreter's start-up are done, the GC state's memory
+        // holds anything: the first collection event is the proof that it exists (see drain).
+        Some(launched) => launched.release()?,
+        None => {
+            gc.refresh(pid);
+            // Attach mode: inject now, so that a refusal is reported before anything runs.
+            if let Some(steer) = steer.as_mut() {
+                steer.connect(plan, gc.state())?;
+            }
+        }
+    }
+    let first = sample(pid, &gc, &clock, None);
     let mut obs = Observer {
         plan,
         opts,
         gc,
-        clock: Clock::new(),
+        clock,
         agg: Aggregate::default(),
         out: io::BufWriter::new(io::stdout()),
         tty: io::IsTerminal::is_terminal(&io::stdout()),
         name: process::describe(pid).split_once(' ').map(|(_, n)| n.to_owned()).unwrap_or_default(),
         started: Instant::now(),
-        last_mark: Mark::default(),
-        last_refresh: Instant::now(),
-        last_count0: None,
         held: Vec::new(),
+        windower: Windower::new(first),
+        connect_pending: launched.is_some()
+            && steer.as_ref().is_some_and(|s| s.mode == crate::cli::Mode::Act),
+        steer,
     };
-    match &launched {
-        // Until the dynamic loader and the interpreter's start-up are done, the GC state's memory
-        // holds anything: the first collection event is the proof that it exists (see drain).
-        Some(launched) => launched.release()?,
-        None => obs.gc.refresh(pid),
+    if opts.json {
+        let line = AttachLine {
+            kind: "attach",
+            pid,
+            python: plan.interpreter.version.to_string(),
+            probe: plan.source.kind(),
+            mode: obs.steer.as_ref().map_or("observe", |s| mode_name(s.mode)),
+            schema: features::SCHEMA,
+            features: &features::NAMES,
+            sample: first,
+        };
+        serde_json::to_writer(&mut obs.out, &line)?;
+        writeln!(obs.out)?;
     }
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
@@ -233,7 +301,12 @@ pub async fn run(
             }
             _ = drain_timer.tick() => obs.drain(&mut ring.get_mut().0),
             _ = refresh.tick() => {
-                obs.drain(&mut ring.get_mut().0).and_then(|_| obs.render(ring.get_ref().0.lost()))
+                let lost = ring.get_ref().0.lost();
+                match obs.tick(&mut ring.get_mut().0, lost) {
+                    Err(err) if err.downcast_ref::<io::Error>().is_some() => Err(err.downcast::<io::Error>().unwrap()),
+                    Err(err) => return Err(err),
+                    Ok(()) => Ok(()),
+                }
             }
             _ = sigint.recv() => break Stop::Signal("SIGINT"),
             _ = sigterm.recv() => break Stop::Signal("SIGTERM"),
@@ -255,7 +328,37 @@ pub async fn run(
     let _ = obs.release_held();
     let (lost, unpaired) = (probes.lost(), probes.unpaired());
     drop(probes);
-    obs.summarise(&stop, lost, unpaired)
+    let restored = obs.steer.as_mut().and_then(Steering::restore).map(|r| match r {
+        Ok(()) => true,
+        Err(err) => {
+            // The target is gone, or the hook: it restores on its own when our socket closes.
+            tracing::debug!("restoring the original thresholds: {err:#}");
+            false
+        }
+    });
+    obs.summarise(&stop, lost, unpaired, restored)
+}
+
+fn mode_name(mode: crate::cli::Mode) -> &'static str {
+    match mode {
+        crate::cli::Mode::Observe => "observe",
+        crate::cli::Mode::Advise => "advise",
+        crate::cli::Mode::Act => "act",
+    }
+}
+
+/// The target now: thresholds and gen0 count from memory (when located), RSS and CPU from /proc.
+fn sample(pid: i32, gc: &GcStatus, clock: &Clock, freeze_count: Option<i64>) -> Sample {
+    let settings = gc.state().and_then(|s| s.read_settings(pid).ok());
+    let (rss_bytes, cpu_ns) = features::read_proc(pid).unwrap_or((0, 0));
+    Sample {
+        ts_ns: clock.now_unix_ns(),
+        thresholds: settings.map(|s| s.thresholds.map(i64::from)),
+        count0: settings.map(|s| i64::from(s.count0)),
+        rss_bytes,
+        cpu_ns,
+        freeze_count,
+    }
 }
 
 impl Observer<'_> {
@@ -288,6 +391,7 @@ impl Observer<'_> {
         for raw in std::mem::take(&mut self.held) {
             let Some(collection) = events::decode(&raw, trusted, &self.clock) else { continue };
             self.agg.record(&collection);
+            self.windower.record(&collection);
             if self.opts.json {
                 serde_json::to_writer(&mut self.out, &collection)?;
                 self.out.write_all(b"\n")?;
@@ -299,35 +403,48 @@ impl Observer<'_> {
         Ok(())
     }
 
-    fn settings(&self) -> Option<GcSettings> {
-        match &self.gc {
-            GcStatus::Located(state) => state.read_settings(self.plan.pid).ok(),
-            _ => None,
+    /// A window closes: sample, features, decision, view.
+    fn tick(&mut self, probes: &mut Probes, lost: u64) -> Result<()> {
+        let opened = Instant::now();
+        self.drain(probes)?;
+        let pid = self.plan.pid;
+        if self.connect_pending
+            && let Some(steer) = self.steer.as_mut()
+            && let Some(state) = self.gc.state()
+        {
+            self.connect_pending = false;
+            steer.connect(self.plan, Some(state))?;
         }
-    }
-
-    fn render(&mut self, lost: u64) -> io::Result<()> {
-        let now = Instant::now();
-        let interval_s = now.duration_since(self.last_refresh).as_secs_f64();
-        let mark = self.agg.mark();
-        let interval_collections = [0, 1, 2].map(|g| mark.collections[g] - self.last_mark.collections[g]);
-        let gc_share = (mark.pause_ns - self.last_mark.pause_ns) as f64 / 1e9 / interval_s.max(1e-9);
-        let settings = self.settings();
-        // Every automatic collection happens once gen0's count passes threshold0 and resets it:
-        // net allocations ≈ collections × threshold0 + change of the count.
-        let alloc_rate = settings.zip(self.last_count0).map(|(s, count0_before)| {
-            let n: u64 = interval_collections.iter().sum();
-            (n as f64 * s.thresholds[0] as f64 + (s.count0 - count0_before) as f64) / interval_s.max(1e-9)
-        });
-        self.last_count0 = settings.map(|s| s.count0);
-        self.last_mark = mark;
-        self.last_refresh = now;
+        let freeze = self.steer.as_ref().and_then(|s| s.freeze_count);
+        let window = self.windower.close(sample(pid, &self.gc, &self.clock, freeze));
+        let decision = match self.steer.as_mut() {
+            Some(steer) => Some(steer.decide(&window, opened)?),
+            None => None,
+        };
         if self.opts.json {
+            serde_json::to_writer(&mut self.out, &window)?;
+            writeln!(self.out)?;
+            if let Some(d) = &decision {
+                serde_json::to_writer(&mut self.out, d)?;
+                writeln!(self.out)?;
+            }
+            self.out.flush()?;
             return Ok(());
         }
+        self.render(&window, lost)?;
+        Ok(())
+    }
+
+    fn render(&mut self, window: &Window, lost: u64) -> io::Result<()> {
+        let f = &window.features;
+        let interval_s = (window.end_ns - window.start_ns) as f64 / 1e9;
         let python = self.plan.interpreter.version.to_string();
         let probe = self.plan.source.to_string();
         let note = self.gc.note();
+        let decision = self.steer.as_ref().and_then(|s| s.last.as_ref()).map(|d| {
+            let verb = if d.applied { "applied" } else { "decision" };
+            format!("{verb} {}/{}/{}: {}", d.thresholds[0], d.thresholds[1], d.thresholds[2], d.reason)
+        });
         let frame = view::Frame {
             pid: self.plan.pid,
             name: &self.name,
@@ -335,13 +452,17 @@ impl Observer<'_> {
             probe: &probe,
             elapsed_s: self.started.elapsed().as_secs_f64(),
             agg: &self.agg,
-            interval_collections,
+            interval_collections: window.collections,
             interval_s,
-            gc_share,
-            settings,
-            alloc_rate,
+            gc_share: f[features::NAMES.iter().position(|n| *n == "gc_share").unwrap()],
+            settings: window.sample.thresholds.zip(window.sample.count0),
+            alloc_rate: window
+                .sample
+                .thresholds
+                .map(|_| f[features::NAMES.iter().position(|n| *n == "alloc_per_s").unwrap()]),
             lost,
             note: note.as_deref(),
+            decision: decision.as_deref(),
         };
         if self.tty {
             self.out.write_all(view::screen(&frame).as_bytes())?;
@@ -351,7 +472,7 @@ impl Observer<'_> {
         self.out.flush()
     }
 
-    fn summarise(mut self, stop: &Stop, lost: u64, unpaired: u64) -> Result<()> {
+    fn summarise(mut self, stop: &Stop, lost: u64, unpaired: u64, restored: Option<bool>) -> Result<()> {
         if self.gc.pending() && (self.agg.collections() > 0 || !self.held.is_empty()) {
             tracing::warn!(
                 "the target exited before its GC state could be validated: generations and counts are the probe's arguments"
@@ -375,6 +496,16 @@ impl Observer<'_> {
                 Stop::TargetExited(status) => *status,
                 _ => None,
             },
+            policy: self.steer.as_ref().map(|s| PolicySummary {
+                mode: mode_name(s.mode),
+                provider: s.provider(),
+                decisions: s.decision_ns.len(),
+                changes_applied: s.changes,
+                inference_ns: LatencySummary::of(&s.inference_ns),
+                window_to_decision_ns: LatencySummary::of(&s.decision_ns),
+                injection_ms: s.injection().map(|d| d.as_secs_f64() * 1e3),
+                restored,
+            }),
         };
         if matches!(stop, Stop::OutputClosed) {
             return Ok(());

@@ -2,10 +2,7 @@
 //! otherwise. Both render the same `Frame`.
 use std::fmt::Write as _;
 
-use crate::{
-    aggregate::{Aggregate, GenSummary},
-    target::layout::GcSettings,
-};
+use crate::aggregate::{Aggregate, GenSummary};
 
 pub struct Frame<'a> {
     pub pid: i32,
@@ -18,11 +15,14 @@ pub struct Frame<'a> {
     pub interval_collections: [u64; 3],
     pub interval_s: f64,
     pub gc_share: f64,
-    pub settings: Option<GcSettings>,
+    /// Thresholds and gen0 count, when read from memory.
+    pub settings: Option<([i64; 3], i64)>,
     /// Net container allocations per second, estimated (see README, "How it works").
     pub alloc_rate: Option<f64>,
     pub lost: u64,
     pub note: Option<&'a str>,
+    /// The last decision of advise/act mode.
+    pub decision: Option<&'a str>,
 }
 
 pub fn duration(ns: u64) -> String {
@@ -44,10 +44,7 @@ pub fn count(n: f64) -> String {
 
 fn settings_text(f: &Frame) -> String {
     match f.settings {
-        Some(s) => format!(
-            "thresholds {}/{}/{} · gen0 count {}",
-            s.thresholds[0], s.thresholds[1], s.thresholds[2], s.count0
-        ),
+        Some((t, count0)) => format!("thresholds {}/{}/{} · gen0 count {count0}", t[0], t[1], t[2]),
         None => "thresholds unknown (GC state not located)".to_owned(),
     }
 }
@@ -75,6 +72,9 @@ pub fn screen(f: &Frame) -> String {
     );
     if let Some(note) = f.note {
         let _ = writeln!(s, "\x1b[33m{note}\x1b[0m");
+    }
+    if let Some(decision) = f.decision {
+        let _ = writeln!(s, "\x1b[36m{decision}\x1b[0m");
     }
     let _ = writeln!(s);
     let _ = writeln!(

@@ -72,7 +72,8 @@ def main():
         gc.set_threshold(args.threshold, t[1], t[2])
     if args.wait:
         print("ready", json.dumps(list(gc.get_threshold())), flush=True)
-        sys.stdin.readline()
+        if not sys.stdin.readline():
+            os._exit(1)  # whoever started us is gone: do not run on unattended
     stats = gc.get_stats()
     baseline = [s["collections"] for s in stats]
     baseline_collected = [s["collected"] for s in stats]

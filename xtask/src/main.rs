@@ -3,6 +3,7 @@
 mod bench;
 mod pythons;
 mod setup;
+mod train;
 
 use std::{
     path::{Path, PathBuf},
@@ -37,6 +38,18 @@ enum Task {
         #[arg(last = true)]
         cargo_args: Vec<String>,
     },
+    /// Record traces and train the default model (models/default.onnx, models/MODEL_CARD.md)
+    Train {
+        /// Interpreter the workloads run on
+        #[arg(long, default_value = "/usr/bin/python3.11")]
+        python: String,
+        /// Seconds per recording
+        #[arg(long, default_value = "5")]
+        seconds: u32,
+        /// Recordings per (profile, action)
+        #[arg(long, default_value = "2")]
+        repeats: u32,
+    },
     /// Benchmarks that print numbers
     Bench {
         #[command(subcommand)]
@@ -50,6 +63,7 @@ fn main() -> Result<()> {
         Task::Demo { seconds } => demo(seconds),
         Task::Pythons => pythons::ensure().map(|m| pythons::print(&m)),
         Task::Test { cargo_args } => test(&cargo_args),
+        Task::Train { python, seconds, repeats } => train::run_training(&python, seconds, repeats),
         Task::Bench { which } => bench::run(which),
     }
 }
@@ -76,9 +90,12 @@ fn format_command(cmd: &Command) -> String {
         .join(" ")
 }
 
+/// Builds the release agent and puts ONNX Runtime beside it (where the agent looks for it).
 pub fn build_release_agent() -> Result<PathBuf> {
     run(Command::new("cargo").args(["build", "--release", "--package", "neurogc-agent"]))?;
-    Ok(workspace_root().join("target/release/neurogc-agent"))
+    let agent = workspace_root().join("target/release/neurogc-agent");
+    setup::install_onnxruntime_beside(&agent)?;
+    Ok(agent)
 }
 
 fn demo(seconds: u32) -> Result<()> {
@@ -108,7 +125,11 @@ fn test(cargo_args: &[String]) -> Result<()> {
         .args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])
         .env("AYA_BUILD_SKIP", "1"))?;
     let mut cargo = Command::new("cargo");
-    cargo.args(["test", "--workspace"]).args(cargo_args).env("NEUROGC_PYTHONS", &manifest);
+    cargo
+        .args(["test", "--workspace"])
+        .args(cargo_args)
+        .env("NEUROGC_PYTHONS", &manifest)
+        .env("ORT_DYLIB_PATH", setup::onnxruntime()?);
     let (passed, failed) = run_counting_tests(&mut cargo)?;
     // One closing line for the whole run: cargo's own last line is the (empty) doc-test batch.
     println!("tests: {passed} passed, {failed} failed");

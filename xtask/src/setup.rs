@@ -36,6 +36,7 @@ pub fn run() -> Result<()> {
     let home = std::env::var("HOME").context("HOME not set")?;
     let prefix = PathBuf::from(home).join(".local/llvm-rustc");
     let prefix_lib = prefix.join("lib");
+    onnxruntime()?;
     let current = output(Command::new("bpf-linker").arg("--version")).unwrap_or_default();
     // bpf-linker's rpath points at the symlink named after rustc's library: it must still resolve.
     if current.contains(BPF_LINKER) && prefix_lib.join(&so).exists() {
@@ -53,4 +54,58 @@ pub fn run() -> Result<()> {
             .args(["--features", &format!("llvm-{llvm_major}")])
             .env("LLVM_PREFIX", &prefix),
     )
+}
+
+/// ONNX Runtime has no Debian package and its CDN is out of reach: the shared library comes from
+/// the pinned PyPI wheel (the agent loads it at run time, `ort`'s load-dynamic).
+pub const ONNXRUNTIME: &str = "1.31.1";
+
+/// Fetches libonnxruntime into the cache once; returns the library's path.
+pub fn onnxruntime() -> Result<PathBuf> {
+    let dir = crate::pythons::cache_dir().join(format!("onnxruntime-{ONNXRUNTIME}"));
+    let lib = dir.join("libonnxruntime.so");
+    if lib.exists() {
+        return Ok(lib);
+    }
+    let tmp = dir.with_file_name(format!(".onnxruntime-{ONNXRUNTIME}.tmp"));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp)?;
+    crate::run(
+        Command::new("python3")
+            .args(["-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:"])
+            .args(["--python-version", "3.11", "--platform", "manylinux_2_28_x86_64"])
+            .arg(format!("onnxruntime=={ONNXRUNTIME}"))
+            .arg("-d")
+            .arg(&tmp),
+    )?;
+    // Unzip the two libraries with Python's zipfile (unzip may not be installed).
+    let script = "import sys, zipfile, glob, os\n\
+        wheel = glob.glob(os.path.join(sys.argv[1], '*.whl'))[0]\n\
+        z = zipfile.ZipFile(wheel)\n\
+        for n in z.namelist():\n\
+        \x20   if n.startswith('onnxruntime/capi/libonnxruntime'):\n\
+        \x20       open(os.path.join(sys.argv[1], os.path.basename(n)), 'wb').write(z.read(n))\n";
+    crate::run(Command::new("python3").arg("-c").arg(script).arg(&tmp))?;
+    std::os::unix::fs::symlink(format!("libonnxruntime.so.{ONNXRUNTIME}"), tmp.join("libonnxruntime.so"))?;
+    for wheel in std::fs::read_dir(&tmp)?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "whl"))
+    {
+        std::fs::remove_file(wheel.path())?;
+    }
+    std::fs::rename(&tmp, &dir)?;
+    Ok(lib)
+}
+
+/// Puts the library next to an agent binary, where the agent looks for it.
+pub fn install_onnxruntime_beside(binary: &std::path::Path) -> Result<()> {
+    let lib = onnxruntime()?;
+    let dir = binary.parent().context("binary without a folder")?;
+    let real = std::fs::canonicalize(&lib)?;
+    for name in [format!("libonnxruntime.so.{ONNXRUNTIME}"), "libonnxruntime.so".to_owned()] {
+        let dst = dir.join(&name);
+        let _ = std::fs::remove_file(&dst);
+        std::fs::copy(&real, &dst)?;
+    }
+    Ok(())
 }

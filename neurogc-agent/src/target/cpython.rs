@@ -32,6 +32,51 @@ pub struct Interpreter {
     /// `_Py_DebugOffsets` fields, 3.13+: (interpreters_head offset in the runtime, gc offset in
     /// the interpreter state).
     pub debug_offsets: Option<(u64, u64)>,
+    /// 3.14+: where PEP 768's remote-exec fields are (see `actuate::remote_exec`).
+    pub remote_debug: Option<RemoteDebugOffsets>,
+}
+
+/// `_Py_DebugOffsets.debugger_support` plus `interpreter_state.threads_main` (3.14+).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteDebugOffsets {
+    pub threads_main: u64,
+    pub eval_breaker: u64,
+    pub remote_debugger_support: u64,
+    pub remote_debugging_enabled: u64,
+    pub pending_call: u64,
+    pub script_path: u64,
+    pub script_path_size: u64,
+}
+
+/// CPython's `MAX_SCRIPT_PATH_SIZE`.
+const MAX_SCRIPT_PATH_SIZE: u64 = 512;
+
+impl RemoteDebugOffsets {
+    /// The `debugger_support` block is the last of `_Py_DebugOffsets`, but how many blocks come
+    /// before it moved between 3.14 pre-releases and patch releases: find it by its shape
+    /// (pending-call flag at 0, the path right after it, the path size 512).
+    fn find(block: &[u8]) -> Option<RemoteDebugOffsets> {
+        let words: Vec<u64> = block.chunks_exact(8).map(|c| u64_at(c, 0)).collect();
+        let threads_main = *words.get(10)?;
+        (12..words.len().saturating_sub(5)).find_map(|i| {
+            let w = &words[i..i + 6];
+            (w[3] == 0
+                && w[4] == 4
+                && w[5] == MAX_SCRIPT_PATH_SIZE
+                && w[0] < 4096
+                && w[1] < 1 << 16
+                && w[2] < 1 << 20)
+                .then_some(RemoteDebugOffsets {
+                    threads_main,
+                    eval_breaker: w[0],
+                    remote_debugger_support: w[1],
+                    remote_debugging_enabled: w[2],
+                    pending_call: w[3],
+                    script_path: w[4],
+                    script_path_size: w[5],
+                })
+        })
+    }
 }
 
 /// Oldest and newest minor version this build of neurogc knows layouts for.
@@ -49,7 +94,7 @@ impl Interpreter {
     pub fn identify(elf: &Elf, file_name: &str) -> Option<Interpreter> {
         let runtime = elf.symbol_address("_PyRuntime")?;
         // 3.13+: the runtime begins with _Py_DebugOffsets, statically initialised in the file.
-        if let Some(dbg) = elf.read_at(runtime, 96)
+        if let Some(dbg) = elf.read_at(runtime, 1024)
             && &dbg[..8] == b"xdebugpy"
         {
             let hex = u64_at(dbg, 8);
@@ -62,6 +107,7 @@ impl Interpreter {
                 free_threaded: i64_at(dbg, 16) != 0,
                 runtime,
                 debug_offsets: Some((u64_at(dbg, 40), u64_at(dbg, gc_field))),
+                remote_debug: if minor >= 14 { RemoteDebugOffsets::find(dbg) } else { None },
             });
         }
         let named = elf.soname().as_deref().and_then(parse_minor).or_else(|| parse_minor(file_name));
@@ -78,6 +124,7 @@ impl Interpreter {
                 free_threaded: named.is_some_and(|(_, t)| t),
                 runtime,
                 debug_offsets: None,
+                remote_debug: None,
             });
         }
         let (minor, free_threaded) = named?;
@@ -86,6 +133,7 @@ impl Interpreter {
             free_threaded,
             runtime,
             debug_offsets: None,
+            remote_debug: None,
         })
     }
 
@@ -157,6 +205,28 @@ pub struct GcLayout {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn remote_debug_block_is_found_by_its_shape() {
+        // 3.14.10's tail: gc {264, 192}, gen_object {160, 24, 72, 67}, llist_node {0, 8},
+        // debugger_support {24, 304, 8076, 0, 4, 512}.
+        let mut words = vec![0u64; 10];
+        words.push(7360); // interpreter_state.threads_main (word 10)
+        words.extend([1u64; 70]);
+        words.extend([264, 192, 160, 24, 72, 67, 0, 8, 24, 304, 8076, 0, 4, 512]);
+        let block: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let found = RemoteDebugOffsets::find(&block).unwrap();
+        assert_eq!(
+            (
+                found.threads_main,
+                found.eval_breaker,
+                found.remote_debugger_support,
+                found.remote_debugging_enabled
+            ),
+            (7360, 24, 304, 8076)
+        );
+        assert_eq!((found.pending_call, found.script_path), (0, 4));
+    }
 
     #[test]
     fn minor_version_from_file_names() {

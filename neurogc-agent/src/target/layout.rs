@@ -104,6 +104,11 @@ impl GcLocator {
 }
 
 impl GcState {
+    /// `generations[g].threshold`: the only field an actuator may write.
+    pub fn threshold_address(&self, generation: usize) -> u64 {
+        self.address + self.generations + generation as u64 * GEN_STRIDE + 16
+    }
+
     pub fn read_settings(&self, pid: i32) -> Result<GcSettings> {
         let buf = read_bytes(pid, self.address + self.generations, (3 * GEN_STRIDE) as usize)?;
         let at = |g: u64, field: u64| i32_at(&buf, (g * GEN_STRIDE + 16 + field) as usize);

@@ -97,6 +97,8 @@ pub struct AttachPlan {
     pub begin_arg: ArgSpec,
     pub end_arg: ArgSpec,
     pub gc: Option<GcLocator>,
+    /// Run-time address minus link-time address of the interpreter file.
+    pub bias: u64,
 }
 
 /// The interpreter among the process's mappings: the executable when it has `_PyRuntime`
@@ -163,6 +165,7 @@ pub fn resolve(pid: i32, choice: ProbeChoice) -> Result<AttachPlan> {
         source,
         begin_arg,
         end_arg,
+        bias,
     })
 }
 

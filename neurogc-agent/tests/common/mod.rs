@@ -86,8 +86,10 @@ impl Python {
     pub fn container_command(&self, args: &[&str]) -> Vec<String> {
         let mut v = self.command(args);
         if self.root.is_some() {
-            let mut prefix: Vec<String> =
-                ["unshare", "--pid", "--fork", "--mount-proc"].iter().map(|s| s.to_string()).collect();
+            let mut prefix: Vec<String> = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
             prefix.append(&mut v);
             v = prefix;
         }

@@ -1,0 +1,214 @@
+//! Feature windows: the event stream folded into fixed windows, each closed by a `Sample` of the
+//! target (thresholds and gen0 count from memory, RSS and CPU from /proc). The very same code
+//! runs live and on a recorded `--json` stream (`--replay`), so what a model was trained on and
+//! what it is served cannot drift. Schema changes bump `SCHEMA`; README documents the names.
+use serde::{Deserialize, Serialize};
+
+use crate::events::Collection;
+
+pub const SCHEMA: u32 = 1;
+
+/// Feature names, in vector order. Per generation: collections per second, pause p50/p99/max
+/// (µs), objects collected per collection. Then: share of wall time in GC, net container
+/// allocations per second (estimated), RSS (MiB) and its slope (MiB/s), the target's CPU share,
+/// the thresholds in force and gen0's count at the window's end, and the `gc.freeze()` count.
+pub const NAMES: [&str; 25] = [
+    "gen0_per_s",
+    "gen0_p50_us",
+    "gen0_p99_us",
+    "gen0_max_us",
+    "gen0_collected_per",
+    "gen1_per_s",
+    "gen1_p50_us",
+    "gen1_p99_us",
+    "gen1_max_us",
+    "gen1_collected_per",
+    "gen2_per_s",
+    "gen2_p50_us",
+    "gen2_p99_us",
+    "gen2_max_us",
+    "gen2_collected_per",
+    "gc_share",
+    "alloc_per_s",
+    "rss_mib",
+    "rss_slope_mib_s",
+    "cpu_share",
+    "threshold0",
+    "threshold1",
+    "threshold2",
+    "count0",
+    "freeze_count",
+];
+
+pub const COUNT: usize = NAMES.len();
+
+/// The target at one instant. Fields the agent could not read are absent (features use 0).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Nanoseconds since the Unix epoch.
+    pub ts_ns: u64,
+    pub thresholds: Option<[i64; 3]>,
+    pub count0: Option<i64>,
+    pub rss_bytes: u64,
+    /// CPU time of all the target's threads so far.
+    pub cpu_ns: u64,
+    pub freeze_count: Option<i64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Window {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub schema: u32,
+    /// Start and end of the window (the end sample's timestamp).
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub collections: [u64; 3],
+    pub features: Vec<f64>,
+    pub sample: Sample,
+}
+
+/// Folds collections into the current window.
+pub struct Windower {
+    prev: Sample,
+    pauses: [Vec<u64>; 3],
+    collected: [i64; 3],
+}
+
+fn percentile(sorted: &[u64], q: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    // Nearest rank: exact, deterministic, no interpolation to argue about.
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+impl Windower {
+    pub fn new(first: Sample) -> Windower {
+        Windower { prev: first, pauses: Default::default(), collected: [0; 3] }
+    }
+
+    pub fn record(&mut self, c: &Collection) {
+        if let g @ 0..=2 = c.r#gen {
+            self.pauses[g as usize].push(c.duration_ns);
+            self.collected[g as usize] += c.collected;
+        }
+    }
+
+    /// Closes the window at `now` and starts the next one.
+    pub fn close(&mut self, now: Sample) -> Window {
+        let secs = (now.ts_ns.saturating_sub(self.prev.ts_ns) as f64 / 1e9).max(1e-6);
+        let mut f = Vec::with_capacity(COUNT);
+        let mut pause_ns = 0u64;
+        let mut collections = [0u64; 3];
+        for (g, p) in self.pauses.iter_mut().enumerate() {
+            p.sort_unstable();
+            let n = p.len() as u64;
+            collections[g] = n;
+            pause_ns += p.iter().sum::<u64>();
+            f.push(n as f64 / secs);
+            for q in [0.5, 0.99] {
+                f.push(percentile(p, q) as f64 / 1e3);
+            }
+            f.push(p.last().copied().unwrap_or(0) as f64 / 1e3);
+            f.push(if n == 0 { 0.0 } else { self.collected[g] as f64 / n as f64 });
+        }
+        let total: u64 = collections.iter().sum();
+        let thresholds = now.thresholds.unwrap_or([0; 3]);
+        let alloc = match (now.count0, self.prev.count0) {
+            (Some(c1), Some(c0)) => (total as f64 * thresholds[0] as f64 + (c1 - c0) as f64) / secs,
+            _ => total as f64 * thresholds[0] as f64 / secs,
+        };
+        let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+        f.push(pause_ns as f64 / 1e9 / secs);
+        f.push(alloc);
+        f.push(mib(now.rss_bytes));
+        f.push((mib(now.rss_bytes) - mib(self.prev.rss_bytes)) / secs);
+        f.push(now.cpu_ns.saturating_sub(self.prev.cpu_ns) as f64 / 1e9 / secs);
+        f.extend(thresholds.map(|t| t as f64));
+        f.push(now.count0.unwrap_or(0) as f64);
+        f.push(now.freeze_count.unwrap_or(0) as f64);
+        debug_assert_eq!(f.len(), COUNT);
+        let window = Window {
+            kind: "window".to_owned(),
+            schema: SCHEMA,
+            start_ns: self.prev.ts_ns,
+            end_ns: now.ts_ns,
+            collections,
+            features: f,
+            sample: now,
+        };
+        self.prev = now;
+        self.pauses = Default::default();
+        self.collected = [0; 3];
+        window
+    }
+}
+
+/// The target's RSS and CPU time from /proc (threads summed; schedstat is in ns).
+pub fn read_proc(pid: i32) -> Option<(u64, u64)> {
+    let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
+    let cpu = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    Some((pages * page, cpu))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(ts_s: f64, count0: i64, rss_mib: u64, cpu_ms: u64) -> Sample {
+        Sample {
+            ts_ns: (ts_s * 1e9) as u64,
+            thresholds: Some([700, 10, 10]),
+            count0: Some(count0),
+            rss_bytes: rss_mib << 20,
+            cpu_ns: cpu_ms * 1_000_000,
+            freeze_count: None,
+        }
+    }
+
+    fn gc(r#gen: i8, duration_us: u64, collected: i64) -> Collection {
+        Collection {
+            kind: "gc",
+            ts_ns: 0,
+            pid: 1,
+            tid: 1,
+            r#gen,
+            duration_ns: duration_us * 1000,
+            collected,
+            uncollectable: 0,
+        }
+    }
+
+    #[test]
+    fn a_window_is_what_happened_between_two_samples() {
+        let mut w = Windower::new(sample(10.0, 100, 50, 0));
+        for (d, c) in [(10, 5), (20, 7), (30, 9), (40, 11)] {
+            w.record(&gc(0, d, c));
+        }
+        w.record(&gc(2, 5000, 100));
+        let win = w.close(sample(12.0, 300, 54, 1000));
+        let f = &win.features;
+        assert_eq!(win.collections, [4, 0, 1]);
+        assert_eq!(f[0], 2.0); // 4 collections in 2 s
+        assert_eq!((f[1], f[2], f[3]), (20.0, 40.0, 40.0)); // nearest-rank p50, p99, max in µs
+        assert_eq!(f[4], 8.0);
+        assert_eq!(f[10], 0.5);
+        assert!((f[15] - 0.00255).abs() < 1e-12); // 5.1 ms of pauses in 2 s
+        assert_eq!(f[16], (5.0 * 700.0 + 200.0) / 2.0);
+        assert_eq!((f[17], f[18], f[19]), (54.0, 2.0, 0.5));
+        assert_eq!(&f[20..24], &[700.0, 10.0, 10.0, 300.0]);
+        // The next window starts empty.
+        let next = w.close(sample(13.0, 300, 54, 1000));
+        assert_eq!(next.collections, [0, 0, 0]);
+        assert_eq!(next.start_ns, win.end_ns);
+    }
+}

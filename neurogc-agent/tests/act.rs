@@ -1,0 +1,352 @@
+//! advise/act against real interpreters: the thresholds the target itself reports must follow the
+//! agent's decisions, and go back to the originals however the agent ends.
+mod common;
+
+use std::{
+    process::{Child, Stdio},
+    time::{Duration, Instant},
+};
+
+use common::*;
+use serde_json::Value;
+
+fn fixture(name: &str) -> String {
+    repo_root().join("neurogc-agent/tests/fixtures").join(name).to_string_lossy().into_owned()
+}
+
+fn for_each_python(check: impl Fn(&Python) -> Vec<String>) {
+    let mut errors = Vec::new();
+    for py in pythons() {
+        eprintln!("--- {}", py.name);
+        errors.extend(check(&py));
+    }
+    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
+}
+
+/// A target running `profile` that prints what `gc.get_threshold()` says every 0.1 s.
+struct Target {
+    child: Child,
+    out: Lines,
+    pid: i32,
+    original: Vec<i64>,
+}
+
+impl Target {
+    fn start(py: &Python, profile: &str, seconds: u32, extra_env: &[(&str, &str)]) -> Target {
+        let args = profile_command(py, profile, seconds);
+        let mut cmd = std::process::Command::new(&args[0]);
+        cmd.args(&args[1..]).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
+        for (k, v) in extra_env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut out = Lines::new(child.stdout.take().unwrap());
+        let first: Value = serde_json::from_str(&out.wait_for("thresholds", 30, &py.name)).unwrap();
+        let pid = interpreter_pid(&child, py);
+        let original = thresholds(&first);
+        Target { child, out, pid, original }
+    }
+
+    /// Waits until the target reports `want` (true) or stops reporting it (false).
+    fn reports(&mut self, want: &[i64], within: Duration) -> Option<Duration> {
+        let started = Instant::now();
+        while started.elapsed() < within {
+            let line = self.out.wait_for("thresholds", within.as_secs() + 5, "target");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v.get("t").is_some() && thresholds(&v) == want {
+                return Some(started.elapsed());
+            }
+        }
+        None
+    }
+
+    fn stop(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn thresholds(v: &Value) -> Vec<i64> {
+    v["thresholds"].as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect()
+}
+
+/// profiles.py in the container (chroot builds) or directly.
+fn profile_command(py: &Python, profile: &str, seconds: u32) -> Vec<String> {
+    let src = repo_root().join("tests/workloads/profiles.py");
+    let path = match &py.root {
+        None => src.to_string_lossy().into_owned(),
+        Some(root) => {
+            let dir = root.join("tmp/neurogc-tests");
+            std::fs::create_dir_all(&dir).unwrap();
+            let tmp = dir.join(format!(".profiles.{}.py", std::process::id()));
+            std::fs::copy(&src, &tmp).unwrap();
+            std::fs::rename(&tmp, dir.join("profiles.py")).unwrap();
+            "/tmp/neurogc-tests/profiles.py".to_owned()
+        }
+    };
+    let mut v = Vec::new();
+    if py.root.is_some() {
+        v.extend(["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"].map(String::from));
+    }
+    v.extend(py.argv.iter().cloned());
+    v.push(path);
+    v.extend([profile, "--seconds", &seconds.to_string(), "--report-thresholds", "0.1"].map(String::from));
+    v
+}
+
+fn act_agent(pid: i32, model: &str, extra: &[&str]) -> (Child, Lines, Lines) {
+    let mut args = vec!["--mode", "act", "--json", "--interval", "0.5", "--confirm", "1", "--model", model];
+    args.extend_from_slice(extra);
+    attach_agent(pid, &args, "act agent")
+}
+
+fn decision_applied(out: &mut Lines, what: &str) -> Value {
+    loop {
+        let line = out.wait_for("\"type\":\"decision\"", 30, what);
+        let d: Value = serde_json::from_str(&line).unwrap();
+        if d["applied"] == true {
+            return d;
+        }
+    }
+}
+
+#[test]
+fn act_mode_steers_and_sigterm_restores() {
+    for_each_python(|py| {
+        let mut errors = Vec::new();
+        let mut target = Target::start(py, "acyclic", 40, &[]);
+        let (mut agent, mut out, _err) = act_agent(target.pid, &fixture("always-25000.onnx"), &[]);
+        let d = decision_applied(&mut out, &py.name);
+        if d["thresholds"] != serde_json::json!([25000, 20, 10]) {
+            errors.push(format!("{}: unexpected decision {d}", py.name));
+        }
+        // Within one window (0.5 s) of the decision, the target itself sees the new thresholds.
+        match target.reports(&[25000, 20, 10], Duration::from_millis(600)) {
+            Some(t) => eprintln!("{}: target saw the change {t:?} after the decision line", py.name),
+            None => errors.push(format!("{}: the target never reported 25000/20/10", py.name)),
+        }
+        assert!(
+            std::process::Command::new("kill")
+                .args(["-TERM", &agent.id().to_string()])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let status = wait_exit(&mut agent, 20, &py.name);
+        let original = target.original.clone();
+        if target.reports(&original, Duration::from_secs(2)).is_none() {
+            errors.push(format!("{}: original thresholds {original:?} not back after SIGTERM", py.name));
+        }
+        let lines = json_lines(&out.rest(3));
+        let s = summary(&lines);
+        if !status.success() || s["policy"]["restored"] != true || s["policy"]["changes_applied"] != 1 {
+            errors.push(format!("{}: agent {status:?}, summary {s}", py.name));
+        }
+        if !alive(target.pid) {
+            errors.push(format!("{}: target died", py.name));
+        }
+        target.stop();
+        errors
+    });
+}
+
+#[test]
+fn sigkilled_agent_is_undone_by_the_hook_within_2s() {
+    for_each_python(|py| {
+        let mut errors = Vec::new();
+        let mut target = Target::start(py, "acyclic", 40, &[]);
+        let (mut agent, mut out, _err) = act_agent(target.pid, &fixture("always-25000.onnx"), &[]);
+        decision_applied(&mut out, &py.name);
+        if target.reports(&[25000, 20, 10], Duration::from_secs(2)).is_none() {
+            errors.push(format!("{}: change not seen", py.name));
+        }
+        let _ = agent.kill();
+        let _ = agent.wait();
+        let killed = Instant::now();
+        let original = target.original.clone();
+        match target.reports(&original, Duration::from_secs(2)) {
+            Some(_) => eprintln!("{}: restored {:?} after SIGKILL", py.name, killed.elapsed()),
+            None => {
+                errors.push(format!("{}: originals {original:?} not restored within 2 s of SIGKILL", py.name))
+            }
+        }
+        target.stop();
+        errors
+    });
+}
+
+#[test]
+fn target_killed_mid_act_ends_the_agent_with_a_summary() {
+    let py = pythons().into_iter().find(|p| p.name.starts_with("debian-bookworm")).unwrap();
+    let target = Target::start(&py, "acyclic", 40, &[]);
+    let (mut agent, mut out, _err) = act_agent(target.pid, &fixture("always-25000.onnx"), &[]);
+    decision_applied(&mut out, "act");
+    target.stop();
+    let status = wait_exit(&mut agent, 10, "agent after the target was killed");
+    let lines = json_lines(&out.rest(3));
+    let s = summary(&lines);
+    assert!(status.success(), "{status:?}");
+    assert_eq!(s["stopped"], "target-exited", "{s}");
+}
+
+#[test]
+fn memory_ceiling_steps_back_toward_the_original() {
+    let py = pythons().into_iter().find(|p| p.name.starts_with("debian-bookworm")).unwrap();
+    let mut target = Target::start(&py, "bulky", 60, &[]);
+    // The model always wants 60000: cycles holding 4 KiB buffers then pile up between collections.
+    let (mut agent, mut out, _err) =
+        act_agent(target.pid, &fixture("always-60000.onnx"), &["--max-rss-growth", "10", "--cooldown", "1"]);
+    let first = decision_applied(&mut out, "first change");
+    assert_eq!(first["thresholds"][0], 60000, "{first}");
+    let back = decision_applied(&mut out, "step back");
+    let reason = back["reason"].as_str().unwrap();
+    assert!(reason.contains("stepping back toward the original"), "{back}");
+    let t0 = back["thresholds"][0].as_i64().unwrap();
+    assert!(t0 < 60000, "{back}");
+    // The target itself sees threshold0 come down (it may already be a step further).
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut seen = None;
+    while seen.is_none() && Instant::now() < deadline {
+        let v: Value = serde_json::from_str(&target.out.wait_for("thresholds", 5, "target")).unwrap();
+        seen = (v.get("t").is_some() && v["thresholds"][0].as_i64().unwrap() <= t0).then_some(v);
+    }
+    assert!(seen.is_some(), "the target never reported the stepped-back threshold {t0}");
+    let _ = agent.kill();
+    let _ = agent.wait();
+    target.stop();
+}
+
+#[test]
+fn a_second_agent_does_not_get_a_second_hook() {
+    let py = pythons().into_iter().find(|p| p.name.starts_with("pyenv-3.12")).unwrap();
+    let mut target = Target::start(&py, "acyclic", 40, &[]);
+    let (mut first, mut out, _err) = act_agent(target.pid, &fixture("always-25000.onnx"), &[]);
+    decision_applied(&mut out, "first agent");
+    assert!(target.reports(&[25000, 20, 10], Duration::from_secs(2)).is_some());
+    let second = agent()
+        .args(["--pid", &target.pid.to_string(), "--mode", "act", "--model", &fixture("always-60000.onnx")])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success() && stderr.contains("another neurogc agent"), "{stderr}");
+    // The first agent's hook still rules.
+    assert!(target.reports(&[25000, 20, 10], Duration::from_secs(1)).is_some());
+    let _ = first.kill();
+    let _ = first.wait();
+    target.stop();
+}
+
+#[test]
+fn injection_disabled_is_refused_and_memory_actuator_works_instead() {
+    let py = pythons().into_iter().find(|p| p.name.starts_with("debian-sid-3.14")).unwrap();
+    let mut target = Target::start(&py, "acyclic", 40, &[("PYTHON_DISABLE_REMOTE_DEBUG", "1")]);
+    let out = agent()
+        .args(["--pid", &target.pid.to_string(), "--mode", "act", "--model", &fixture("always-25000.onnx")])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("remote debugging disabled") && stderr.contains("--actuator memory"), "{stderr}");
+    let original = target.original.clone();
+    assert!(target.reports(&original, Duration::from_secs(1)).is_some(), "target changed after a refusal");
+
+    let (mut agent, mut lines, _err) =
+        act_agent(target.pid, &fixture("always-25000.onnx"), &["--actuator", "memory"]);
+    decision_applied(&mut lines, "memory actuator");
+    assert!(target.reports(&[25000, 20, 10], Duration::from_secs(2)).is_some(), "memory write not seen");
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &agent.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    wait_exit(&mut agent, 20, "memory agent");
+    assert!(target.reports(&original, Duration::from_secs(2)).is_some(), "memory actuator did not restore");
+    target.stop();
+}
+
+#[test]
+fn bad_models_and_missing_runtime_change_nothing() {
+    let py = pythons().into_iter().find(|p| p.name.starts_with("debian-bookworm")).unwrap();
+    let mut target = Target::start(&py, "acyclic", 40, &[]);
+    let pid = target.pid.to_string();
+    /// (agent arguments, environment variable, what the error must say)
+    type Case<'a> = (Vec<String>, Option<(&'a str, &'a str)>, &'a str);
+    let cases: [Case; 4] = [
+        (vec!["--model".into(), fixture("corrupt.onnx")], None, "is not a valid ONNX model"),
+        (
+            vec!["--model".into(), fixture("wrong-shape.onnx")],
+            None,
+            "does not follow neurogc's model contract",
+        ),
+        (vec!["--model".into(), "/nonexistent/model.onnx".into()], None, "cannot read model"),
+        (
+            vec![],
+            Some(("ORT_DYLIB_PATH", "/nonexistent/libonnxruntime.so")),
+            "ONNX Runtime library not found",
+        ),
+    ];
+    for (args, env, message) in cases {
+        let mut cmd = agent();
+        cmd.args(["--pid", &pid, "--mode", "act"]).args(&args).stdout(Stdio::piped()).stderr(Stdio::piped());
+        if let Some((k, v)) = env {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().unwrap();
+        let agent_pid = child.id();
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(message), "{message:?} missing from {stderr}");
+        // Nothing was injected: no file of this agent's in the target's /tmp.
+        for name in [format!("neurogc-hook-{agent_pid}.py"), format!("neurogc-{agent_pid}.sock")] {
+            assert!(!std::path::Path::new("/tmp").join(&name).exists(), "{name} left behind");
+        }
+    }
+    let original = target.original.clone();
+    assert!(target.reports(&original, Duration::from_secs(1)).is_some());
+    target.stop();
+}
+
+#[test]
+fn features_live_and_replayed_are_identical() {
+    for_each_python(|py| {
+        let dir = std::env::temp_dir().join(format!("neurogc-replay-{}-{}", std::process::id(), py.name));
+        std::fs::create_dir_all(&dir).unwrap();
+        let trace = dir.join("trace.jsonl");
+        let cmd = profile_command(py, "cycles", 3);
+        // Launch mode cannot follow unshare's fork: record chroot builds through plain chroot.
+        let cmd: Vec<String> =
+            cmd.into_iter().skip_while(|a| a == "unshare" || a.starts_with("--")).collect();
+        let out = agent()
+            .args(["--mode", "observe", "--json", "--interval", "0.5", "--"])
+            .args(&cmd)
+            .output()
+            .unwrap();
+        std::fs::write(&trace, &out.stdout).unwrap();
+        let replay = agent().args(["--replay"]).arg(&trace).output().unwrap();
+        let live: Vec<Value> =
+            json_lines(&String::from_utf8_lossy(&out.stdout).lines().map(String::from).collect::<Vec<_>>())
+                .into_iter()
+                .filter(|l| l["type"] == "window")
+                .collect();
+        let replayed = json_lines(
+            &String::from_utf8_lossy(&replay.stdout).lines().map(String::from).collect::<Vec<_>>(),
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut errors = Vec::new();
+        if !replay.status.success() || live.len() < 4 || live != replayed {
+            errors.push(format!(
+                "{}: {} live windows, {} replayed (status {:?}, {})",
+                py.name,
+                live.len(),
+                replayed.len(),
+                replay.status,
+                String::from_utf8_lossy(&replay.stderr)
+            ));
+        }
+        errors
+    });
+}
