@@ -50,7 +50,14 @@ fn run(cli: &Cli, started: Instant) -> Result<()> {
     if let Some(trace) = &cli.replay {
         return replay::run(trace);
     }
-    // The model first: a broken model file or a missing ONNX Runtime must change nothing.
+    if !nix::unistd::geteuid().is_root() {
+        bail_user!(
+            "neurogc-agent must run as root: it loads eBPF programs and reads the target's memory (try sudo)"
+        );
+    }
+    // Read-only checks of an existing target come first, so its errors are about the target.
+    let attach_plan = cli.pid.map(|pid| target::resolve(pid, cli.probe)).transpose()?;
+    // Then the model: a broken model file or a missing ONNX Runtime must change nothing.
     let steer = match cli.mode {
         Mode::Observe => None,
         mode => {
@@ -66,16 +73,15 @@ fn run(cli: &Cli, started: Instant) -> Result<()> {
             Some(Steering::new(mode, model, guard, cli.actuator))
         }
     };
-    if !nix::unistd::geteuid().is_root() {
-        bail_user!(
-            "neurogc-agent must run as root: it loads eBPF programs and reads the target's memory (try sudo)"
-        );
-    }
     // Launch mode holds the new process under ptrace until the probes are armed; ptrace
     // requests must come from this thread, so all of this happens before the runtime starts.
     let launched = if cli.command.is_empty() { None } else { Some(launch::spawn(&cli.command)?) };
-    let pid = launched.as_ref().map_or_else(|| cli.pid.expect("clap requires --pid or COMMAND"), |l| l.pid);
-    let armed = target::resolve(pid, cli.probe).and_then(|plan| Ok((Probes::arm(&plan)?, plan)));
+    let plan = match (attach_plan, &launched) {
+        (Some(plan), _) => Ok(plan),
+        (None, Some(l)) => target::resolve(l.pid, cli.probe),
+        (None, None) => unreachable!("clap requires --pid, COMMAND or --replay"),
+    };
+    let armed = plan.and_then(|plan| Ok((Probes::arm(&plan)?, plan)));
     let (probes, plan) = match armed {
         Ok(armed) => armed,
         Err(err) => {
@@ -89,6 +95,7 @@ fn run(cli: &Cli, started: Instant) -> Result<()> {
             return Err(err);
         }
     };
+    let pid = plan.pid;
     tracing::debug!("attach plan: {plan:#x?}");
     let attach_ms = started.elapsed().as_secs_f64() * 1e3;
     tracing::info!(

@@ -292,21 +292,17 @@ pub async fn run(
     tokio::pin!(deadline);
 
     let stop = loop {
-        let drained = tokio::select! {
+        let step: Result<()> = tokio::select! {
             guard = ring.readable_mut() => {
                 let mut guard = guard?;
                 let r = obs.drain(&mut guard.get_mut().get_mut().0);
                 guard.clear_ready();
-                r
+                r.map_err(Into::into)
             }
-            _ = drain_timer.tick() => obs.drain(&mut ring.get_mut().0),
+            _ = drain_timer.tick() => obs.drain(&mut ring.get_mut().0).map_err(Into::into),
             _ = refresh.tick() => {
                 let lost = ring.get_ref().0.lost();
-                match obs.tick(&mut ring.get_mut().0, lost) {
-                    Err(err) if err.downcast_ref::<io::Error>().is_some() => Err(err.downcast::<io::Error>().unwrap()),
-                    Err(err) => return Err(err),
-                    Ok(()) => Ok(()),
-                }
+                obs.tick(&mut ring.get_mut().0, lost)
             }
             _ = sigint.recv() => break Stop::Signal("SIGINT"),
             _ = sigterm.recv() => break Stop::Signal("SIGTERM"),
@@ -315,11 +311,12 @@ pub async fn run(
             }
             _ = &mut deadline, if opts.duration.is_some() => break Stop::Duration,
         };
-        if let Err(err) = drained {
-            if err.kind() == io::ErrorKind::BrokenPipe {
+        if let Err(err) = step {
+            // `| head` closed our output: stop quietly, like any filter.
+            if err.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe) {
                 break Stop::OutputClosed;
             }
-            return Err(err).context("writing output");
+            return Err(err);
         }
     };
     // Whatever the kernel already produced belongs to the run; then disarm before summarising.

@@ -24,7 +24,8 @@ struct Cli {
 enum Task {
     /// Install what building the eBPF half needs (rust-src, bpf-linker on rustc's own LLVM)
     Setup,
-    /// Set up, build the agent and run it on a real Python process (the README's first command)
+    /// Set up, build the agent and let it steer a real Python process with the embedded default
+    /// model (the README's first command)
     Demo {
         /// Seconds to observe
         #[arg(long, default_value = "8")]

@@ -22,7 +22,7 @@ use nix::{
 use crate::{
     bail_user,
     memory::{read_bytes, write_bytes},
-    target::{AttachPlan, elf::Elf},
+    target::AttachPlan,
 };
 
 /// Address of a `syscall` instruction (0f 05) in an executable mapping of the target.
@@ -135,7 +135,7 @@ impl Drop for Stopped {
 
 /// Queues `code` to run on the target's main thread at its next safe point.
 pub fn inject(plan: &AttachPlan, code: &str) -> Result<()> {
-    let elf = Elf::open(&plan.open_path)?;
+    let elf = plan.reopen()?;
     let symbol = |name: &str| {
         elf.symbol_address(name)
             .map(|a| a + plan.bias)

@@ -121,6 +121,17 @@ pub fn find_interpreter(pid: i32) -> Result<Option<(MappedFile, Elf, Interpreter
     Ok(None)
 }
 
+impl AttachPlan {
+    /// The interpreter file as mapped now. In launch mode the mapping seen at attach time was the
+    /// dynamic loader's first, before it split it: its /proc/PID/map_files name is gone since.
+    pub fn reopen(&self) -> Result<Elf> {
+        match find_interpreter(self.pid)? {
+            Some((_, elf, _)) => Ok(elf),
+            None => anyhow::bail!("process {} no longer maps its interpreter", self.pid),
+        }
+    }
+}
+
 pub fn resolve(pid: i32, choice: ProbeChoice) -> Result<AttachPlan> {
     let Some((file, elf, interp)) = find_interpreter(pid)? else {
         bail_user!(
