@@ -7,7 +7,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use neurogc_common::GcEvent;
 use serde::Serialize;
 use tokio::{
