@@ -350,3 +350,25 @@ fn features_live_and_replayed_are_identical() {
         errors
     });
 }
+
+#[test]
+fn cuda_falls_back_to_the_cpu_and_says_why() {
+    // CI machines have no GPU and the CPU-only ONNX Runtime: the CUDA provider cannot register.
+    let py = pythons().into_iter().find(|p| p.name.starts_with("debian-bookworm")).unwrap();
+    let mut target = Target::start(&py, "cycles", 20, &[]);
+    let out = agent()
+        .args(["--pid", &target.pid.to_string(), "--ep", "cuda", "--json", "--duration", "2.5"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines =
+        json_lines(&String::from_utf8_lossy(&out.stdout).lines().map(String::from).collect::<Vec<_>>());
+    let s = summary(&lines);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("CUDA execution provider unavailable, running the model on the CPU"), "{stderr}");
+    assert_eq!(s["policy"]["provider"], "CPU", "{s}");
+    assert!(s["policy"]["decisions"].as_u64().unwrap() >= 2, "{s}");
+    let original = target.original.clone();
+    assert!(target.reports(&original, Duration::from_secs(1)).is_some(), "advise mode changed the target");
+    target.stop();
+}

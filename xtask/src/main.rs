@@ -127,7 +127,7 @@ fn test(cargo_args: &[String]) -> Result<()> {
         .env("AYA_BUILD_SKIP", "1"))?;
     let mut cargo = Command::new("cargo");
     cargo
-        .args(["test", "--workspace"])
+        .args(["test", "--workspace", "--no-fail-fast"])
         .args(cargo_args)
         .env("NEUROGC_PYTHONS", &manifest)
         .env("ORT_DYLIB_PATH", setup::onnxruntime()?);

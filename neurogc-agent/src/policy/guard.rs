@@ -158,7 +158,7 @@ mod tests {
                 break;
             }
         }
-        assert_eq!(steps, [5916, 2035, 700]);
+        assert_eq!(steps, [5916, 2035, 1194, 914, 800, 700]);
         assert!(!g.decide([50_000, 10, 10], 200 << 20).change, "no increase while over the ceiling");
     }
 }
