@@ -14,15 +14,6 @@ fn fixture(name: &str) -> String {
     repo_root().join("neurogc-agent/tests/fixtures").join(name).to_string_lossy().into_owned()
 }
 
-fn for_each_python(check: impl Fn(&Python) -> Vec<String>) {
-    let mut errors = Vec::new();
-    for py in pythons() {
-        eprintln!("--- {}", py.name);
-        errors.extend(check(&py));
-    }
-    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
-}
-
 /// A target running `profile` that prints what `gc.get_threshold()` says every 0.1 s.
 struct Target {
     child: Child,
@@ -92,6 +83,11 @@ fn profile_command(py: &Python, profile: &str, seconds: u32) -> Vec<String> {
     v.push(path);
     v.extend([profile, "--seconds", &seconds.to_string(), "--report-thresholds", "0.1"].map(String::from));
     v
+}
+
+/// `neurogc-agent --pid PID --mode act --model MODEL`, run to its end.
+fn act_once(pid: i32, model: &str) -> std::process::Output {
+    agent().args(["--pid", &pid.to_string(), "--mode", "act", "--model", model]).output().unwrap()
 }
 
 fn act_agent(pid: i32, model: &str, extra: &[&str]) -> (Child, Lines, Lines) {
@@ -177,7 +173,7 @@ fn sigkilled_agent_is_undone_by_the_hook_within_2s() {
 
 #[test]
 fn target_killed_mid_act_ends_the_agent_with_a_summary() {
-    let py = pythons().into_iter().find(|p| p.name.starts_with("debian-bookworm")).unwrap();
+    let py = python("debian-bookworm");
     let target = Target::start(&py, "acyclic", 40, &[]);
     let (mut agent, mut out, _err) = act_agent(target.pid, &fixture("always-25000.onnx"), &[]);
     decision_applied(&mut out, "act");
@@ -191,7 +187,7 @@ fn target_killed_mid_act_ends_the_agent_with_a_summary() {
 
 #[test]
 fn memory_ceiling_steps_back_toward_the_original() {
-    let py = pythons().into_iter().find(|p| p.name.starts_with("debian-bookworm")).unwrap();
+    let py = python("debian-bookworm");
     let mut target = Target::start(&py, "bulky", 60, &[]);
     // The model always wants 60000: cycles holding 4 KiB buffers then pile up between collections.
     let (mut agent, mut out, _err) =
@@ -218,15 +214,12 @@ fn memory_ceiling_steps_back_toward_the_original() {
 
 #[test]
 fn a_second_agent_does_not_get_a_second_hook() {
-    let py = pythons().into_iter().find(|p| p.name.starts_with("pyenv-3.12")).unwrap();
+    let py = python("pyenv-3.12");
     let mut target = Target::start(&py, "acyclic", 40, &[]);
     let (mut first, mut out, _err) = act_agent(target.pid, &fixture("always-25000.onnx"), &[]);
     decision_applied(&mut out, "first agent");
     assert!(target.reports(&[25000, 20, 10], Duration::from_secs(2)).is_some());
-    let second = agent()
-        .args(["--pid", &target.pid.to_string(), "--mode", "act", "--model", &fixture("always-60000.onnx")])
-        .output()
-        .unwrap();
+    let second = act_once(target.pid, &fixture("always-60000.onnx"));
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert!(!second.status.success() && stderr.contains("another neurogc agent"), "{stderr}");
     // The first agent's hook still rules.
@@ -238,12 +231,9 @@ fn a_second_agent_does_not_get_a_second_hook() {
 
 #[test]
 fn injection_disabled_is_refused_and_memory_actuator_works_instead() {
-    let py = pythons().into_iter().find(|p| p.name.starts_with("debian-sid-3.14")).unwrap();
+    let py = python("debian-sid-3.14");
     let mut target = Target::start(&py, "acyclic", 40, &[("PYTHON_DISABLE_REMOTE_DEBUG", "1")]);
-    let out = agent()
-        .args(["--pid", &target.pid.to_string(), "--mode", "act", "--model", &fixture("always-25000.onnx")])
-        .output()
-        .unwrap();
+    let out = act_once(target.pid, &fixture("always-25000.onnx"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("remote debugging disabled") && stderr.contains("--actuator memory"), "{stderr}");
@@ -268,7 +258,7 @@ fn injection_disabled_is_refused_and_memory_actuator_works_instead() {
 
 #[test]
 fn bad_models_and_missing_runtime_change_nothing() {
-    let py = pythons().into_iter().find(|p| p.name.starts_with("debian-bookworm")).unwrap();
+    let py = python("debian-bookworm");
     let mut target = Target::start(&py, "acyclic", 40, &[]);
     let pid = target.pid.to_string();
     /// (agent arguments, environment variable, what the error must say)
@@ -354,7 +344,7 @@ fn features_live_and_replayed_are_identical() {
 #[test]
 fn cuda_falls_back_to_the_cpu_and_says_why() {
     // CI machines have no GPU and the CPU-only ONNX Runtime: the CUDA provider cannot register.
-    let py = pythons().into_iter().find(|p| p.name.starts_with("debian-bookworm")).unwrap();
+    let py = python("debian-bookworm");
     let mut target = Target::start(&py, "cycles", 20, &[]);
     let out = agent()
         .args(["--pid", &target.pid.to_string(), "--ep", "cuda", "--json", "--duration", "2.5"])

@@ -68,7 +68,7 @@ fn python_stripped_of_symtab_and_without_usdt() {
 
 #[test]
 fn forced_probe_kind_the_build_lacks() {
-    let py = pythons().into_iter().find(|p| p.probe == "uprobe").expect("a build without USDT");
+    let py = python("pyenv-");
     let out = agent().args(["--probe", "usdt", "--"]).args(&py.argv).args(["-c", "pass"]).output().unwrap();
     assert_user_error(&out, &["no USDT probes", "--probe auto"]);
 }

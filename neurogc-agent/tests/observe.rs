@@ -7,16 +7,6 @@ use std::{io::Write, time::Duration};
 use common::*;
 use serde_json::Value;
 
-/// Runs `check` on every interpreter, then fails once with every interpreter's problems.
-fn for_each_python(check: impl Fn(&Python) -> Vec<String>) {
-    let mut errors = Vec::new();
-    for py in pythons() {
-        eprintln!("--- {}", py.name);
-        errors.extend(check(&py));
-    }
-    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
-}
-
 fn report_of(lines: &[Value]) -> Value {
     lines.iter().find(|l| l.get("baseline_collections").is_some()).cloned().expect("workload report line")
 }

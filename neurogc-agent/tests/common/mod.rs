@@ -52,6 +52,24 @@ pub fn pythons() -> Vec<Python> {
     list
 }
 
+/// The manifest's interpreter whose name starts with `prefix`.
+pub fn python(prefix: &str) -> Python {
+    pythons()
+        .into_iter()
+        .find(|p| p.name.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no {prefix} interpreter"))
+}
+
+/// Runs `check` on every interpreter, then fails once with every interpreter's problems.
+pub fn for_each_python(check: impl Fn(&Python) -> Vec<String>) {
+    let mut errors = Vec::new();
+    for py in pythons() {
+        eprintln!("--- {}", py.name);
+        errors.extend(check(&py));
+    }
+    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
+}
+
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
