@@ -13,8 +13,9 @@ Examples:
   neurogc-agent --replay trace.jsonl            recompute the feature windows of a recording
 
 Exit status: 0 when observation ended normally (Ctrl-C, SIGTERM, --duration, target exit);
-2 for input the agent cannot work with (no such PID, not CPython, no probes in the build,
-not root); 1 for any other failure.";
+2 for input the agent cannot work with (no such PID, not CPython, no probes in the build, a
+model or ONNX Runtime it cannot use, injection disabled in the target, a corrupt trace, not
+root); 1 for any other failure.";
 
 /// Observe every garbage collection of a live CPython process, from outside, with eBPF.
 ///

@@ -158,6 +158,8 @@ struct PolicySummary {
     inference_ns: LatencySummary,
     /// From the window's close (drain, sample, features, inference, guard) to the decision.
     window_to_decision_ns: LatencySummary,
+    /// From the decision to the target's confirmation of a change (act mode).
+    apply_ns: LatencySummary,
     #[serde(skip_serializing_if = "Option::is_none")]
     injection_ms: Option<f64>,
     /// Act mode: whether the original thresholds were put back on exit.
@@ -496,10 +498,11 @@ impl Observer<'_> {
             policy: self.steer.as_ref().map(|s| PolicySummary {
                 mode: mode_name(s.mode),
                 provider: s.provider(),
-                decisions: s.decision_ns.len(),
+                decisions: s.inference_ns.len(),
                 changes_applied: s.changes,
                 inference_ns: LatencySummary::of(&s.inference_ns),
                 window_to_decision_ns: LatencySummary::of(&s.decision_ns),
+                apply_ns: LatencySummary::of(&s.apply_ns),
                 injection_ms: s.injection().map(|d| d.as_secs_f64() * 1e3),
                 restored,
             }),

@@ -40,7 +40,10 @@ pub struct Steering {
     pub actuator: Option<Actuator>,
     pub freeze_count: Option<i64>,
     pub inference_ns: Histogram<u64>,
+    /// Window closed → decision made (drain, sample, features, inference, guard).
     pub decision_ns: Histogram<u64>,
+    /// Decision → the hook's (or memory's) confirmation that the target has the new thresholds.
+    pub apply_ns: Histogram<u64>,
     pub changes: u64,
     pub last: Option<Decision>,
 }
@@ -76,6 +79,7 @@ impl Steering {
             freeze_count: None,
             inference_ns: histogram(),
             decision_ns: histogram(),
+            apply_ns: histogram(),
             changes: 0,
             last: None,
         }
@@ -137,7 +141,9 @@ impl Steering {
             reason: verdict.reason,
             target_thresholds: None,
         };
+        self.decision_ns.saturating_record(opened.elapsed().as_nanos().max(1) as u64);
         if verdict.change {
+            let applying = Instant::now();
             match self.actuator.as_mut() {
                 Some(actuator) => match actuator.apply(verdict.thresholds) {
                     Ok(applied) => {
@@ -145,13 +151,13 @@ impl Steering {
                         decision.target_thresholds = Some(applied.new);
                         self.freeze_count = applied.freeze_count.or(self.freeze_count);
                         self.changes += 1;
+                        self.apply_ns.saturating_record(applying.elapsed().as_nanos().max(1) as u64);
                     }
                     Err(err) => decision.reason = format!("{}; applying failed: {err:#}", decision.reason),
                 },
                 None => decision.reason = format!("would change: {}", decision.reason),
             }
         }
-        self.decision_ns.saturating_record(opened.elapsed().as_nanos().max(1) as u64);
         self.last = Some(decision.clone());
         Ok(decision)
     }

@@ -13,6 +13,7 @@ use anyhow::{Context, Result, bail};
 use ort::{
     environment::Environment,
     ep,
+    memory::Allocator,
     session::{Session, builder::GraphOptimizationLevel},
     value::Tensor,
 };
@@ -34,6 +35,8 @@ pub struct Model {
     history: usize,
     pub actions: Vec<[i64; 3]>,
     windows: VecDeque<Vec<f32>>,
+    /// The input tensor, allocated once and rewritten in place every window.
+    input: Tensor<f32>,
     /// What actually runs the model ("CPU", or "CUDA").
     pub provider: &'static str,
 }
@@ -160,7 +163,12 @@ impl Model {
         if shape.len() != 2 || shape[1] != actions.len() as i64 {
             bail!("output scores has shape {shape:?}, expected [1, {}]", actions.len());
         }
-        Ok(Model { session, history, actions, windows: VecDeque::new(), provider })
+        let input = ort(Tensor::<f32>::new(&Allocator::default(), [1usize, history, features::COUNT]))?;
+        let mut model = Model { session, history, actions, windows: VecDeque::new(), input, provider };
+        // The first run of a session is slow (allocations, kernel selection): pay it at load time.
+        model.score(&[0.0; features::COUNT])?;
+        model.windows.clear();
+        Ok(model)
     }
 
     /// Adds a window and scores the actions on the last H windows (the oldest window is repeated
@@ -170,13 +178,12 @@ impl Model {
         while self.windows.len() > self.history {
             self.windows.pop_front();
         }
-        let mut input = Vec::with_capacity(self.history * features::COUNT);
-        for i in 0..self.history {
-            let missing = self.history - self.windows.len();
-            input.extend_from_slice(&self.windows[i.saturating_sub(missing)]);
+        let (_, input) = self.input.extract_tensor_mut();
+        let missing = self.history - self.windows.len();
+        for (i, row) in input.chunks_exact_mut(features::COUNT).enumerate() {
+            row.copy_from_slice(&self.windows[i.saturating_sub(missing)]);
         }
-        let tensor = ort(Tensor::from_array(([1usize, self.history, features::COUNT], input)))?;
-        let outputs = ort(self.session.run(::ort::inputs!["features" => tensor]))?;
+        let outputs = ort(self.session.run(::ort::inputs!["features" => &self.input]))?;
         let (_, scores) = ort(outputs["scores"].try_extract_tensor::<f32>())?;
         anyhow::ensure!(scores.iter().all(|s| s.is_finite()), "the model produced non-finite scores");
         Ok(scores.to_vec())
