@@ -8,6 +8,7 @@ mod features;
 mod launch;
 mod memory;
 mod observe;
+mod output;
 mod perf_uprobe;
 mod policy;
 mod probes;

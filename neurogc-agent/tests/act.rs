@@ -52,9 +52,19 @@ impl Target {
     }
 
     fn stop(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        kill(&mut self.child);
     }
+
+    /// Ends the agent too (SIGKILL: the hook restores on its own).
+    fn stop_with(self, agent: &mut Child) {
+        kill(agent);
+        self.stop();
+    }
+}
+
+fn kill(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 fn thresholds(v: &Value) -> Vec<i64> {
@@ -106,13 +116,19 @@ fn decision_applied(out: &mut Lines, what: &str) -> Value {
     }
 }
 
+/// A target under an act-mode agent whose model always wants 25000/20/10, once it has decided so.
+fn steered(py: &Python) -> (Target, Child, Lines, Value) {
+    let target = Target::start(py, "acyclic", 40, &[]);
+    let (agent, mut out, _err) = act_agent(target.pid, &fixture("always-25000.onnx"), &[]);
+    let decision = decision_applied(&mut out, &py.name);
+    (target, agent, out, decision)
+}
+
 #[test]
 fn act_mode_steers_and_sigterm_restores() {
     for_each_python(|py| {
         let mut errors = Vec::new();
-        let mut target = Target::start(py, "acyclic", 40, &[]);
-        let (mut agent, mut out, _err) = act_agent(target.pid, &fixture("always-25000.onnx"), &[]);
-        let d = decision_applied(&mut out, &py.name);
+        let (mut target, mut agent, mut out, d) = steered(py);
         if d["thresholds"] != serde_json::json!([25000, 20, 10]) {
             errors.push(format!("{}: unexpected decision {d}", py.name));
         }
@@ -121,13 +137,7 @@ fn act_mode_steers_and_sigterm_restores() {
             Some(t) => eprintln!("{}: target saw the change {t:?} after the decision line", py.name),
             None => errors.push(format!("{}: the target never reported 25000/20/10", py.name)),
         }
-        assert!(
-            std::process::Command::new("kill")
-                .args(["-TERM", &agent.id().to_string()])
-                .status()
-                .unwrap()
-                .success()
-        );
+        signal(agent.id(), "-TERM");
         let status = wait_exit(&mut agent, 20, &py.name);
         let original = target.original.clone();
         if target.reports(&original, Duration::from_secs(2)).is_none() {
@@ -150,14 +160,11 @@ fn act_mode_steers_and_sigterm_restores() {
 fn sigkilled_agent_is_undone_by_the_hook_within_2s() {
     for_each_python(|py| {
         let mut errors = Vec::new();
-        let mut target = Target::start(py, "acyclic", 40, &[]);
-        let (mut agent, mut out, _err) = act_agent(target.pid, &fixture("always-25000.onnx"), &[]);
-        decision_applied(&mut out, &py.name);
+        let (mut target, mut agent, _out, _) = steered(py);
         if target.reports(&[25000, 20, 10], Duration::from_secs(2)).is_none() {
             errors.push(format!("{}: change not seen", py.name));
         }
-        let _ = agent.kill();
-        let _ = agent.wait();
+        kill(&mut agent);
         let killed = Instant::now();
         let original = target.original.clone();
         match target.reports(&original, Duration::from_secs(2)) {
@@ -207,9 +214,7 @@ fn memory_ceiling_steps_back_toward_the_original() {
         seen = (v.get("t").is_some() && v["thresholds"][0].as_i64().unwrap() <= t0).then_some(v);
     }
     assert!(seen.is_some(), "the target never reported the stepped-back threshold {t0}");
-    let _ = agent.kill();
-    let _ = agent.wait();
-    target.stop();
+    target.stop_with(&mut agent);
 }
 
 #[test]
@@ -224,9 +229,7 @@ fn a_second_agent_does_not_get_a_second_hook() {
     assert!(!second.status.success() && stderr.contains("another neurogc agent"), "{stderr}");
     // The first agent's hook still rules.
     assert!(target.reports(&[25000, 20, 10], Duration::from_secs(1)).is_some());
-    let _ = first.kill();
-    let _ = first.wait();
-    target.stop();
+    target.stop_with(&mut first);
 }
 
 #[test]
@@ -244,13 +247,7 @@ fn injection_disabled_is_refused_and_memory_actuator_works_instead() {
         act_agent(target.pid, &fixture("always-25000.onnx"), &["--actuator", "memory"]);
     decision_applied(&mut lines, "memory actuator");
     assert!(target.reports(&[25000, 20, 10], Duration::from_secs(2)).is_some(), "memory write not seen");
-    assert!(
-        std::process::Command::new("kill")
-            .args(["-TERM", &agent.id().to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
+    signal(agent.id(), "-TERM");
     wait_exit(&mut agent, 20, "memory agent");
     assert!(target.reports(&original, Duration::from_secs(2)).is_some(), "memory actuator did not restore");
     target.stop();

@@ -101,13 +101,7 @@ fn detach_leaves_target_untouched(py: &Python, signal: &str) -> Vec<String> {
     }
     target.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
     std::thread::sleep(Duration::from_millis(700));
-    assert!(
-        std::process::Command::new("kill")
-            .args([signal, &agent.id().to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
+    common::signal(agent.id(), signal);
     let status = wait_exit(&mut agent, 30, &name);
     if signal == "-TERM" {
         let lines = json_lines(&agent_out.rest(5));

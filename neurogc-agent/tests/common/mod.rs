@@ -240,6 +240,12 @@ pub fn interpreter_pid(child: &Child, py: &Python) -> i32 {
         .unwrap()
 }
 
+/// `kill SIGNAL PID`, e.g. `signal(pid, "-TERM")`.
+pub fn signal(pid: u32, signal: &str) {
+    let ok = Command::new("kill").args([signal, &pid.to_string()]).status().is_ok_and(|s| s.success());
+    assert!(ok, "kill {signal} {pid} failed");
+}
+
 pub fn alive(pid: i32) -> bool {
     // A zombie is not alive: it only waits to be reaped.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
