@@ -441,10 +441,15 @@ impl Observer<'_> {
         let python = self.plan.interpreter.version.to_string();
         let probe = self.plan.source.to_string();
         let note = self.gc.note();
-        let decision = self.steer.as_ref().and_then(|s| s.last.as_ref()).map(|d| {
-            let verb = if d.applied { "applied" } else { "decision" };
-            format!("{verb} {}/{}/{}: {}", d.thresholds[0], d.thresholds[1], d.thresholds[2], d.reason)
-        });
+        let decision =
+            self.steer.as_ref().and_then(|s| s.last.as_ref().map(|d| (s.mode, d))).map(|(mode, d)| {
+                let verb = match (mode, d.applied) {
+                    (_, true) => "applied",
+                    (crate::cli::Mode::Advise, false) => "advice",
+                    _ => "decision",
+                };
+                format!("{verb} {}/{}/{}: {}", d.thresholds[0], d.thresholds[1], d.thresholds[2], d.reason)
+            });
         let frame = view::Frame {
             pid: self.plan.pid,
             name: &self.name,

@@ -87,7 +87,7 @@ impl Guard {
             [0, 1, 2].map(|g| proposed[g].clamp(self.cfg.min[g].max(floor), self.cfg.max[g].max(floor)));
         if target == self.current {
             self.streak = None;
-            return self.keep("the model keeps the current thresholds".to_owned());
+            return self.keep("the model proposes the same thresholds again".to_owned());
         }
         let streak = match self.streak {
             Some((t, n)) if t == target => n + 1,
