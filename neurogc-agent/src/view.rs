@@ -131,6 +131,9 @@ pub fn line(f: &Frame) -> String {
         settings_text(f),
         f.lost
     );
+    if let Some(decision) = f.decision {
+        let _ = write!(s, " | {decision}");
+    }
     s
 }
 

@@ -168,6 +168,10 @@ fn live_view_reads_thresholds_and_count_from_memory() {
                 py.name
             ));
         }
+        // Default mode is advise: every refresh line carries the model's advice.
+        if stdout.lines().filter(|l| l.contains("| gen0 ")).any(|l| !l.contains(" | advice ")) {
+            errors.push(format!("{}: a refresh line without the advice:\n{stdout}", py.name));
+        }
         if !stdout.contains("neurogc summary (duration") {
             errors.push(format!("{}: no closing summary:\n{stdout}", py.name));
         }

@@ -108,12 +108,11 @@ fn demo(seconds: u32) -> Result<()> {
         .context("no /usr/bin/python3 to observe")?;
     let workload = workspace_root().join("tests/workloads/cycles.py");
     let secs = seconds.to_string();
-    run(Command::new(agent).args(["--duration", &secs, "--"]).arg(python).arg(workload).args([
-        "--seconds",
-        &secs,
-        "--threads",
-        "1",
-    ]))
+    run(Command::new(agent)
+        .args(["--mode", "act", "--duration", &secs, "--"])
+        .arg(python)
+        .arg(workload)
+        .args(["--seconds", &secs, "--threads", "1"]))
 }
 
 fn test(cargo_args: &[String]) -> Result<()> {
