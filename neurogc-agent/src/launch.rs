@@ -1,7 +1,7 @@
 //! Launch mode (`neurogc-agent -- python3 app.py`): start the command under ptrace and hold it
 //! at the point where its interpreter is mapped but no Python code has run, so the probes see
 //! the very first collection. The agent detaches as soon as the probes are armed.
-use std::{ffi::OsString, os::unix::process::CommandExt, process::Command};
+use std::{ffi::OsString, os::fd::AsFd, os::unix::process::CommandExt, process::Command};
 
 use anyhow::{Context, Result};
 use nix::{
@@ -47,13 +47,24 @@ fn classify_exe(pid: i32) -> Exe {
     }
 }
 
-pub fn spawn(command: &[OsString]) -> Result<Launched> {
+/// `json_stdout`: the agent's standard output carries its JSON stream, so the command's own
+/// output goes to standard error instead (whole, and never splitting one of the agent's lines).
+pub fn spawn(command: &[OsString], json_stdout: bool) -> Result<Launched> {
     let program = &command[0];
     let mut cmd = Command::new(program);
     cmd.args(&command[1..]);
-    // SAFETY: PTRACE_TRACEME is async-signal-safe; nothing else runs between fork and exec.
+    if json_stdout {
+        cmd.stdout(std::io::stderr().as_fd().try_clone_to_owned()?);
+    }
+    // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
-        cmd.pre_exec(|| ptrace::traceme().map_err(std::io::Error::from));
+        cmd.pre_exec(|| {
+            // The agent holds its stop signals until its loop runs; the command must not inherit that.
+            let all = nix::sys::signal::SigSet::all();
+            nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_UNBLOCK, Some(&all), None)
+                .map_err(std::io::Error::from)?;
+            ptrace::traceme().map_err(std::io::Error::from)
+        });
     }
     let child = match cmd.spawn() {
         Ok(child) => child,

@@ -5,6 +5,7 @@ mod cli;
 mod error;
 mod events;
 mod features;
+mod input;
 mod launch;
 mod memory;
 mod observe;
@@ -23,15 +24,20 @@ use anyhow::Result;
 use clap::Parser;
 
 use crate::{
-    cli::{Cli, Mode},
+    cli::{Cli, Task},
     launch::Launched,
-    policy::{guard::GuardConfig, model::Model},
+    policy::model::Model,
     probes::Probes,
-    steer::Steering,
+    steer::{Mode, Steering},
 };
 
 fn main() {
     let started = Instant::now();
+    // The custodian is this same executable, started by the agent (see actuate::custodian).
+    let mut args = std::env::args_os();
+    if args.nth(1).as_deref() == Some(actuate::custodian::ARG.as_ref()) {
+        actuate::custodian::serve(&args.next().unwrap_or_default().to_string_lossy());
+    }
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -41,45 +47,45 @@ fn main() {
         .with_target(false)
         .without_time()
         .init();
-    if let Err(err) = run(&cli, started) {
+    if let Err(err) = cli.task().and_then(|task| run(task, started)) {
         eprintln!("neurogc-agent: error: {err:#}");
         std::process::exit(error::exit_code(&err));
     }
 }
 
-fn run(cli: &Cli, started: Instant) -> Result<()> {
-    if let Some(trace) = &cli.replay {
-        return replay::run(trace);
-    }
+fn run(task: Task, started: Instant) -> Result<()> {
+    let opts = match task {
+        Task::Replay(trace) => return replay::run(&trace),
+        Task::Observe(opts) => opts,
+    };
     if !nix::unistd::geteuid().is_root() {
         bail_user!(
             "neurogc-agent must run as root: it loads eBPF programs and reads the target's memory (try sudo)"
         );
     }
+    // Ctrl-C and SIGTERM wait (pending) until the loop's handlers are in place: from then on
+    // they stop the agent in order, whenever they arrived.
+    observe::hold_stop_signals()?;
     // Read-only checks of an existing target come first, so its errors are about the target.
-    let attach_plan = cli.pid.map(|pid| target::resolve(pid, cli.probe)).transpose()?;
+    let attach_plan = opts.pid.map(|pid| target::resolve(pid, opts.probe)).transpose()?;
     // Then the model: a broken model file or a missing ONNX Runtime must change nothing.
-    let steer = match cli.mode {
+    let steer = match opts.mode {
         Mode::Observe => None,
         mode => {
-            let model = Model::load(cli.model.as_deref(), cli.ep)?;
-            let guard = GuardConfig {
-                min: cli.threshold_min,
-                max: cli.threshold_max,
-                cooldown: cli.cooldown,
-                confirm: cli.confirm.max(1),
-                max_rss_growth: cli.max_rss_growth / 100.0,
-                allow_disable: cli.allow_disable,
-            };
-            Some(Steering::new(mode, model, guard, cli.actuator))
+            let model = Model::load(opts.model.as_deref(), opts.ep)?;
+            Some(Steering::new(mode, model, opts.guard.clone(), opts.actuator))
         }
     };
+    if let (Some(plan), Some(steer)) = (&attach_plan, &steer) {
+        steer.precheck(plan)?;
+    }
     // Launch mode holds the new process under ptrace until the probes are armed; ptrace
     // requests must come from this thread, so all of this happens before the runtime starts.
-    let launched = if cli.command.is_empty() { None } else { Some(launch::spawn(&cli.command)?) };
+    let launched =
+        if opts.command.is_empty() { None } else { Some(launch::spawn(&opts.command, opts.json)?) };
     let plan = match (attach_plan, &launched) {
         (Some(plan), _) => Ok(plan),
-        (None, Some(l)) => target::resolve(l.pid, cli.probe),
+        (None, Some(l)) => target::resolve(l.pid, opts.probe),
         (None, None) => unreachable!("clap requires --pid, COMMAND or --replay"),
     };
     let armed = plan.and_then(|plan| Ok((Probes::arm(&plan)?, plan)));
@@ -106,12 +112,12 @@ fn run(cli: &Cli, started: Instant) -> Result<()> {
         plan.source,
         plan.file.display()
     );
-    let opts = observe::Options {
-        json: cli.json,
-        duration: cli.duration.map(Duration::from_secs_f64),
-        interval: Duration::from_secs_f64(cli.interval),
+    let run = observe::Options {
+        json: opts.json,
+        duration: opts.duration.map(Duration::from_secs_f64),
+        interval: Duration::from_secs_f64(opts.interval),
         attach_ms,
     };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    runtime.block_on(observe::run(&plan, probes, launched, steer, &opts))
+    runtime.block_on(observe::run(&plan, probes, launched, steer, &run))
 }

@@ -1,6 +1,12 @@
-//! Reads of the target's memory (`process_vm_readv`): no ptrace stop, no signal, nothing the
-//! target can notice.
-use std::io::IoSliceMut;
+//! The target's memory. Reads for observation use `process_vm_readv`: no ptrace stop, no signal,
+//! nothing the target can notice. Everything that writes goes through [`ProcMem`], a
+//! `/proc/PID/mem` descriptor: it is bound to the address space the process had when it was
+//! opened, so after an `exec` its writes reach nothing instead of the new program image.
+use std::{
+    fs::File,
+    io::IoSliceMut,
+    os::{fd::AsFd, unix::fs::FileExt},
+};
 
 use anyhow::{Context, Result};
 use nix::{
@@ -34,14 +40,56 @@ pub fn i32_at(buf: &[u8], off: usize) -> i32 {
     i32::from_le_bytes(buf[off..off + 4].try_into().expect("4 bytes"))
 }
 
-/// Writes into the target (`process_vm_writev`): only ever to fields whose layout was validated.
-pub fn write_bytes(pid: i32, addr: u64, data: &[u8]) -> Result<()> {
-    use std::io::IoSlice;
+/// One process image's memory, for reads and writes that must never reach another image.
+#[derive(Debug)]
+pub struct ProcMem {
+    file: File,
+    pub pid: i32,
+}
 
-    use nix::sys::uio::process_vm_writev;
-    let remote = [RemoteIoVec { base: addr as usize, len: data.len() }];
-    let n = process_vm_writev(Pid::from_raw(pid), &[IoSlice::new(data)], &remote)
-        .with_context(|| format!("writing {} bytes at {addr:#x} in process {pid}", data.len()))?;
-    anyhow::ensure!(n == data.len(), "short write at {addr:#x} in process {pid}");
-    Ok(())
+/// Why a `/proc/PID/mem` access moved no byte: the address space it was opened on is gone.
+const IMAGE_GONE: &str = "its process image is gone (the target exited or exec'd another program)";
+
+impl ProcMem {
+    pub fn open(pid: i32) -> Result<ProcMem> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(format!("/proc/{pid}/mem"))
+            .with_context(|| format!("opening the memory of process {pid}"))?;
+        Ok(ProcMem { file, pid })
+    }
+
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+
+    pub fn from_file(file: File, pid: i32) -> ProcMem {
+        ProcMem { file, pid }
+    }
+
+    pub fn read(&self, addr: u64, len: usize) -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; len];
+        let n = self
+            .file
+            .read_at(&mut buf, addr)
+            .with_context(|| format!("reading {len} bytes at {addr:#x} in process {}", self.pid))?;
+        anyhow::ensure!(n > 0 || len == 0, "reading process {}: {IMAGE_GONE}", self.pid);
+        anyhow::ensure!(n == len, "short read at {addr:#x} in process {}: {n} of {len} bytes", self.pid);
+        Ok(buf)
+    }
+
+    pub fn read_u64(&self, addr: u64) -> Result<u64> {
+        Ok(u64_at(&self.read(addr, 8)?, 0))
+    }
+
+    pub fn write(&self, addr: u64, data: &[u8]) -> Result<()> {
+        let n = self
+            .file
+            .write_at(data, addr)
+            .with_context(|| format!("writing {} bytes at {addr:#x} in process {}", data.len(), self.pid))?;
+        anyhow::ensure!(n > 0 || data.is_empty(), "writing process {}: {IMAGE_GONE}", self.pid);
+        anyhow::ensure!(n == data.len(), "short write at {addr:#x} in process {}", self.pid);
+        Ok(())
+    }
 }

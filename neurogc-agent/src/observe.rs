@@ -22,7 +22,7 @@ use crate::{
     launch::Launched,
     output::LineWriter,
     probes::Probes,
-    steer::{LatencySummary, Steering},
+    steer::{Events, LatencySummary, Mode, Steering},
     target::{
         AttachPlan,
         layout::{GcLocator, GcState},
@@ -71,8 +71,10 @@ enum GcStatus {
     Invalid(String),
 }
 
-/// Failed validations (one per drain, ≈ 100 ms apart) before the layout is declared wrong.
-const MAX_VALIDATION_FAILURES: u32 = 10;
+/// Failed validations (one single-shot check per drain, ≈ 100 ms apart) before the layout is
+/// declared wrong: a check fails while a collection rewires the lists, so a wrong layout is the
+/// only way to fail 50 times running.
+const MAX_VALIDATION_FAILURES: u32 = 50;
 
 impl GcStatus {
     fn refresh(&mut self, pid: i32) {
@@ -163,9 +165,12 @@ struct PolicySummary {
     apply_ns: LatencySummary,
     #[serde(skip_serializing_if = "Option::is_none")]
     injection_ms: Option<f64>,
-    /// Act mode: whether the original thresholds were put back on exit.
+    /// Act mode: nothing neurogc set is left in the target (see `restore`).
     #[serde(skip_serializing_if = "Option::is_none")]
     restored: Option<bool>,
+    /// Act mode: what the restore found and did, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    restore: Option<String>,
 }
 
 struct Observer<'a> {
@@ -182,14 +187,16 @@ struct Observer<'a> {
     held: Vec<GcEvent>,
     windower: Windower,
     steer: Option<Steering>,
-    /// Act mode in launch mode: the hook is injected once the interpreter is up.
-    connect_pending: bool,
+    /// The actuator's events (act mode, once the GC state is known and the actuator started).
+    events: Option<Events>,
 }
 
 /// At most this many events wait for the GC state to be proven (≈ 12 MB).
 const MAX_HELD: usize = 100_000;
 
 enum Stop {
+    /// Act mode could not start: (why, the user's to fix).
+    ActFailed(String, bool),
     Duration,
     Signal(&'static str),
     TargetExited(Option<i32>),
@@ -199,12 +206,29 @@ enum Stop {
 impl Stop {
     fn text(&self) -> &'static str {
         match self {
+            Stop::ActFailed(..) => "act-failed",
             Stop::Duration => "duration",
             Stop::Signal(s) => s,
             Stop::TargetExited(_) => "target-exited",
             Stop::OutputClosed => "output-closed",
         }
     }
+}
+
+/// Blocks SIGINT, SIGTERM and SIGHUP until the loop installs its handlers ([`run`] unblocks
+/// them): a signal that arrives while the agent prepares is acted on, in order, not fatal.
+pub fn hold_stop_signals() -> Result<()> {
+    nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_BLOCK, Some(&stop_signals()), None)?;
+    Ok(())
+}
+
+fn stop_signals() -> nix::sys::signal::SigSet {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut set = SigSet::empty();
+    for sig in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        set.add(sig);
+    }
+    set
 }
 
 fn pidfd_open(pid: i32) -> Result<OwnedFd> {
@@ -231,7 +255,7 @@ pub async fn run(
     plan: &AttachPlan,
     probes: Probes,
     launched: Option<Launched>,
-    mut steer: Option<Steering>,
+    steer: Option<Steering>,
     opts: &Options,
 ) -> Result<()> {
     let pid = plan.pid;
@@ -247,13 +271,7 @@ pub async fn run(
         // Until the dynamic loader and the interpreter's start-up are done, the GC state's memory
         // holds anything: the first collection event is the proof that it exists (see drain).
         Some(launched) => launched.release()?,
-        None => {
-            gc.refresh(pid);
-            // Attach mode: inject now, so that a refusal is reported before anything runs.
-            if let Some(steer) = steer.as_mut() {
-                steer.connect(plan, gc.state())?;
-            }
-        }
+        None => gc.refresh(pid),
     }
     let first = sample(pid, &gc, &clock, None);
     let mut obs = Observer {
@@ -268,17 +286,17 @@ pub async fn run(
         started: Instant::now(),
         held: Vec::new(),
         windower: Windower::new(first),
-        connect_pending: launched.is_some()
-            && steer.as_ref().is_some_and(|s| s.mode == crate::cli::Mode::Act),
         steer,
+        events: None,
     };
+    obs.start_actuator()?;
     if opts.json {
         let line = AttachLine {
             kind: "attach",
             pid,
             python: plan.interpreter.version.to_string(),
             probe: plan.source.kind(),
-            mode: obs.steer.as_ref().map_or("observe", |s| mode_name(s.mode)),
+            mode: obs.steer.as_ref().map_or("observe", |s| s.mode.name()),
             schema: features::SCHEMA,
             features: &features::NAMES,
             sample: first,
@@ -288,6 +306,8 @@ pub async fn run(
     }
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+    nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_UNBLOCK, Some(&stop_signals()), None)?;
     let mut drain_timer = tokio::time::interval(DRAIN_PERIOD);
     let mut refresh = tokio::time::interval(opts.interval);
     refresh.tick().await;
@@ -307,8 +327,16 @@ pub async fn run(
                 let lost = ring.get_ref().0.lost();
                 obs.tick(&mut ring.get_mut().0, lost)
             }
+            Some(ev) = next_event(&mut obs.events) => {
+                let r = obs.actuation(ev);
+                if let Some((why, user)) = obs.steer.as_mut().and_then(|s| s.failed_to_start.take()) {
+                    break Stop::ActFailed(why, user);
+                }
+                r
+            }
             _ = sigint.recv() => break Stop::Signal("SIGINT"),
             _ = sigterm.recv() => break Stop::Signal("SIGTERM"),
+            _ = sighup.recv() => break Stop::Signal("SIGHUP"),
             _ = exit_watch.readable() => {
                 break Stop::TargetExited(launched.as_ref().and_then(|l| l.reap()));
             }
@@ -328,22 +356,20 @@ pub async fn run(
     let _ = obs.release_held();
     let (lost, unpaired) = (probes.lost(), probes.unpaired());
     drop(probes);
-    let restored = obs.steer.as_mut().and_then(Steering::restore).map(|r| match r {
-        Ok(()) => true,
-        Err(err) => {
-            // The target is gone, or the hook: it restores on its own when our socket closes.
-            tracing::debug!("restoring the original thresholds: {err:#}");
-            false
-        }
-    });
-    obs.summarise(&stop, lost, unpaired, restored)
+    obs.finish_actuator().await?;
+    obs.summarise(&stop, lost, unpaired)?;
+    match stop {
+        Stop::ActFailed(why, true) => Err(anyhow::Error::new(crate::error::UserError(why))),
+        Stop::ActFailed(why, false) => Err(anyhow::anyhow!(why)),
+        _ => Ok(()),
+    }
 }
 
-fn mode_name(mode: crate::cli::Mode) -> &'static str {
-    match mode {
-        crate::cli::Mode::Observe => "observe",
-        crate::cli::Mode::Advise => "advise",
-        crate::cli::Mode::Act => "act",
+/// The actuator's next event, or never when there is no actuator.
+async fn next_event(events: &mut Option<Events>) -> Option<crate::actuate::Event> {
+    match events {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -362,6 +388,47 @@ fn sample(pid: i32, gc: &GcStatus, clock: &Clock, freeze_count: Option<i64>) -> 
 }
 
 impl Observer<'_> {
+    /// Act mode: the actuator starts once the GC state is settled (proven, or known to be
+    /// unusable): the interpreter is up by then, and the memory actuator has its layout.
+    fn start_actuator(&mut self) -> Result<()> {
+        let Some(steer) = self.steer.as_mut() else { return Ok(()) };
+        if !steer.wants_actuator() || self.gc.pending() {
+            return Ok(());
+        }
+        self.events = Some(steer.start_actuator(self.plan, self.gc.state())?);
+        Ok(())
+    }
+
+    fn actuation(&mut self, ev: crate::actuate::Event) -> Result<()> {
+        let Some(steer) = self.steer.as_mut() else { return Ok(()) };
+        let rec = steer.on_event(ev, self.clock.now_unix_ns());
+        if rec.event == "finished" {
+            self.events = None;
+        }
+        if self.opts.json {
+            serde_json::to_writer(&mut self.out, &rec)?;
+            writeln!(self.out)?;
+            self.out.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Gives the application its settings back (bounded wait) and reports how it went.
+    async fn finish_actuator(&mut self) -> Result<()> {
+        let (Some(steer), Some(events)) = (self.steer.as_mut(), self.events.as_mut()) else { return Ok(()) };
+        let clock = self.clock;
+        let records = steer.finish(events, || clock.now_unix_ns()).await;
+        self.events = None;
+        if self.opts.json {
+            for rec in &records {
+                serde_json::to_writer(&mut self.out, rec)?;
+                writeln!(self.out)?;
+            }
+            self.out.flush()?;
+        }
+        Ok(())
+    }
+
     fn drain(&mut self, probes: &mut Probes) -> io::Result<()> {
         let before = self.held.len();
         while let Some(item) = probes.ring.next() {
@@ -408,13 +475,7 @@ impl Observer<'_> {
         let opened = Instant::now();
         self.drain(probes)?;
         let pid = self.plan.pid;
-        if self.connect_pending
-            && let Some(steer) = self.steer.as_mut()
-            && let Some(state) = self.gc.state()
-        {
-            self.connect_pending = false;
-            steer.connect(self.plan, Some(state))?;
-        }
+        self.start_actuator()?;
         let freeze = self.steer.as_ref().and_then(|s| s.freeze_count);
         let window = self.windower.close(sample(pid, &self.gc, &self.clock, freeze));
         let decision = match self.steer.as_mut() {
@@ -443,9 +504,9 @@ impl Observer<'_> {
         let note = self.gc.note();
         let decision =
             self.steer.as_ref().and_then(|s| s.last.as_ref().map(|d| (s.mode, d))).map(|(mode, d)| {
-                let verb = match (mode, d.applied) {
-                    (_, true) => "applied",
-                    (crate::cli::Mode::Advise, false) => "advice",
+                let verb = match (mode, d.requested) {
+                    (_, true) => "applying",
+                    (Mode::Advise, false) => "advice",
                     _ => "decision",
                 };
                 format!("{verb} {}/{}/{}: {}", d.thresholds[0], d.thresholds[1], d.thresholds[2], d.reason)
@@ -477,7 +538,8 @@ impl Observer<'_> {
         self.out.flush()
     }
 
-    fn summarise(mut self, stop: &Stop, lost: u64, unpaired: u64, restored: Option<bool>) -> Result<()> {
+    fn summarise(mut self, stop: &Stop, lost: u64, unpaired: u64) -> Result<()> {
+        let restored = self.steer.as_ref().and_then(Steering::restored);
         if self.gc.pending() && (self.agg.collections() > 0 || !self.held.is_empty()) {
             tracing::warn!(
                 "the target exited before its GC state could be validated: generations and counts are the probe's arguments"
@@ -502,15 +564,16 @@ impl Observer<'_> {
                 _ => None,
             },
             policy: self.steer.as_ref().map(|s| PolicySummary {
-                mode: mode_name(s.mode),
+                mode: s.mode.name(),
                 provider: s.provider(),
                 decisions: s.inference_ns.len(),
                 changes_applied: s.changes,
                 inference_ns: LatencySummary::of(&s.inference_ns),
                 window_to_decision_ns: LatencySummary::of(&s.decision_ns),
                 apply_ns: LatencySummary::of(&s.apply_ns),
-                injection_ms: s.injection().map(|d| d.as_secs_f64() * 1e3),
-                restored,
+                injection_ms: s.injected_in.map(|d| d.as_secs_f64() * 1e3),
+                restored: restored.as_ref().map(|r| r.0),
+                restore: restored.as_ref().map(|r| r.1.clone()),
             }),
         };
         if matches!(stop, Stop::OutputClosed) {

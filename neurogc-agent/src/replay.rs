@@ -2,11 +2,11 @@
 //! `Windower` the live agent uses, printed as "window" lines. Equal to the recorded ones by
 //! construction; the test suite checks it on real recordings.
 use std::{
-    io::{BufRead, BufReader, Write},
+    io::{BufRead, BufReader, Read, Write},
     path::Path,
 };
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Deserialize;
 
 use crate::{
@@ -32,21 +32,38 @@ struct Line {
     collected: Option<i64>,
 }
 
+/// Largest trace read (a 10-million-collection recording is ≈ 1.2 GB of JSON lines).
+const MAX_TRACE_BYTES: u64 = 64 << 30;
+/// Longest line: the agent's own are a few KiB (the attach line lists the feature names).
+const MAX_LINE_BYTES: u64 = 1 << 20;
+
 pub fn run(path: &Path) -> Result<()> {
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) => bail_user!("cannot open trace {}: {e}", path.display()),
-    };
+    let (file, _) = crate::input::open_regular(path, "trace", MAX_TRACE_BYTES)?;
     let mut windower: Option<Windower> = None;
     let mut out = std::io::BufWriter::new(std::io::stdout());
     let mut windows = 0;
-    for (n, line) in BufReader::new(file).lines().enumerate() {
-        let line = line.with_context(|| format!("reading {}", path.display()))?;
+    let mut reader = BufReader::new(file);
+    let mut raw = Vec::new();
+    for n in 0.. {
+        raw.clear();
+        let read = (&mut reader).take(MAX_LINE_BYTES + 1).read_until(b'\n', &mut raw);
         let at = || format!("{}:{}", path.display(), n + 1);
+        match read {
+            Ok(0) => break,
+            Ok(_) if raw.len() as u64 > MAX_LINE_BYTES => {
+                bail_user!("{}: a line longer than {MAX_LINE_BYTES} bytes: not a neurogc trace", at())
+            }
+            Ok(_) => {}
+            Err(e) => bail_user!("reading trace {}: {e}", path.display()),
+        }
+        let Ok(line) = std::str::from_utf8(&raw) else {
+            bail_user!("{}: not text (a binary file?): not a neurogc trace", at())
+        };
+        let line = line.trim_end_matches(['\n', '\r']);
         if line.trim().is_empty() || !line.starts_with('{') {
             continue; // the target's own output may be interleaved with the agent's
         }
-        let parsed: Line = match serde_json::from_str(&line) {
+        let parsed: Line = match serde_json::from_str(line) {
             Ok(l) => l,
             Err(e) => bail_user!("{}: not a neurogc JSON line ({e})", at()),
         };

@@ -1,5 +1,6 @@
-//! advise/act: every window, the model scores the actions, the guard decides, and in act mode
-//! the actuator applies. Latencies are kept for the summary (inference; window close → decision).
+//! advise/act: every window, the model scores the actions and the guard decides; in act mode the
+//! decision goes to the actuator thread, whose answers come back as [`Event`]s and are reported
+//! as "actuation" records. Nothing here waits on the target.
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -7,8 +8,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::{
-    actuate::{Actuator, ActuatorKind},
-    cli::Mode,
+    actuate::{self, ActuatorHandle, ActuatorKind, Command, Event, Finish},
     features::Window,
     policy::{
         guard::{Guard, GuardConfig},
@@ -17,6 +17,23 @@ use crate::{
     target::{AttachPlan, layout::GcState},
 };
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Observe,
+    Advise,
+    Act,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Observe => "observe",
+            Mode::Advise => "advise",
+            Mode::Act => "act",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Decision {
     #[serde(rename = "type")]
@@ -24,11 +41,41 @@ pub struct Decision {
     pub ts_ns: u64,
     /// The model's choice, after the guard.
     pub thresholds: [i64; 3],
-    pub applied: bool,
+    /// The guard let a change through.
+    pub change: bool,
+    /// Act mode: the change was handed to the actuator (its "actuation" record confirms it).
+    pub requested: bool,
     pub reason: String,
-    /// The thresholds the target reported after applying (act mode).
+}
+
+/// What the actuator did, as reported in the JSON stream.
+#[derive(Debug, Clone, Serialize)]
+pub struct Actuation {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub ts_ns: u64,
+    pub event: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub target_thresholds: Option<[i64; 3]>,
+    pub thresholds: Option<[i64; 3]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requested: Option<[i64; 3]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restored: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// Where the actuator stands.
+enum Actuator {
+    /// Advise mode, or act mode before the target's GC state is known.
+    None,
+    Starting(ActuatorHandle),
+    Ready(ActuatorHandle),
+    /// No more changes: the application took over, or the actuator failed.
+    Halted(Option<ActuatorHandle>, String),
+    Finished(Finish),
 }
 
 pub struct Steering {
@@ -37,15 +84,20 @@ pub struct Steering {
     guard_cfg: GuardConfig,
     guard: Option<Guard>,
     actuator_kind: ActuatorKind,
-    pub actuator: Option<Actuator>,
+    actuator: Actuator,
+    /// The application's thresholds as the actuator found them.
+    original: Option<[i64; 3]>,
     pub freeze_count: Option<i64>,
     pub inference_ns: Histogram<u64>,
     /// Window closed → decision made (drain, sample, features, inference, guard).
     pub decision_ns: Histogram<u64>,
-    /// Decision → the hook's (or memory's) confirmation that the target has the new thresholds.
+    /// Request → the hook's (or memory's) confirmation that the target has the new thresholds.
     pub apply_ns: Histogram<u64>,
     pub changes: u64,
+    pub injected_in: Option<Duration>,
     pub last: Option<Decision>,
+    /// Act mode could not start (why, and whether it is the user's to fix): the agent ends with it.
+    pub failed_to_start: Option<(String, bool)>,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -67,6 +119,12 @@ impl LatencySummary {
     }
 }
 
+/// The actuator's events, for the observation loop to select on.
+pub type Events = tokio::sync::mpsc::UnboundedReceiver<Event>;
+
+/// How long the agent waits for the actuator to give the application its settings back.
+const FINISH_TIMEOUT: Duration = Duration::from_secs(5);
+
 impl Steering {
     pub fn new(mode: Mode, model: Model, guard_cfg: GuardConfig, actuator_kind: ActuatorKind) -> Steering {
         Steering {
@@ -75,13 +133,16 @@ impl Steering {
             guard_cfg,
             guard: None,
             actuator_kind,
-            actuator: None,
+            actuator: Actuator::None,
+            original: None,
             freeze_count: None,
             inference_ns: histogram(),
             decision_ns: histogram(),
             apply_ns: histogram(),
             changes: 0,
+            injected_in: None,
             last: None,
+            failed_to_start: None,
         }
     }
 
@@ -89,17 +150,101 @@ impl Steering {
         self.model.provider
     }
 
-    /// Act mode: inject the hook (or prepare memory writes). Needs a running interpreter.
-    pub fn connect(&mut self, plan: &AttachPlan, state: Option<GcState>) -> Result<()> {
-        if self.mode == Mode::Act && self.actuator.is_none() {
-            let actuator = Actuator::connect(plan, self.actuator_kind, state)?;
-            if let Some(t) = actuator.injected_in() {
-                tracing::info!("hook injected and connected in {:.0} ms", t.as_secs_f64() * 1e3);
-            }
-            self.freeze_count = actuator.freeze_count();
-            self.actuator = Some(actuator);
+    /// Act mode needs an actuator that has not been started yet.
+    pub fn wants_actuator(&self) -> bool {
+        self.mode == Mode::Act && matches!(self.actuator, Actuator::None)
+    }
+
+    /// Refusals known before the target is touched (attach mode checks them up front).
+    pub fn precheck(&self, plan: &AttachPlan) -> Result<()> {
+        match self.mode {
+            Mode::Act => actuate::precheck(plan, self.actuator_kind),
+            _ => Ok(()),
         }
-        Ok(())
+    }
+
+    /// Act mode: starts the actuator thread (injection happens there); the caller's loop owns
+    /// the receiver of its events and hands them to [`Steering::on_event`].
+    pub fn start_actuator(&mut self, plan: &AttachPlan, state: Option<GcState>) -> Result<Events> {
+        let (handle, events) = actuate::start(plan, self.actuator_kind, state)?;
+        self.actuator = Actuator::Starting(handle);
+        Ok(events)
+    }
+
+    /// Folds an actuator event into the state; returns the record to report.
+    pub fn on_event(&mut self, ev: Event, ts_ns: u64) -> Actuation {
+        let mut rec = Actuation {
+            kind: "actuation",
+            ts_ns,
+            event: "",
+            thresholds: None,
+            requested: None,
+            latency_ns: None,
+            restored: None,
+            detail: None,
+        };
+        let handle = match std::mem::replace(&mut self.actuator, Actuator::None) {
+            Actuator::Starting(h) | Actuator::Ready(h) | Actuator::Halted(Some(h), _) => Some(h),
+            _ => None,
+        };
+        self.actuator = match (ev, handle) {
+            (Event::Waiting(why), Some(h)) => {
+                tracing::warn!("act mode: {why}");
+                rec.event = "waiting";
+                rec.detail = Some(why);
+                Actuator::Starting(h)
+            }
+            (Event::Ready { original, injected_in, freeze_count }, Some(h)) => {
+                if let Some(t) = injected_in {
+                    tracing::info!("hook injected and connected in {:.0} ms", t.as_secs_f64() * 1e3);
+                }
+                self.injected_in = injected_in;
+                self.freeze_count = freeze_count.or(self.freeze_count);
+                rec.event = "ready";
+                rec.thresholds = Some(original);
+                self.original = Some(original);
+                Actuator::Ready(h)
+            }
+            (Event::Applied { requested, now, latency }, Some(h)) => {
+                self.changes += 1;
+                self.apply_ns.saturating_record(latency.as_nanos().max(1) as u64);
+                rec.event = "applied";
+                rec.thresholds = Some(now);
+                rec.requested = Some(requested);
+                rec.latency_ns = Some(latency.as_nanos() as u64);
+                Actuator::Ready(h)
+            }
+            (Event::AppChanged { now }, h) => {
+                let why = format!(
+                    "the application set its own thresholds ({}/{}/{}): neurogc stops steering and leaves them",
+                    now[0], now[1], now[2]
+                );
+                tracing::warn!("{why}");
+                rec.event = "app-changed";
+                rec.thresholds = Some(now);
+                rec.detail = Some(why.clone());
+                Actuator::Halted(h, why)
+            }
+            (Event::Failed { why, user }, h) => {
+                rec.event = "failed";
+                rec.detail = Some(why.clone());
+                if self.original.is_none() {
+                    // Act mode never started: the agent has nothing to do and says why on exit.
+                    self.failed_to_start = Some((why.clone(), user));
+                } else {
+                    tracing::error!("act mode: {why}");
+                }
+                Actuator::Halted(h, why)
+            }
+            (Event::Finished(finish), _) => {
+                rec.event = "finished";
+                rec.restored = Some(finish.restored);
+                rec.detail = Some(finish.detail.clone());
+                Actuator::Finished(finish)
+            }
+            (_, None) => Actuator::None,
+        };
+        rec
     }
 
     /// One window. `opened` is when the window's processing began (for the latency figure).
@@ -109,68 +254,98 @@ impl Steering {
         self.inference_ns.saturating_record(started.elapsed().as_nanos().max(1) as u64);
         let best = scores.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |(i, _)| i);
         let proposed = self.model.actions[best];
-        let original = match (&self.actuator, window.sample.thresholds) {
-            (Some(a), _) => Some(a.original()),
-            (None, t) => t,
-        };
-        let guard = match (&mut self.guard, original) {
-            (Some(g), _) => g,
-            (None, Some(original)) => {
-                self.guard.insert(Guard::new(self.guard_cfg.clone(), original, window.sample.rss_bytes))
-            }
-            (None, None) => {
-                let d = Decision {
-                    kind: "decision",
-                    ts_ns: window.end_ns,
-                    thresholds: proposed,
-                    applied: false,
-                    reason:
-                        "the target's thresholds are unknown (GC state not located): nothing to compare with"
-                            .to_owned(),
-                    target_thresholds: None,
-                };
-                return Ok(d);
-            }
-        };
-        let verdict = guard.decide(proposed, window.sample.rss_bytes);
         let mut decision = Decision {
             kind: "decision",
             ts_ns: window.end_ns,
-            thresholds: verdict.thresholds,
-            applied: false,
-            reason: verdict.reason,
-            target_thresholds: None,
+            thresholds: proposed,
+            change: false,
+            requested: false,
+            reason: String::new(),
         };
+        // The guard compares with the thresholds the application had: the hook's (or memory's)
+        // reading in act mode, the sample otherwise.
+        let original = match self.mode {
+            Mode::Act => self.original,
+            _ => window.sample.thresholds,
+        };
+        let guard =
+            match (&mut self.guard, original) {
+                (Some(g), _) => g,
+                (None, Some(original)) => {
+                    self.guard.insert(Guard::new(self.guard_cfg.clone(), original, window.sample.rss_bytes))
+                }
+                (None, None) => {
+                    decision.reason = match (&self.actuator, self.mode) {
+                    (Actuator::Halted(_, why), _) => format!("not steering: {why}"),
+                    (_, Mode::Act) => "waiting for the actuator (the hook is not connected yet)".to_owned(),
+                    _ => "the target's thresholds are unknown (GC state not located): nothing to compare with"
+                        .to_owned(),
+                };
+                    self.last = Some(decision.clone());
+                    return Ok(decision);
+                }
+            };
+        let verdict = guard.decide(proposed, window.sample.rss_bytes);
+        decision.thresholds = verdict.thresholds;
+        decision.change = verdict.change;
+        decision.reason = verdict.reason;
         self.decision_ns.saturating_record(opened.elapsed().as_nanos().max(1) as u64);
         if verdict.change {
-            let applying = Instant::now();
-            match self.actuator.as_mut() {
-                Some(actuator) => match actuator.apply(verdict.thresholds) {
-                    Ok(applied) => {
-                        decision.applied = true;
-                        decision.target_thresholds = Some(applied.new);
-                        self.freeze_count = applied.freeze_count.or(self.freeze_count);
-                        self.changes += 1;
-                        self.apply_ns.saturating_record(applying.elapsed().as_nanos().max(1) as u64);
-                    }
-                    Err(err) => decision.reason = format!("{}; applying failed: {err:#}", decision.reason),
-                },
-                None => decision.reason = format!("would change: {}", decision.reason),
+            match &self.actuator {
+                Actuator::Ready(h) => {
+                    h.send(Command::Apply(verdict.thresholds));
+                    decision.requested = true;
+                }
+                Actuator::Halted(_, why) => decision.reason = format!("not steering: {why}"),
+                _ => decision.reason = format!("would change: {}", decision.reason),
             }
         }
         self.last = Some(decision.clone());
         Ok(decision)
     }
 
-    /// Puts the original thresholds back (act mode). The hook would also do it on its own when
-    /// the socket closes; doing it here first makes it synchronous and reported.
-    pub fn restore(&mut self) -> Option<Result<()>> {
-        let actuator = self.actuator.as_mut()?;
-        let result = actuator.restore();
-        Some(result)
+    /// Asks the actuator to give the application its settings back and waits (bounded) for it;
+    /// returns the records of what happened meanwhile, the last one its "finished".
+    pub async fn finish(&mut self, events: &mut Events, clock_ns: impl Fn() -> u64) -> Vec<Actuation> {
+        let mut records = Vec::new();
+        match &self.actuator {
+            Actuator::Starting(h) | Actuator::Ready(h) | Actuator::Halted(Some(h), _) => {
+                h.send(Command::Stop)
+            }
+            _ => return records,
+        }
+        let deadline = tokio::time::Instant::now() + FINISH_TIMEOUT;
+        loop {
+            match tokio::time::timeout_at(deadline, events.recv()).await {
+                Ok(Some(ev)) => {
+                    let rec = self.on_event(ev, clock_ns());
+                    let done = rec.event == "finished";
+                    records.push(rec);
+                    if done {
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(_) => {
+                    tracing::warn!(
+                        "the actuator did not finish within {FINISH_TIMEOUT:?}; the custodian and the hook restore on their own"
+                    );
+                    break;
+                }
+            }
+        }
+        records
     }
 
-    pub fn injection(&self) -> Option<Duration> {
-        self.actuator.as_ref().and_then(Actuator::injected_in)
+    /// Act mode: whether nothing neurogc set is left in the target, once finished.
+    pub fn restored(&self) -> Option<(bool, String)> {
+        match &self.actuator {
+            Actuator::Finished(f) => Some((f.restored, f.detail.clone())),
+            Actuator::None if self.mode == Mode::Act => {
+                Some((true, "the actuator never started: nothing changed".to_owned()))
+            }
+            _ if self.mode == Mode::Act => Some((false, "the actuator did not report back".to_owned())),
+            _ => None,
+        }
     }
 }

@@ -1,200 +1,193 @@
-//! The agent's end of the hook's channel: a Unix socket the agent creates inside the target's
-//! own filesystem (through /proc/PID/root), so a target in another mount namespace reaches it at
-//! a plain path. Only the target may connect (SO_PEERCRED); the socket is owned by its user.
+//! The agent's end of the hook's channel: an abstract Unix socket with a random 128-bit name,
+//! bound inside the target's network namespace (a thread of the agent enters it for the bind).
+//! No file is created anywhere, nothing can be planted in advance under a name nobody knows, and
+//! the kernel removes the name when the agent's descriptor closes, however the agent ends.
+//! Only the target's PID may connect (SO_PEERCRED); the boot code only talks to the agent's uid.
 use std::{
-    io::{BufRead, BufReader, Write},
-    os::unix::net::{UnixListener, UnixStream},
-    path::PathBuf,
-    time::{Duration, Instant},
+    io::{BufRead, BufReader, Read, Write},
+    os::{
+        linux::net::SocketAddrExt,
+        unix::net::{SocketAddr, UnixListener, UnixStream},
+    },
+    time::Duration,
 };
 
 use anyhow::{Context, Result, bail};
-use serde::Deserialize;
-use serde_json::json;
 
-use crate::bail_user;
+const HOOK_SOURCE: &str = include_str!("../../../python-hook/neurogc_hook.py");
+/// What the hook answers per line at most: anything longer is not the hook talking.
+const MAX_LINE: u64 = 4096;
 
-/// Paths of one agent's files in the target: as the target sees them and as the agent reaches them.
-pub struct TargetPaths {
-    pub socket_in_target: String,
-    pub socket_on_host: PathBuf,
-    /// The hook's source with its `start(...)` call.
-    pub script_in_target: String,
-    pub script_on_host: PathBuf,
-    /// One line that runs the script in a namespace of its own: the target's `__main__` is
-    /// never touched.
-    pub stub_in_target: String,
-    pub stub_on_host: PathBuf,
-}
-
-impl TargetPaths {
-    pub fn new(pid: i32) -> TargetPaths {
-        let me = std::process::id();
-        let root = PathBuf::from(format!("/proc/{pid}/root"));
-        let socket_in_target = format!("/tmp/neurogc-{me}.sock");
-        let script_in_target = format!("/tmp/neurogc-hook-{me}.py");
-        let stub_in_target = format!("/tmp/neurogc-inject-{me}.py");
-        let on_host = |p: &str| root.join(p.trim_start_matches('/'));
-        TargetPaths {
-            socket_on_host: on_host(&socket_in_target),
-            script_on_host: on_host(&script_in_target),
-            stub_on_host: on_host(&stub_in_target),
-            socket_in_target,
-            script_in_target,
-            stub_in_target,
-        }
+fn random_hex() -> Result<String> {
+    let mut bytes = [0u8; 16];
+    let mut filled = 0;
+    while filled < bytes.len() {
+        // SAFETY: writes at most the remaining length into our buffer.
+        let n = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), bytes.len() - filled, 0) };
+        anyhow::ensure!(n > 0, "getrandom: {}", std::io::Error::last_os_error());
+        filled += n as usize;
     }
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// The target's user: the socket and the script are handed to it.
-fn owner(pid: i32) -> Result<(u32, u32)> {
+fn same_netns(pid: i32) -> bool {
     use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(format!("/proc/{pid}")).with_context(|| format!("process {pid} is gone"))?;
-    Ok((meta.uid(), meta.gid()))
+    let ns = |p: String| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).ok();
+    ns("/proc/self/ns/net".into()) == ns(format!("/proc/{pid}/ns/net"))
 }
 
 pub struct Listener {
     listener: UnixListener,
     pid: i32,
-    pub paths: TargetPaths,
+    /// The abstract name, without its leading NUL.
+    pub name: String,
 }
 
 impl Listener {
     pub fn bind(pid: i32) -> Result<Listener> {
-        let paths = TargetPaths::new(pid);
-        let _ = std::fs::remove_file(&paths.socket_on_host);
-        let listener = match UnixListener::bind(&paths.socket_on_host) {
-            Ok(l) => l,
-            Err(err) => bail_user!(
-                "cannot create the hook's socket {} in the target's filesystem: {err} (does /tmp exist and is it writable there?)",
-                paths.socket_on_host.display()
-            ),
+        let name = format!("neurogc-{}", random_hex()?);
+        let addr = SocketAddr::from_abstract_name(name.as_bytes())?;
+        let listener = if same_netns(pid) {
+            UnixListener::bind_addr(&addr)?
+        } else {
+            // setns changes only the calling thread: a short-lived one does the bind.
+            let ns = std::fs::File::open(format!("/proc/{pid}/ns/net"))
+                .with_context(|| format!("opening the network namespace of process {pid}"))?;
+            std::thread::spawn(move || -> Result<UnixListener> {
+                nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET)
+                    .context("entering the target's network namespace")?;
+                Ok(UnixListener::bind_addr(&addr)?)
+            })
+            .join()
+            .map_err(|_| anyhow::anyhow!("the namespace thread panicked"))??
         };
-        let (uid, gid) = owner(pid)?;
-        nix::unistd::chown(&paths.socket_on_host, Some(uid.into()), Some(gid.into()))?;
-        Ok(Listener { listener, pid, paths })
+        listener.set_nonblocking(true)?;
+        Ok(Listener { listener, pid, name })
     }
 
-    /// Writes the hook's source (with the call that starts it) and the stub that runs it where
-    /// the target can read them; returns the stub's one line, the code to inject.
-    pub fn write_script(&self, hook_source: &str) -> Result<String> {
-        let script = format!("{hook_source}\nstart({:?})\n", self.paths.socket_in_target);
-        let p = &self.paths.script_in_target;
-        let stub =
-            format!("exec(compile(open({p:?}).read(), {p:?}, 'exec'), {{'__name__': 'neurogc_hook'}})\n");
-        let (uid, gid) = owner(self.pid)?;
-        for (path, text) in [(&self.paths.script_on_host, &script), (&self.paths.stub_on_host, &stub)] {
-            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
-            nix::unistd::chown(path, Some(uid.into()), Some(gid.into()))?;
-        }
-        Ok(stub)
-    }
-
-    /// Waits for the hook; a connection from any other process is refused.
-    pub fn accept(&self, timeout: Duration) -> Result<Hook> {
-        self.listener.set_nonblocking(true)?;
-        let deadline = Instant::now() + timeout;
+    /// A connection from the target, if one is waiting; connections from any other process are
+    /// refused and logged.
+    pub fn poll(&self) -> Result<Option<UnixStream>> {
         loop {
             match self.listener.accept() {
                 Ok((stream, _)) => {
                     let cred =
                         nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)?;
                     if cred.pid() != self.pid {
-                        tracing::warn!("refused a connection to the hook socket from pid {}", cred.pid());
+                        tracing::warn!(
+                            "refused a connection to the hook socket from {} (uid {})",
+                            crate::target::process::describe(cred.pid()),
+                            cred.uid()
+                        );
                         continue;
                     }
                     stream.set_nonblocking(false)?;
-                    // Read and connected: nothing of ours needs to stay in the target's /tmp.
-                    self.remove_files();
-                    return Hook::handshake(stream);
+                    return Ok(Some(stream));
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    if Instant::now() > deadline {
-                        bail!(
-                            "the hook did not connect within {:.1}s: the target's main thread has not reached a safe point \
-                             (blocked in a long C call?), or another neurogc agent is already steering it",
-                            timeout.as_secs_f64()
-                        );
-                    }
-                    std::thread::sleep(Duration::from_millis(5));
-                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(None),
                 Err(e) => return Err(e).context("accepting the hook's connection"),
             }
         }
     }
 }
 
-impl Listener {
-    fn remove_files(&self) {
-        for path in [&self.paths.socket_on_host, &self.paths.script_on_host, &self.paths.stub_on_host] {
-            let _ = std::fs::remove_file(path);
-        }
-    }
-}
-
-impl Drop for Listener {
-    fn drop(&mut self) {
-        self.remove_files();
-    }
-}
-
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hello {
     pub pid: i32,
-    pub original: [i64; 3],
     pub version: String,
+    pub original: [i64; 3],
     pub freeze_count: i64,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-pub struct Ack {
-    pub ok: bool,
-    #[serde(default)]
-    pub new: Option<[i64; 3]>,
-    #[serde(default)]
-    pub freeze_count: Option<i64>,
-    #[serde(default)]
-    pub error: Option<String>,
+/// What the hook said to a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// The thresholds now in force.
+    Ok([i64; 3]),
+    /// The application changed its thresholds since neurogc's last set: nothing applied.
+    Changed([i64; 3]),
+    /// Every field neurogc set is back to the original.
+    Restored([i64; 3]),
+    /// Fields the application changed were kept: the thresholds now.
+    Kept([i64; 3]),
 }
 
-/// A connected hook. Dropping it closes the socket: the hook then restores the originals.
+pub enum Start {
+    Up(Hook),
+    /// Another agent's hook already runs in the target (its pid as the target sees it, 0 if hidden).
+    Busy(i32),
+}
+
+/// A connected hook. Dropping it closes the socket: the hook then restores on its own.
 pub struct Hook {
     reader: BufReader<UnixStream>,
     writer: UnixStream,
     pub hello: Hello,
 }
 
+fn triple(words: &[&str]) -> Option<[i64; 3]> {
+    let v: Vec<i64> = words.iter().map(|w| w.parse().ok()).collect::<Option<_>>()?;
+    v.try_into().ok()
+}
+
+fn read_line(reader: &mut BufReader<UnixStream>) -> Result<String> {
+    let mut line = String::new();
+    let n = reader.by_ref().take(MAX_LINE).read_line(&mut line).context("reading from the hook")?;
+    anyhow::ensure!(n > 0, "the hook closed its socket (the target exited, or forked and exec'd?)");
+    anyhow::ensure!(line.ends_with('\n'), "the hook sent a line longer than {MAX_LINE} bytes");
+    Ok(line)
+}
+
 impl Hook {
-    fn handshake(stream: UnixStream) -> Result<Hook> {
-        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-        let writer = stream.try_clone()?;
+    /// Sends the hook's source to the boot code and reads its greeting.
+    pub fn start(stream: UnixStream) -> Result<Start> {
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        stream.set_write_timeout(Some(Duration::from_secs(10)))?;
+        let mut writer = stream.try_clone()?;
+        writer.write_all(format!("{:08}", HOOK_SOURCE.len()).as_bytes())?;
+        writer.write_all(HOOK_SOURCE.as_bytes()).context("sending the hook")?;
         let mut reader = BufReader::new(stream);
-        let mut line = String::new();
-        reader.read_line(&mut line).context("reading the hook's hello")?;
-        let hello: Hello =
-            serde_json::from_str(&line).with_context(|| format!("bad hello from the hook: {line:?}"))?;
-        tracing::debug!("hook up in CPython {} (pid {} in its namespace)", hello.version, hello.pid);
-        Ok(Hook { reader, writer, hello })
-    }
-
-    fn request(&mut self, msg: serde_json::Value) -> Result<Ack> {
-        writeln!(self.writer, "{msg}").context("the hook's socket is closed (target exited?)")?;
-        let mut line = String::new();
-        let n = self.reader.read_line(&mut line).context("waiting for the hook's answer")?;
-        anyhow::ensure!(n > 0, "the hook closed its socket (target exited?)");
-        let ack: Ack =
-            serde_json::from_str(&line).with_context(|| format!("bad answer from the hook: {line:?}"))?;
-        if !ack.ok {
-            bail!("the hook refused: {}", ack.error.unwrap_or_default());
+        let line = read_line(&mut reader)?;
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words[..] {
+            ["busy", pid] => Ok(Start::Busy(pid.parse().unwrap_or(0))),
+            ["hello", "2", pid, version, t0, t1, t2, freeze] => {
+                let bad = || anyhow::anyhow!("bad greeting from the hook: {line:?}");
+                let hello = Hello {
+                    pid: pid.parse().map_err(|_| bad())?,
+                    version: version.to_owned(),
+                    original: triple(&[t0, t1, t2]).ok_or_else(bad)?,
+                    freeze_count: freeze.parse().map_err(|_| bad())?,
+                };
+                tracing::debug!("hook up in CPython {} (pid {} in its namespace)", hello.version, hello.pid);
+                Ok(Start::Up(Hook { reader, writer, hello }))
+            }
+            _ => bail!("unexpected greeting from the hook: {line:?}"),
         }
-        Ok(ack)
     }
 
-    pub fn set(&mut self, thresholds: [i64; 3]) -> Result<Ack> {
-        self.request(json!({"op": "set", "thresholds": thresholds}))
+    fn request(&mut self, line: &str) -> Result<Answer> {
+        writeln!(self.writer, "{line}").context("the hook's socket is closed (target exited?)")?;
+        let reply = read_line(&mut self.reader)?;
+        let words: Vec<&str> = reply.split_whitespace().collect();
+        let (kind, rest) = words.split_first().unwrap_or((&"", &[]));
+        let t = || triple(rest).with_context(|| format!("bad answer from the hook: {reply:?}"));
+        match *kind {
+            "ok" => Ok(Answer::Ok(t()?)),
+            "changed" => Ok(Answer::Changed(t()?)),
+            "restored" => Ok(Answer::Restored(t()?)),
+            "kept" => Ok(Answer::Kept(t()?)),
+            "err" => bail!("the hook refused: {}", rest.join(" ")),
+            _ => bail!("unexpected answer from the hook: {reply:?}"),
+        }
     }
 
-    pub fn restore(&mut self) -> Result<Ack> {
-        self.request(json!({"op": "restore"}))
+    pub fn set(&mut self, t: [i64; 3]) -> Result<Answer> {
+        self.request(&format!("set {} {} {}", t[0], t[1], t[2]))
+    }
+
+    /// Puts back what neurogc set (where the application did not change it since) and ends the hook.
+    pub fn restore(&mut self) -> Result<Answer> {
+        self.request("restore")
     }
 }

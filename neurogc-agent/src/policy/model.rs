@@ -20,10 +20,13 @@ use ort::{
 
 use crate::{bail_user, features};
 
+/// Models are small (the default is a few KiB); anything larger than this is not one of ours.
+const MAX_MODEL_BYTES: u64 = 64 << 20;
+
 /// The trained default model, so the main job needs no file (see models/MODEL_CARD.md).
 pub const DEFAULT_MODEL: &[u8] = include_bytes!("../../../models/default.onnx");
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExecutionProvider {
     Cpu,
     /// CUDA, falling back to the CPU (with the reason logged) when it cannot be used
@@ -96,10 +99,7 @@ impl Model {
         let env = init_runtime()?;
         let what = path.map_or_else(|| "the embedded default model".to_owned(), |p| p.display().to_string());
         let bytes = match path {
-            Some(p) => match std::fs::read(p) {
-                Ok(b) => b,
-                Err(e) => bail_user!("cannot read model {}: {e}", p.display()),
-            },
+            Some(p) => crate::input::read_regular(p, "model", MAX_MODEL_BYTES)?,
             None => DEFAULT_MODEL.to_vec(),
         };
         let (session, used) = match provider {

@@ -32,20 +32,17 @@ pub struct Interpreter {
     /// `_Py_DebugOffsets` fields, 3.13+: (interpreters_head offset in the runtime, gc offset in
     /// the interpreter state).
     pub debug_offsets: Option<(u64, u64)>,
-    /// 3.14+: where PEP 768's remote-exec fields are (see `actuate::remote_exec`).
+    /// 3.14+: PEP 768's fields: the opt-out flag neurogc honours, and the eval breaker's offset.
     pub remote_debug: Option<RemoteDebugOffsets>,
 }
 
-/// `_Py_DebugOffsets.debugger_support` plus `interpreter_state.threads_main` (3.14+).
+/// From `_Py_DebugOffsets.debugger_support` (3.14+): `eval_breaker` in the thread state, and
+/// `remote_debugging_enabled` in the interpreter state (0 when the application opted out of
+/// remote code execution).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RemoteDebugOffsets {
-    pub threads_main: u64,
     pub eval_breaker: u64,
-    pub remote_debugger_support: u64,
     pub remote_debugging_enabled: u64,
-    pub pending_call: u64,
-    pub script_path: u64,
-    pub script_path_size: u64,
 }
 
 /// CPython's `MAX_SCRIPT_PATH_SIZE`.
@@ -57,7 +54,6 @@ impl RemoteDebugOffsets {
     /// (pending-call flag at 0, the path right after it, the path size 512).
     fn find(block: &[u8]) -> Option<RemoteDebugOffsets> {
         let words: Vec<u64> = block.chunks_exact(8).map(|c| u64_at(c, 0)).collect();
-        let threads_main = *words.get(10)?;
         (12..words.len().saturating_sub(5)).find_map(|i| {
             let w = &words[i..i + 6];
             (w[3] == 0
@@ -66,15 +62,7 @@ impl RemoteDebugOffsets {
                 && w[0] < 4096
                 && w[1] < 1 << 16
                 && w[2] < 1 << 20)
-                .then_some(RemoteDebugOffsets {
-                    threads_main,
-                    eval_breaker: w[0],
-                    remote_debugger_support: w[1],
-                    remote_debugging_enabled: w[2],
-                    pending_call: w[3],
-                    script_path: w[4],
-                    script_path_size: w[5],
-                })
+                .then_some(RemoteDebugOffsets { eval_breaker: w[0], remote_debugging_enabled: w[2] })
         })
     }
 }
@@ -216,16 +204,7 @@ mod tests {
         words.extend([264, 192, 160, 24, 72, 67, 0, 8, 24, 304, 8076, 0, 4, 512]);
         let block: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         let found = RemoteDebugOffsets::find(&block).unwrap();
-        assert_eq!(
-            (
-                found.threads_main,
-                found.eval_breaker,
-                found.remote_debugger_support,
-                found.remote_debugging_enabled
-            ),
-            (7360, 24, 304, 8076)
-        );
-        assert_eq!((found.pending_call, found.script_path), (0, 4));
+        assert_eq!((found.eval_breaker, found.remote_debugging_enabled), (24, 8076));
     }
 
     #[test]

@@ -111,6 +111,18 @@ impl Elf {
         self.object().ok().and_then(|f| f.segments().map(|s| s.address()).min()).unwrap_or(0)
     }
 
+    /// Where each PT_LOAD segment ends in memory (`.bss` included) and its `p_flags`: the rest of
+    /// that page is mapped but belongs to no section.
+    pub fn segment_ends(&self) -> Vec<(u64, u32)> {
+        let Ok(file) = self.object() else { return Vec::new() };
+        file.segments()
+            .filter_map(|s| match s.flags() {
+                object::SegmentFlags::Elf { p_flags } => Some((s.address() + s.size(), p_flags)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Bytes stored in the file at a virtual address (initialised data only).
     pub fn read_at(&self, vaddr: u64, len: usize) -> Option<&[u8]> {
         let off = self.file_offset(vaddr)? as usize;

@@ -5,7 +5,7 @@ use anyhow::{Result, bail};
 use neurogc_common::StatsLocator;
 
 use super::cpython::{GcLayout, GcStateLocation, Interpreter};
-use crate::memory::{i32_at, i64_at, read_bytes, read_u64, u64_at};
+use crate::memory::{ProcMem, i32_at, i64_at, read_bytes, read_u64, u64_at};
 
 const GEN_STRIDE: u64 = 24;
 /// `_gc_prev` keeps two flag bits in its low bits (3.8+).
@@ -77,17 +77,13 @@ impl GcLocator {
             bail!("generation0 points {generations:#x} bytes into the GC state (expected 20 or 24)");
         }
         // During a collection `_gc_prev` holds reference counts, not pointers, and lists are
-        // spliced: a mismatch is retried for a while (collections last µs to ms) before it counts.
+        // spliced: the caller retries a failed check on a later drain (collections last µs to
+        // ms) rather than sleeping here, on the loop that drains the ring buffer.
         for i in 0..3u64 {
             let head = address + generations + i * GEN_STRIDE;
-            let linked = (0..20).any(|attempt| {
-                if attempt > 0 {
-                    std::thread::sleep(std::time::Duration::from_millis(2));
-                }
-                read_u64(pid, head)
-                    .and_then(|next| read_u64(pid, next + 8))
-                    .is_ok_and(|prev| prev & PREV_MASK == head)
-            });
+            let linked = read_u64(pid, head)
+                .and_then(|next| read_u64(pid, next + 8))
+                .is_ok_and(|prev| prev & PREV_MASK == head);
             if !linked {
                 bail!("generation {i} list head at {head:#x} is not a linked list head");
             }
@@ -110,8 +106,16 @@ impl GcState {
     }
 
     pub fn read_settings(&self, pid: i32) -> Result<GcSettings> {
-        let buf = read_bytes(pid, self.address + self.generations, (3 * GEN_STRIDE) as usize)?;
-        let at = |g: u64, field: u64| i32_at(&buf, (g * GEN_STRIDE + 16 + field) as usize);
+        self.settings_from(&read_bytes(pid, self.address + self.generations, (3 * GEN_STRIDE) as usize)?)
+    }
+
+    /// The same, through a descriptor bound to the image whose layout was validated.
+    pub fn read_settings_in(&self, mem: &ProcMem) -> Result<GcSettings> {
+        self.settings_from(&mem.read(self.address + self.generations, (3 * GEN_STRIDE) as usize)?)
+    }
+
+    fn settings_from(&self, buf: &[u8]) -> Result<GcSettings> {
+        let at = |g: u64, field: u64| i32_at(buf, (g * GEN_STRIDE + 16 + field) as usize);
         Ok(GcSettings { thresholds: [at(0, 0), at(1, 0), at(2, 0)], count0: at(0, 4) })
     }
 }

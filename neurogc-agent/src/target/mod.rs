@@ -3,6 +3,7 @@
 pub mod cpython;
 pub mod elf;
 pub mod layout;
+pub mod pending;
 pub mod process;
 pub mod usdt_args;
 
@@ -19,7 +20,7 @@ use self::{
 };
 use crate::bail_user;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProbeChoice {
     /// USDT when the build has python:gc__* notes, else the collector symbol.
     Auto,

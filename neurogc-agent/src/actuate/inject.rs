@@ -1,0 +1,313 @@
+//! Getting python-hook into the target with memory writes only: no ptrace stop, no file.
+//!
+//! The agent queues `PyRun_SimpleString(stub)` on the main thread's pending-call queue exactly as
+//! `Py_AddPendingCall` would (slot, then the one write that publishes it, then the eval-breaker
+//! flag; layouts in `target::pending`), and the interpreter runs it at its next safe point. The
+//! stub (python-hook/boot.py inside a `try`) lives in the unused tail of the last page of a
+//! writable segment of an ELF file the target maps: mapped, zeroed, and used by nothing. It binds
+//! one name in `__main__` for an instant and deletes it; it looks up no global, so shadowed
+//! builtins cannot break it, and it cannot raise (a pending call that returns -1 without an
+//! exception set would kill the target with SystemError). It starts a thread that fetches the
+//! hook over the agent's socket, so the main thread is held for microseconds.
+//!
+//! The custodian makes every write, so a SIGKILL of the agent cannot tear the queue. If the hook
+//! never connects, disarming writes one NUL over the stub's first byte: the queued call then
+//! runs an empty string, whenever it runs.
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use super::custodian::{Custodian, Step};
+use crate::{
+    memory::ProcMem,
+    target::{
+        AttachPlan,
+        cpython::GcStateLocation,
+        pending::{self, IdleQueue, NotIdle, PendingLayout},
+        process,
+    },
+};
+
+const BOOT: &str = include_str!("../../../python-hook/boot.py");
+/// The stub's fixed beginning: how a region holding one (live, or disarmed by a NUL over its
+/// first byte) is recognised.
+const STUB_HEAD: &str = "try:\n import builtins as _neurogc\n";
+
+/// The Python literal for `text` (ASCII only).
+fn py_literal(text: &str) -> String {
+    let mut out = String::from("'");
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            '\n' => out.push_str("\\n"),
+            '\0' => out.push_str("\\0"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// The code the pending call runs: the boot code (blank lines and comments dropped), run in a
+/// namespace of its own, with the socket name and the agent's uid as the target sees it.
+pub fn stub(socket_name: &str, agent_uid: u32) -> String {
+    // Blank lines, comments and three of every four spaces of indentation go: the stub must fit
+    // a page tail.
+    let boot: String = BOOT
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect::<String>()
+        .replace("    ", " ")
+        .replace(", ", ",")
+        .replace(" = ", "=")
+        .replace(" == ", "==")
+        .replace("@NAME@", socket_name)
+        .replace("@UID@", &agent_uid.to_string());
+    format!(
+        "{STUB_HEAD} _neurogc.exec({}, {{'__builtins__': _neurogc}})\nexcept:\n pass\ntry:\n del _neurogc\nexcept:\n pass\n",
+        py_literal(&boot)
+    )
+}
+
+/// Where the stub goes: a zeroed page tail past the end of a loaded segment, preferring
+/// writable ones (then read-only data, then code: written through `/proc/PID/mem`, such a page
+/// becomes the target's private copy, identical but for the tail).
+fn find_slack(mem: &ProcMem, plan: &AttachPlan, len: usize) -> Result<u64> {
+    use object::elf::{PF_W, PF_X};
+    let proc = process::open(plan.pid)?;
+    let files = process::mapped_files(&proc)?;
+    let mapped = mapped_ranges(plan.pid)?;
+    // The interpreter first; never the dynamic loader (its early malloc uses its page tail).
+    let mut ordered: Vec<&process::MappedFile> = files.iter().filter(|f| f.path == plan.file).collect();
+    ordered.extend(files.iter().filter(|f| {
+        f.path != plan.file
+            && !f.path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("ld-linux"))
+    }));
+    let mut tails = Vec::new();
+    for file in ordered {
+        let Ok(elf) = crate::target::elf::Elf::open(&file.open_path) else { continue };
+        let bias = file.base.wrapping_sub(elf.first_load_address() & !0xfff);
+        for (end, flags) in elf.segment_ends() {
+            let rank = if flags & PF_W != 0 {
+                0
+            } else if flags & PF_X == 0 {
+                1
+            } else {
+                2
+            };
+            tails.push((rank, end.wrapping_add(bias)));
+        }
+    }
+    tails.sort_by_key(|&(rank, _)| rank);
+    let mut busy = false;
+    for (_, end) in tails {
+        let start = (end + 15) & !15;
+        let page_end = (end + 0xfff) & !0xfff;
+        if start + len as u64 > page_end || !mapped.iter().any(|&(a, b)| a <= start && page_end <= b) {
+            continue;
+        }
+        let Ok(now) = mem.read(start, len) else { continue };
+        let head = STUB_HEAD.as_bytes();
+        let disarmed = now[0] == 0 && now[1..head.len()] == head[1..];
+        if now.iter().all(|&b| b == 0) || disarmed {
+            return Ok(start);
+        }
+        busy |= now.starts_with(head);
+    }
+    if busy {
+        bail!("another neurogc agent's hook injection is pending in process {}", plan.pid);
+    }
+    bail!("no unused page tail of {len} bytes in the loaded segments of process {}", plan.pid)
+}
+
+fn mapped_ranges(pid: i32) -> Result<Vec<(u64, u64)>> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))?;
+    Ok(maps
+        .lines()
+        .filter_map(|l| {
+            let (a, b) = l.split_whitespace().next()?.split_once('-')?;
+            Some((u64::from_str_radix(a, 16).ok()?, u64::from_str_radix(b, 16).ok()?))
+        })
+        .collect())
+}
+
+/// The agent's uid as the target sees it (its user namespace may map root elsewhere, or not at all).
+pub fn agent_uid_in(pid: i32) -> u32 {
+    let map = std::fs::read_to_string(format!("/proc/{pid}/uid_map")).unwrap_or_default();
+    for line in map.lines() {
+        let v: Vec<u64> = line.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+        if let [inside, outside, count] = v[..]
+            && outside == 0
+            && count > 0
+        {
+            return inside as u32;
+        }
+    }
+    std::fs::read_to_string("/proc/sys/kernel/overflowuid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(65534)
+}
+
+/// A queued (or about to be queued) stub.
+pub struct Injection {
+    pub region: u64,
+    stub: Vec<u8>,
+}
+
+/// Why the injection is not queued yet; the caller waits and tries again.
+pub enum Deferred {
+    Queue(NotIdle),
+    MainThreadIdle(String),
+}
+
+impl Injection {
+    /// Steps that make a queued stub harmless: a NUL over its first byte (one byte, so a
+    /// consumer reading it concurrently sees the whole stub or an empty string).
+    pub fn disarm_steps(&self) -> Vec<Step> {
+        vec![Step::replace(self.region, &self.stub[..1], &[0])]
+    }
+
+    /// Once the hook runs, the stub is no longer read: give the page tail its zeros back.
+    pub fn retire_steps(&self) -> Vec<Step> {
+        vec![Step::replace(self.region, &self.stub, &vec![0; self.stub.len()])]
+    }
+
+    /// Queues the stub if the queue is idle (and, on 3.8–3.12, the main thread is running: their
+    /// eval breaker is shared by every thread, which keep checking it until the main thread runs
+    /// the call).
+    pub fn try_queue(
+        plan: &AttachPlan,
+        mem: &ProcMem,
+        custodian: &mut Custodian,
+        layout: PendingLayout,
+        code: &str,
+    ) -> Result<std::result::Result<Injection, Deferred>> {
+        let runtime = plan.interpreter.runtime + plan.bias;
+        let main_ptr = match plan.gc.map(|g| g.location) {
+            Some(GcStateLocation::MainInterpreter { main_ptr, .. }) => Some(main_ptr),
+            _ => None,
+        };
+        let queue = match IdleQueue::read(mem, layout, runtime, main_ptr)? {
+            Ok(q) => q,
+            Err(not_idle) => return Ok(Err(Deferred::Queue(not_idle))),
+        };
+        if matches!(layout.breaker, pending::Breaker::Int(_))
+            && let Some(why) = main_thread_blocked(plan.pid)
+        {
+            return Ok(Err(Deferred::MainThreadIdle(why)));
+        }
+        let elf = plan.reopen()?;
+        let run = elf
+            .symbol_address("PyRun_SimpleString")
+            .map(|a| a + plan.bias)
+            .with_context(|| format!("{} does not export PyRun_SimpleString", plan.file.display()))?;
+        let mut stub = code.as_bytes().to_vec();
+        stub.push(0);
+        let region = find_slack(mem, plan, stub.len())?;
+        let injection = Injection { region, stub };
+        // Armed for the agent's death before anything is written.
+        custodian.on_exit(injection.disarm_steps())?;
+        let now = mem.read(region, injection.stub.len())?;
+        let mut steps = vec![Step::replace(region, &now, &injection.stub)];
+        steps.extend(pending::enqueue_steps(&queue, run, region));
+        match custodian.run(steps, true) {
+            Ok(_) => Ok(Ok(injection)),
+            // The queue moved between our read and the custodian's check: try again later.
+            Err(err) if format!("{err:#}").contains("changed under us") => {
+                Ok(Err(Deferred::Queue(NotIdle::Busy(1))))
+            }
+            Err(err) => Err(err),
+        }
+    }
+}
+
+/// On 3.8–3.12 a call is queued only once the main thread has used CPU lately: a main thread
+/// blocked in a system call would leave every other thread tripping the shared eval breaker.
+fn main_thread_blocked(pid: i32) -> Option<String> {
+    let cpu = || -> Option<u64> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/stat")).ok()?;
+        let rest = stat.rsplit_once(") ")?.1;
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+    };
+    let before = cpu()?;
+    std::thread::sleep(Duration::from_millis(250));
+    let after = cpu()?;
+    (after == before).then(|| main_thread_state(pid))
+}
+
+/// What the main thread is doing, in words, for messages.
+pub fn main_thread_state(pid: i32) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_owned()).unwrap_or_default()
+    };
+    let tracer = field("TracerPid:");
+    if !tracer.is_empty() && tracer != "0" {
+        return format!("it is traced by {} (a debugger?)", process::describe(tracer.parse().unwrap_or(0)));
+    }
+    let state = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(") ").and_then(|(_, r)| r.chars().next()))
+        .unwrap_or('?');
+    if state == 'T' || state == 't' {
+        return "it is stopped (SIGSTOP or a debugger)".to_owned();
+    }
+    let wchan = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/wchan")).unwrap_or_default();
+    let syscall = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/syscall")).unwrap_or_default();
+    let nr = syscall.split_whitespace().next().and_then(|n| n.parse::<i64>().ok());
+    match nr {
+        Some(nr) if nr >= 0 => format!(
+            "its main thread is blocked in the {} system call{}",
+            syscall_name(nr),
+            if wchan.is_empty() || wchan == "0" { String::new() } else { format!(" ({wchan})") }
+        ),
+        _ => "its main thread is not running Python code".to_owned(),
+    }
+}
+
+fn syscall_name(nr: i64) -> String {
+    let name = match nr {
+        0 => "read",
+        7 => "poll",
+        23 => "select",
+        34 => "pause",
+        35 => "nanosleep",
+        43 => "accept",
+        61 => "wait4",
+        202 => "futex",
+        230 => "clock_nanosleep",
+        232 => "epoll_wait",
+        270 => "pselect6",
+        271 => "ppoll",
+        281 => "epoll_pwait",
+        288 => "accept4",
+        441 => "epoll_pwait2",
+        _ => return format!("#{nr}"),
+    };
+    name.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stub_is_small_and_binds_nothing_but_one_name() {
+        let s = stub("neurogc-0123456789abcdef0123456789abcdef", 0);
+        assert!(s.starts_with(STUB_HEAD));
+        assert!(s.len() < 560, "{} bytes: it must fit an unused page tail", s.len());
+        assert!(s.is_ascii());
+        // Exactly one statement binds a name in __main__, and it is deleted again.
+        assert_eq!(s.matches("_neurogc").count(), 4, "{s}");
+        assert!(s.contains("\\0neurogc-0123456789abcdef0123456789abcdef"));
+    }
+
+    #[test]
+    fn literals_escape_what_python_would_read_differently() {
+        assert_eq!(py_literal("a'b\\c\nd\0"), "'a\\'b\\\\c\\nd\\0'");
+    }
+}

@@ -1,0 +1,343 @@
+//! The queue `Py_AddPendingCall` fills for the main thread, per CPython version, and how its
+//! producer tells the eval loop to look at it. neurogc queues its hook the way the interpreter's
+//! own producers do, by writing memory (see `actuate::inject`), so it needs these layouts.
+//!
+//! Offsets were read with `offsetof` compiled against each version's own internal headers
+//! (pyenv 3.8.18–3.13.0, Debian bookworm 3.11.2, trixie 3.13.5 and sid 3.14.10, whose
+//! `libpython3.X-dev` packages ship them) and cross-checked in the pyenv builds' DWARF; see
+//! README, "How act mode reaches the target". Every layout is checked against the live process
+//! before a byte is written: a queue that does not look exactly like an idle queue is refused.
+use anyhow::{Result, bail};
+
+use super::cpython::Interpreter;
+use crate::memory::{ProcMem, i32_at, u64_at};
+
+/// Where a structure is: inside `_PyRuntime`, or inside the main interpreter state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Base {
+    Runtime(u64),
+    MainInterp(u64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Queue {
+    /// 3.8–3.12: a ring of 32 `{func, arg}`, empty when `first == last`; a producer pushes under
+    /// a lock, then stores 1 into `calls_to_do` and into the eval breaker.
+    Ring {
+        /// `finishing` (3.8): set once the interpreter shuts down.
+        finishing: Option<u64>,
+        /// `busy` (3.12): a thread is running the queued calls right now.
+        busy: Option<u64>,
+        lock: u64,
+        calls_to_do: u64,
+        async_exc: u64,
+        calls: u64,
+        first: u64,
+        last: u64,
+    },
+    /// 3.13+: 300 slots `{func, arg, flags}` (popped slots are zeroed), `npending` of them in
+    /// use from `first`; the main thread's queue has `max == 32`, `maxloop == 0`.
+    Counted { mutex: u64, npending: u64, max: u64, maxloop: u64, calls: u64, first: u64, next: u64 },
+}
+
+/// How the producer wakes the eval loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Breaker {
+    /// An `int` computed from flags; producers store 1 (3.8–3.12).
+    Int(Base),
+    /// A bit in the main thread state's `eval_breaker` (3.13+): `_PY_CALLS_TO_DO_BIT`.
+    MainThreadBit { tstate_ptr: u64, eval_breaker: u64, bit: u64 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PendingLayout {
+    pub queue_at: Base,
+    pub queue: Queue,
+    pub size: u64,
+    pub breaker: Breaker,
+}
+
+const RING_38: Queue = Queue::Ring {
+    finishing: Some(0),
+    busy: None,
+    lock: 8,
+    calls_to_do: 16,
+    async_exc: 20,
+    calls: 24,
+    first: 536,
+    last: 540,
+};
+const RING_39: Queue = Queue::Ring {
+    finishing: None,
+    busy: None,
+    lock: 0,
+    calls_to_do: 8,
+    async_exc: 12,
+    calls: 16,
+    first: 528,
+    last: 532,
+};
+const RING_312: Queue = Queue::Ring {
+    finishing: None,
+    busy: Some(0),
+    lock: 8,
+    calls_to_do: 16,
+    async_exc: 20,
+    calls: 24,
+    first: 536,
+    last: 540,
+};
+const COUNTED: Queue =
+    Queue::Counted { mutex: 8, npending: 12, max: 16, maxloop: 20, calls: 24, first: 7224, next: 7228 };
+const RING_SLOTS: u64 = 32;
+const COUNTED_SLOTS: u64 = 300;
+const COUNTED_SLOT: u64 = 24;
+/// `MAXPENDINGCALLS_MAIN`: the main thread's queue (the one `Py_AddPendingCall` uses) holds 32.
+const MAIN_QUEUE_MAX: i32 = 32;
+/// `tstate->interp`: lets the main thread state be checked against the main interpreter.
+const TSTATE_INTERP: u64 = 16;
+
+impl PendingLayout {
+    pub fn for_interpreter(interp: &Interpreter) -> Option<PendingLayout> {
+        let (queue_at, queue, size, breaker) = match interp.version.minor {
+            8 => (Base::Runtime(600), RING_38, 544, Breaker::Int(Base::Runtime(592))),
+            9 => (Base::MainInterp(80), RING_39, 536, Breaker::Int(Base::MainInterp(72))),
+            10 => (Base::MainInterp(80), RING_39, 536, Breaker::Int(Base::MainInterp(68))),
+            11 => (Base::MainInterp(112), RING_39, 536, Breaker::Int(Base::MainInterp(100))),
+            12 => (Base::Runtime(2016), RING_312, 544, Breaker::Int(Base::MainInterp(368))),
+            13 => (
+                Base::Runtime(2640),
+                COUNTED,
+                7232,
+                Breaker::MainThreadBit { tstate_ptr: 664, eval_breaker: 24, bit: 1 << 2 },
+            ),
+            // 3.14.0–3.14.4 (incremental GC) were not available to check: refuse rather than guess.
+            14 if !interp.incremental_gc() => (
+                Base::Runtime(2848),
+                COUNTED,
+                7232,
+                Breaker::MainThreadBit {
+                    tstate_ptr: 840,
+                    eval_breaker: interp.remote_debug.map_or(24, |r| r.eval_breaker),
+                    bit: 1 << 2,
+                },
+            ),
+            _ => return None,
+        };
+        (!interp.free_threaded).then_some(PendingLayout { queue_at, queue, size, breaker })
+    }
+}
+
+/// The queue as read from the live process, proven idle.
+#[derive(Debug, Clone)]
+pub struct IdleQueue {
+    pub layout: PendingLayout,
+    /// Absolute address of the queue.
+    pub address: u64,
+    /// The slot the next call goes into (`last` / `next`), and the values that prove idleness.
+    pub slot: u64,
+    pub breaker_address: u64,
+}
+
+/// Why a queue cannot be used right now (as opposed to a layout that is wrong).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotIdle {
+    /// Calls are queued that the main thread has not run yet (maybe an earlier injection).
+    Busy(u32),
+    /// The interpreter is shutting down or not up yet.
+    NotReady(&'static str),
+}
+
+impl IdleQueue {
+    /// Reads and checks the queue. Err: the layout does not match this process (never write);
+    /// Ok(Err(..)): it matches but is not idle now.
+    pub fn read(
+        mem: &ProcMem,
+        layout: PendingLayout,
+        runtime: u64,
+        main_interp_ptr: Option<u64>,
+    ) -> Result<std::result::Result<IdleQueue, NotIdle>> {
+        let interp = match main_interp_ptr {
+            Some(p) => mem.read_u64(p)?,
+            None => 0,
+        };
+        let resolve = |base: Base| -> Result<Option<u64>> {
+            Ok(match base {
+                Base::Runtime(off) => Some(runtime + off),
+                Base::MainInterp(_) if interp == 0 => None,
+                Base::MainInterp(off) => Some(interp + off),
+            })
+        };
+        let (Some(address), breaker_base) = (resolve(layout.queue_at)?, layout.breaker) else {
+            return Ok(Err(NotIdle::NotReady("the main interpreter does not exist yet")));
+        };
+        let q = mem.read(address, layout.size as usize)?;
+        let int = |off: u64| i32_at(&q, off as usize);
+        let slot = match layout.queue {
+            Queue::Ring { finishing, busy, lock, calls_to_do, async_exc, first, last, .. } => {
+                let lock = u64_at(&q, lock as usize);
+                if lock == 0 || lock >= 1 << 47 {
+                    bail!("pending-call queue at {address:#x}: lock pointer {lock:#x} is not a heap pointer");
+                }
+                let (first, last) = (int(first), int(last));
+                let slots = 0..RING_SLOTS as i32;
+                if !slots.contains(&first) || !slots.contains(&last) {
+                    bail!("pending-call queue at {address:#x}: indices {first}/{last} out of range");
+                }
+                let flags = [
+                    ("calls_to_do", Some(calls_to_do)),
+                    ("async_exc", Some(async_exc)),
+                    ("finishing", finishing),
+                    ("busy", busy),
+                ];
+                for (what, off) in flags {
+                    if let Some(off) = off
+                        && !(0..=1).contains(&int(off))
+                    {
+                        bail!("pending-call queue at {address:#x}: {what} = {}", int(off));
+                    }
+                }
+                if finishing.is_some_and(|off| int(off) != 0) {
+                    return Ok(Err(NotIdle::NotReady("the interpreter is shutting down")));
+                }
+                if first != last || busy.is_some_and(|off| int(off) != 0) {
+                    return Ok(Err(NotIdle::Busy(((last - first).rem_euclid(RING_SLOTS as i32)) as u32)));
+                }
+                last as u64
+            }
+            Queue::Counted { mutex, npending, max, maxloop, calls, first, next } => {
+                let (n, mx, ml, first, next) = (int(npending), int(max), int(maxloop), int(first), int(next));
+                if mx != MAIN_QUEUE_MAX || ml != 0 {
+                    bail!(
+                        "pending-call queue at {address:#x}: max/maxloop {mx}/{ml}, expected {MAIN_QUEUE_MAX}/0"
+                    );
+                }
+                let slots = 0..COUNTED_SLOTS as i32;
+                if !slots.contains(&first) || !slots.contains(&next) || !(0..=mx).contains(&n) {
+                    bail!(
+                        "pending-call queue at {address:#x}: first/next/npending {first}/{next}/{n} out of range"
+                    );
+                }
+                if n > 0 || q[mutex as usize] != 0 {
+                    return Ok(Err(NotIdle::Busy(n.max(1) as u32)));
+                }
+                let table = &q[calls as usize..(calls + COUNTED_SLOTS * COUNTED_SLOT) as usize];
+                if first != next || table.iter().any(|&b| b != 0) {
+                    bail!(
+                        "pending-call queue at {address:#x}: idle but first {first} != next {next} or slots not clear"
+                    );
+                }
+                next as u64
+            }
+        };
+        let breaker_address = match breaker_base {
+            Breaker::Int(base) => match resolve(base)? {
+                Some(a) => a,
+                None => return Ok(Err(NotIdle::NotReady("the main interpreter does not exist yet"))),
+            },
+            Breaker::MainThreadBit { tstate_ptr, eval_breaker, .. } => {
+                let tstate = mem.read_u64(runtime + tstate_ptr)?;
+                if tstate == 0 {
+                    return Ok(Err(NotIdle::NotReady("the main thread state does not exist")));
+                }
+                let owner = mem.read_u64(tstate + TSTATE_INTERP)?;
+                if interp != 0 && owner != interp {
+                    bail!("main thread state {tstate:#x} belongs to interpreter {owner:#x}, not {interp:#x}");
+                }
+                tstate + eval_breaker
+            }
+        };
+        if let Breaker::Int(_) = breaker_base {
+            let value = i32_at(&mem.read(breaker_address, 4)?, 0);
+            if !(0..=1).contains(&value) {
+                bail!("eval breaker at {breaker_address:#x} holds {value}, expected 0 or 1");
+            }
+        }
+        Ok(Ok(IdleQueue { layout, address, slot, breaker_address }))
+    }
+}
+
+/// The writes that queue `func(arg)` on an idle queue: the expectations that prove it is still
+/// idle, the slot, then the single write that makes the call visible (`last` on a ring,
+/// `npending` after `next` on 3.13+), then the eval breaker.
+pub fn enqueue_steps(q: &IdleQueue, func: u64, arg: u64) -> Vec<crate::actuate::custodian::Step> {
+    use crate::actuate::custodian::Step;
+    let mut steps = Vec::new();
+    let at = |off: u64| q.address + off;
+    let i32b = |v: u64| (v as i32).to_le_bytes();
+    match q.layout.queue {
+        Queue::Ring { calls_to_do, calls, first, last, .. } => {
+            steps.push(Step::expect(at(first), &i32b(q.slot)));
+            steps.push(Step::expect(at(last), &i32b(q.slot)));
+            let mut entry = func.to_le_bytes().to_vec();
+            entry.extend(arg.to_le_bytes());
+            steps.push(Step::write(at(calls + 16 * q.slot), &entry));
+            steps.push(Step::write(at(last), &i32b((q.slot + 1) % RING_SLOTS)));
+            steps.push(Step::write(at(calls_to_do), &1i32.to_le_bytes()));
+            steps.push(Step::write(q.breaker_address, &1i32.to_le_bytes()));
+        }
+        Queue::Counted { mutex, npending, calls, first, next, .. } => {
+            let slot = at(calls + COUNTED_SLOT * q.slot);
+            steps.push(Step::expect(at(mutex), &[0]));
+            steps.push(Step::expect(at(npending), &0i32.to_le_bytes()));
+            steps.push(Step::expect(at(first), &i32b(q.slot)));
+            steps.push(Step::expect(at(next), &i32b(q.slot)));
+            steps.push(Step::expect(slot, &[0; COUNTED_SLOT as usize]));
+            let mut entry = func.to_le_bytes().to_vec();
+            entry.extend(arg.to_le_bytes());
+            entry.extend([0u8; 8]); // flags = 0: the agent owns `arg`, CPython must not free it
+            steps.push(Step::write(slot, &entry));
+            steps.push(Step::write(at(next), &i32b((q.slot + 1) % COUNTED_SLOTS)));
+            steps.push(Step::write(at(npending), &1i32.to_le_bytes()));
+            if let Breaker::MainThreadBit { bit, .. } = q.layout.breaker {
+                steps.push(Step::or(q.breaker_address, &bit.to_le_bytes()));
+            }
+        }
+    }
+    steps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ring_push_commits_with_the_index_after_the_slot() {
+        let layout = PendingLayout {
+            queue_at: Base::MainInterp(112),
+            queue: RING_39,
+            size: 536,
+            breaker: Breaker::Int(Base::MainInterp(100)),
+        };
+        let q = IdleQueue { layout, address: 0x1000, slot: 31, breaker_address: 0x2000 };
+        let steps = enqueue_steps(&q, 0xaaaa, 0xbbbb);
+        let writes: Vec<u64> = steps.iter().filter(|s| !s.write.is_empty()).map(|s| s.addr).collect();
+        // slot 31, then last (wrapping to 0), calls_to_do, eval breaker
+        assert_eq!(writes, [0x1000 + 16 + 16 * 31, 0x1000 + 532, 0x1000 + 8, 0x2000]);
+        assert_eq!(steps[3].write, 0i32.to_le_bytes());
+    }
+
+    #[test]
+    fn a_counted_push_writes_next_before_the_count_that_publishes_it() {
+        let layout = PendingLayout {
+            queue_at: Base::Runtime(2640),
+            queue: COUNTED,
+            size: 7232,
+            breaker: Breaker::MainThreadBit { tstate_ptr: 664, eval_breaker: 24, bit: 4 },
+        };
+        let q = IdleQueue { layout, address: 0x10000, slot: 299, breaker_address: 0x9018 };
+        let steps = enqueue_steps(&q, 1, 2);
+        let writes: Vec<(u64, bool)> =
+            steps.iter().filter(|s| !s.write.is_empty()).map(|s| (s.addr, s.or)).collect();
+        assert_eq!(
+            writes,
+            [
+                (0x10000 + 24 + 24 * 299, false),
+                (0x10000 + 7228, false),
+                (0x10000 + 12, false),
+                (0x9018, true)
+            ]
+        );
+        assert_eq!(steps[6].write, 0i32.to_le_bytes(), "next wraps to 0");
+    }
+}
