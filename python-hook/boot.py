@@ -1,16 +1,24 @@
-import sys, _thread
+import sys
 h = "_socket" in sys.modules
 import _socket
-def b(s):
-    try:
-        s.settimeout(None)
-        s.connect("\0@NAME@")
-        if int.from_bytes(s.getsockopt(1, 17, 12)[4:8], "little") == @UID@:
-            g = {"__name__": "neurogc_hook"}
-            exec(s.recv(int(s.recv(8, 256)), 256), g)
-            g["main"](s, h)
-            return
-    except BaseException:
-        pass
+s = _socket.socket(1, 1)
+def r(n):
+    b = b""
+    while len(b) < n:
+        x = s.recv(n - len(b))
+        if not x:
+            raise EOFError
+        b += x
+    return b
+try:
+    s.settimeout(2)
+    s.connect("\0@NAME@")
+    if int.from_bytes(s.getsockopt(1, 17, 12)[4:8], "little") == @UID@:
+        g = {"__name__": "neurogc_hook"}
+        exec(r(int(r(8))), g)
+        g["main"](s, h)
+        s = None
+except BaseException:
+    pass
+if s is not None:
     s.close()
-_thread.start_new_thread(b, (_socket.socket(1, 1),))

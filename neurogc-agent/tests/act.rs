@@ -10,89 +10,14 @@ use std::{
 use common::*;
 use serde_json::Value;
 
-fn fixture(name: &str) -> String {
-    repo_root().join("neurogc-agent/tests/fixtures").join(name).to_string_lossy().into_owned()
-}
-
-/// A target running `profile` that prints what `gc.get_threshold()` says every 0.1 s.
-struct Target {
-    child: Child,
-    out: Lines,
-    pid: i32,
-    original: Vec<i64>,
-}
-
-impl Target {
-    fn start(py: &Python, profile: &str, seconds: u32, extra_env: &[(&str, &str)]) -> Target {
-        let args = profile_command(py, profile, seconds);
-        let mut cmd = std::process::Command::new(&args[0]);
-        cmd.args(&args[1..]).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
-        for (k, v) in extra_env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().unwrap();
-        let mut out = Lines::new(child.stdout.take().unwrap());
-        let first: Value = serde_json::from_str(&out.wait_for("thresholds", 30, &py.name)).unwrap();
-        let pid = interpreter_pid(&child, py);
-        let original = thresholds(&first);
-        Target { child, out, pid, original }
-    }
-
-    /// Waits until the target reports `want` (true) or stops reporting it (false).
-    fn reports(&mut self, want: &[i64], within: Duration) -> Option<Duration> {
-        let started = Instant::now();
-        while started.elapsed() < within {
-            let line = self.out.wait_for("thresholds", within.as_secs() + 5, "target");
-            let v: Value = serde_json::from_str(&line).unwrap();
-            if v.get("t").is_some() && thresholds(&v) == want {
-                return Some(started.elapsed());
-            }
-        }
-        None
-    }
-
-    fn stop(mut self) {
-        kill(&mut self.child);
-    }
-
-    /// Ends the agent too (SIGKILL: the hook restores on its own).
-    fn stop_with(self, agent: &mut Child) {
-        kill(agent);
-        self.stop();
-    }
-}
-
-fn kill(child: &mut Child) {
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-fn thresholds(v: &Value) -> Vec<i64> {
-    v["thresholds"].as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect()
-}
-
 /// profiles.py in the container (chroot builds) or directly.
 fn profile_command(py: &Python, profile: &str, seconds: u32) -> Vec<String> {
-    let src = repo_root().join("tests/workloads/profiles.py");
-    let path = match &py.root {
-        None => src.to_string_lossy().into_owned(),
-        Some(root) => {
-            let dir = root.join("tmp/neurogc-tests");
-            std::fs::create_dir_all(&dir).unwrap();
-            let tmp = dir.join(format!(".profiles.{}.py", std::process::id()));
-            std::fs::copy(&src, &tmp).unwrap();
-            std::fs::rename(&tmp, dir.join("profiles.py")).unwrap();
-            "/tmp/neurogc-tests/profiles.py".to_owned()
-        }
-    };
-    let mut v = Vec::new();
-    if py.root.is_some() {
-        v.extend(["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"].map(String::from));
-    }
-    v.extend(py.argv.iter().cloned());
-    v.push(path);
-    v.extend([profile, "--seconds", &seconds.to_string(), "--report-thresholds", "0.1"].map(String::from));
-    v
+    let secs = seconds.to_string();
+    py.script_command("profiles.py", &[profile, "--seconds", &secs, "--report-thresholds", "0.1"], true)
+}
+
+fn start_profile(py: &Python, profile: &str, seconds: u32, env: &[(&str, &str)]) -> Target {
+    Target::start(py, &profile_command(py, profile, seconds), env)
 }
 
 /// `neurogc-agent --pid PID --mode act --model MODEL`, run to its end.
@@ -100,30 +25,9 @@ fn act_once(pid: i32, model: &str) -> std::process::Output {
     agent().args(["--pid", &pid.to_string(), "--mode", "act", "--model", model]).output().unwrap()
 }
 
-fn act_agent(pid: i32, model: &str, extra: &[&str]) -> (Child, Lines, Lines) {
-    let mut args = vec!["--mode", "act", "--json", "--interval", "0.5", "--confirm", "1", "--model", model];
-    args.extend_from_slice(extra);
-    attach_agent(pid, &args, "act agent")
-}
-
-/// The next change: the decision that requested it, and the actuator's confirmation.
-fn decision_applied(out: &mut Lines, what: &str) -> Value {
-    let decision = loop {
-        let line = out.wait_for("\"type\":\"decision\"", 30, what);
-        let d: Value = serde_json::from_str(&line).unwrap();
-        if d["requested"] == true {
-            break d;
-        }
-    };
-    let line = out.wait_for("\"event\":\"applied\"", 10, what);
-    let applied: Value = serde_json::from_str(&line).unwrap();
-    assert_eq!(applied["requested"], decision["thresholds"], "{what}: {applied}");
-    decision
-}
-
 /// A target under an act-mode agent whose model always wants 25000/20/10, once it has decided so.
 fn steered(py: &Python) -> (Target, Child, Lines, Value) {
-    let target = Target::start(py, "acyclic", 40, &[]);
+    let target = start_profile(py, "acyclic", 40, &[]);
     let (agent, mut out, _err) = act_agent(target.pid, &fixture("always-25000.onnx"), &[]);
     let decision = decision_applied(&mut out, &py.name);
     (target, agent, out, decision)
@@ -186,7 +90,7 @@ fn sigkilled_agent_is_undone_by_the_hook_within_2s() {
 #[test]
 fn target_killed_mid_act_ends_the_agent_with_a_summary() {
     let py = python("debian-bookworm");
-    let target = Target::start(&py, "acyclic", 40, &[]);
+    let target = start_profile(&py, "acyclic", 40, &[]);
     let (mut agent, mut out, _err) = act_agent(target.pid, &fixture("always-25000.onnx"), &[]);
     decision_applied(&mut out, "act");
     target.stop();
@@ -200,7 +104,7 @@ fn target_killed_mid_act_ends_the_agent_with_a_summary() {
 #[test]
 fn memory_ceiling_steps_back_toward_the_original() {
     let py = python("debian-bookworm");
-    let mut target = Target::start(&py, "bulky", 60, &[]);
+    let mut target = start_profile(&py, "bulky", 60, &[]);
     // The model always wants 60000: cycles holding 4 KiB buffers then pile up between collections.
     let (mut agent, mut out, _err) =
         act_agent(target.pid, &fixture("always-60000.onnx"), &["--max-rss-growth", "10", "--cooldown", "1"]);
@@ -225,7 +129,7 @@ fn memory_ceiling_steps_back_toward_the_original() {
 #[test]
 fn a_second_agent_does_not_get_a_second_hook() {
     let py = python("pyenv-3.12");
-    let mut target = Target::start(&py, "acyclic", 40, &[]);
+    let mut target = start_profile(&py, "acyclic", 40, &[]);
     let (mut first, mut out, _err) = act_agent(target.pid, &fixture("always-25000.onnx"), &[]);
     decision_applied(&mut out, "first agent");
     assert!(target.reports(&[25000, 20, 10], Duration::from_secs(2)).is_some());
@@ -240,7 +144,7 @@ fn a_second_agent_does_not_get_a_second_hook() {
 #[test]
 fn injection_disabled_is_refused_and_memory_actuator_works_instead() {
     let py = python("debian-sid-3.14");
-    let mut target = Target::start(&py, "acyclic", 40, &[("PYTHON_DISABLE_REMOTE_DEBUG", "1")]);
+    let mut target = start_profile(&py, "acyclic", 40, &[("PYTHON_DISABLE_REMOTE_DEBUG", "1")]);
     let out = act_once(target.pid, &fixture("always-25000.onnx"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
@@ -261,7 +165,7 @@ fn injection_disabled_is_refused_and_memory_actuator_works_instead() {
 #[test]
 fn bad_models_and_missing_runtime_change_nothing() {
     let py = python("debian-bookworm");
-    let mut target = Target::start(&py, "acyclic", 40, &[]);
+    let mut target = start_profile(&py, "acyclic", 40, &[]);
     let pid = target.pid.to_string();
     /// (agent arguments, environment variable, what the error must say)
     type Case<'a> = (Vec<String>, Option<(&'a str, &'a str)>, &'a str);
@@ -341,7 +245,7 @@ fn features_live_and_replayed_are_identical() {
 fn cuda_falls_back_to_the_cpu_and_says_why() {
     // CI machines have no GPU and the CPU-only ONNX Runtime: the CUDA provider cannot register.
     let py = python("debian-bookworm");
-    let mut target = Target::start(&py, "cycles", 20, &[]);
+    let mut target = start_profile(&py, "cycles", 20, &[]);
     let out = agent()
         .args(["--pid", &target.pid.to_string(), "--ep", "cuda", "--json", "--duration", "2.5"])
         .output()

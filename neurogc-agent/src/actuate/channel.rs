@@ -3,6 +3,7 @@
 //! No file is created anywhere, nothing can be planted in advance under a name nobody knows, and
 //! the kernel removes the name when the agent's descriptor closes, however the agent ends.
 //! Only the target's PID may connect (SO_PEERCRED); the boot code only talks to the agent's uid.
+//! The connection lives for one exchange: the hook's source one way, one line back.
 use std::{
     io::{BufRead, BufReader, Read, Write},
     os::{
@@ -12,7 +13,7 @@ use std::{
     time::Duration,
 };
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 const HOOK_SOURCE: &str = include_str!("../../../python-hook/neurogc_hook.py");
 /// What the hook answers per line at most: anything longer is not the hook talking.
@@ -65,9 +66,19 @@ impl Listener {
         Ok(Listener { listener, pid, name })
     }
 
-    /// A connection from the target, if one is waiting; connections from any other process are
-    /// refused and logged.
-    pub fn poll(&self) -> Result<Option<UnixStream>> {
+    /// A connection from the target within `wait`; connections from any other process are
+    /// refused and logged. The boot code waits on the target's main thread for this accept, so
+    /// it happens as soon as the connection arrives.
+    pub fn accept_within(&self, wait: Duration) -> Result<Option<UnixStream>> {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        use std::os::fd::AsFd;
+        let ms = u16::try_from(wait.as_millis()).unwrap_or(u16::MAX);
+        let mut fds = [PollFd::new(self.listener.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, PollTimeout::from(ms)) {
+            Ok(0) | Err(nix::errno::Errno::EINTR) => return Ok(None),
+            Ok(_) => {}
+            Err(e) => return Err(e).context("waiting for the hook's connection"),
+        }
         loop {
             match self.listener.accept() {
                 Ok((stream, _)) => {
@@ -91,103 +102,54 @@ impl Listener {
     }
 }
 
+/// What the hook answered once it installed (or found) the fork guard.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hello {
+pub struct Installed {
+    /// The target's pid in its own namespace.
     pub pid: i32,
     pub version: String,
-    pub original: [i64; 3],
+    /// `gc.get_threshold()` when the hook ran.
+    pub thresholds: [i64; 3],
     pub freeze_count: i64,
+    /// `id()` of the guard's record: a bytearray object (see python-hook/neurogc_hook.py).
+    pub record_id: u64,
+    /// An agent marked itself as steering in the record (maybe one that died with its custodian).
+    pub active: bool,
+    /// That agent's host pid.
+    pub agent: i32,
 }
 
-/// What the hook said to a request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
-    /// The thresholds now in force.
-    Ok([i64; 3]),
-    /// The application changed its thresholds since neurogc's last set: nothing applied.
-    Changed([i64; 3]),
-    /// Every field neurogc set is back to the original.
-    Restored([i64; 3]),
-    /// Fields the application changed were kept: the thresholds now.
-    Kept([i64; 3]),
-}
-
-pub enum Start {
-    Up(Hook),
-    /// Another agent's hook already runs in the target (its pid as the target sees it, 0 if hidden).
-    Busy(i32),
-}
-
-/// A connected hook. Dropping it closes the socket: the hook then restores on its own.
-pub struct Hook {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
-    pub hello: Hello,
-}
-
-fn triple(words: &[&str]) -> Option<[i64; 3]> {
-    let v: Vec<i64> = words.iter().map(|w| w.parse().ok()).collect::<Option<_>>()?;
-    v.try_into().ok()
-}
-
-fn read_line(reader: &mut BufReader<UnixStream>) -> Result<String> {
+/// Sends the hook's source to the boot code and reads its one answer; the hook then closes the
+/// connection and nothing of it runs until the target forks.
+pub fn install(stream: UnixStream) -> Result<Installed> {
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(10)))?;
+    let mut writer = stream.try_clone()?;
+    writer.write_all(format!("{:08}", HOOK_SOURCE.len()).as_bytes())?;
+    writer.write_all(HOOK_SOURCE.as_bytes()).context("sending the hook")?;
     let mut line = String::new();
-    let n = reader.by_ref().take(MAX_LINE).read_line(&mut line).context("reading from the hook")?;
-    anyhow::ensure!(n > 0, "the hook closed its socket (the target exited, or forked and exec'd?)");
-    anyhow::ensure!(line.ends_with('\n'), "the hook sent a line longer than {MAX_LINE} bytes");
-    Ok(line)
-}
-
-impl Hook {
-    /// Sends the hook's source to the boot code and reads its greeting.
-    pub fn start(stream: UnixStream) -> Result<Start> {
-        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-        stream.set_write_timeout(Some(Duration::from_secs(10)))?;
-        let mut writer = stream.try_clone()?;
-        writer.write_all(format!("{:08}", HOOK_SOURCE.len()).as_bytes())?;
-        writer.write_all(HOOK_SOURCE.as_bytes()).context("sending the hook")?;
-        let mut reader = BufReader::new(stream);
-        let line = read_line(&mut reader)?;
-        let words: Vec<&str> = line.split_whitespace().collect();
-        match words[..] {
-            ["busy", pid] => Ok(Start::Busy(pid.parse().unwrap_or(0))),
-            ["hello", "2", pid, version, t0, t1, t2, freeze] => {
-                let bad = || anyhow::anyhow!("bad greeting from the hook: {line:?}");
-                let hello = Hello {
-                    pid: pid.parse().map_err(|_| bad())?,
-                    version: version.to_owned(),
-                    original: triple(&[t0, t1, t2]).ok_or_else(bad)?,
-                    freeze_count: freeze.parse().map_err(|_| bad())?,
-                };
-                tracing::debug!("hook up in CPython {} (pid {} in its namespace)", hello.version, hello.pid);
-                Ok(Start::Up(Hook { reader, writer, hello }))
-            }
-            _ => bail!("unexpected greeting from the hook: {line:?}"),
-        }
-    }
-
-    fn request(&mut self, line: &str) -> Result<Answer> {
-        writeln!(self.writer, "{line}").context("the hook's socket is closed (target exited?)")?;
-        let reply = read_line(&mut self.reader)?;
-        let words: Vec<&str> = reply.split_whitespace().collect();
-        let (kind, rest) = words.split_first().unwrap_or((&"", &[]));
-        let t = || triple(rest).with_context(|| format!("bad answer from the hook: {reply:?}"));
-        match *kind {
-            "ok" => Ok(Answer::Ok(t()?)),
-            "changed" => Ok(Answer::Changed(t()?)),
-            "restored" => Ok(Answer::Restored(t()?)),
-            "kept" => Ok(Answer::Kept(t()?)),
-            "err" => bail!("the hook refused: {}", rest.join(" ")),
-            _ => bail!("unexpected answer from the hook: {reply:?}"),
-        }
-    }
-
-    pub fn set(&mut self, t: [i64; 3]) -> Result<Answer> {
-        self.request(&format!("set {} {} {}", t[0], t[1], t[2]))
-    }
-
-    /// Puts back what neurogc set (where the application did not change it since) and ends the hook.
-    pub fn restore(&mut self) -> Result<Answer> {
-        self.request("restore")
-    }
+    let n =
+        BufReader::new(stream).take(MAX_LINE).read_line(&mut line).context("reading the hook's answer")?;
+    anyhow::ensure!(n > 0 && line.ends_with('\n'), "the hook closed its connection without answering");
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let bad = || anyhow::anyhow!("unexpected answer from the hook: {line:?}");
+    let ["hello", "4", pid, version, t0, t1, t2, freeze, record, active, agent] = words[..] else {
+        return Err(bad());
+    };
+    let num = |w: &str| w.parse::<i64>().map_err(|_| bad());
+    let installed = Installed {
+        pid: num(pid)? as i32,
+        version: version.to_owned(),
+        thresholds: [num(t0)?, num(t1)?, num(t2)?],
+        freeze_count: num(freeze)?,
+        record_id: record.parse().map_err(|_| bad())?,
+        active: num(active)? != 0,
+        agent: num(agent)? as i32,
+    };
+    tracing::debug!(
+        "hook installed in CPython {} (pid {} in its namespace)",
+        installed.version,
+        installed.pid
+    );
+    Ok(installed)
 }

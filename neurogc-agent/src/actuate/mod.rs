@@ -1,14 +1,16 @@
 //! Changing the target's GC thresholds, and giving the application its own back.
 //!
-//! - `hook` (default): python-hook runs inside the target (queued as a pending call by memory
-//!   writes, see `inject`) and applies `gc.set_threshold`; when the agent's socket closes,
-//!   however the agent ended, it puts back every field that still holds neurogc's value.
-//! - `memory`: writes the threshold fields directly, for targets where injection is refused; the
-//!   custodian puts them back if the agent dies.
+//! Thresholds are written into the validated GC state by the custodian (compare-and-write, so a
+//! value the application set itself is never overwritten), which also puts them back if the
+//! agent dies. The two actuators differ in what else they do:
+//! - `hook` (default): first injects python-hook (queued as a pending call by memory writes, see
+//!   `inject`), which installs a fork guard: a child forked while neurogc steers gets the
+//!   application's thresholds back at once. The guard's record is updated with every change.
+//! - `memory`: no injection, for targets that opted out of remote code execution.
 //!
 //! Everything here runs on a thread of its own: injection can wait minutes for a blocked main
-//! thread, and the hook answers at the GIL's pace, while the loop that drains the ring buffer
-//! must never wait. The loop sends [`Command`]s and receives [`Event`]s.
+//! thread, while the loop that drains the ring buffer must never wait. The loop sends
+//! [`Command`]s and receives [`Event`]s.
 pub mod channel;
 pub mod custodian;
 mod inject;
@@ -22,7 +24,7 @@ use anyhow::{Context, Result};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use self::{
-    channel::{Answer, Hook, Listener, Start},
+    channel::Listener,
     custodian::{Custodian, Step},
     inject::{Deferred, Injection},
 };
@@ -142,18 +144,23 @@ pub fn start(
     let (commands, rx) = mpsc::channel();
     let (tx, events) = unbounded_channel();
     let plan = plan.clone();
-    let worker = Worker { plan, mem, custodian: Some(custodian), events: tx, commands: rx };
-    let body = match kind {
-        ActuatorKind::Hook => Worker::hook as fn(&mut Worker) -> Result<Finish>,
-        ActuatorKind::Memory => {
-            let state = state.context(
-                "--actuator memory needs the GC state, and its layout could not be validated in this process",
-            )?;
-            worker.memory_check(&state)?;
-            return Ok(spawn(worker, move |w| w.memory(state), commands, events));
-        }
+    let worker = Worker {
+        plan,
+        mem,
+        custodian: Some(custodian),
+        injected_in: None,
+        freeze_count: None,
+        events: tx,
+        commands: rx,
     };
-    Ok(spawn(worker, body, commands, events))
+    let state = state.context(
+        "act mode needs the target's GC state, and its layout could not be validated in this process",
+    )?;
+    let fields = Fields::read(state, &worker.mem)?;
+    Ok(match kind {
+        ActuatorKind::Hook => spawn(worker, move |w| w.hook(fields), commands, events),
+        ActuatorKind::Memory => spawn(worker, move |w| w.steer(fields, None), commands, events),
+    })
 }
 
 fn spawn(
@@ -184,12 +191,76 @@ struct Worker {
     plan: AttachPlan,
     mem: ProcMem,
     custodian: Option<Custodian>,
+    /// Hook: from queueing to the guard installed; reported with "ready".
+    injected_in: Option<Duration>,
+    freeze_count: Option<i64>,
     events: UnboundedSender<Event>,
     commands: mpsc::Receiver<Command>,
 }
 
-/// How often the hook thread looks for a connection, a stop, or a dead target.
-const POLL: Duration = Duration::from_millis(10);
+/// How long the worker waits at a time (for a connection or a command) before it looks for a
+/// stop or a dead target.
+const POLL: Duration = Duration::from_millis(50);
+
+/// The three threshold fields in the validated GC state, and the values the application had.
+#[derive(Debug, Clone, Copy)]
+struct Fields {
+    state: GcState,
+    original: [i64; 3],
+}
+
+impl Fields {
+    fn read(state: GcState, mem: &ProcMem) -> Result<Fields> {
+        let original = state.read_settings_in(mem)?.thresholds.map(i64::from);
+        anyhow::ensure!(original.iter().all(|&t| t >= 0), "implausible thresholds {original:?}");
+        Ok(Fields { state, original })
+    }
+
+    fn now(&self, mem: &ProcMem) -> Result<[i64; 3]> {
+        Ok(self.state.read_settings_in(mem)?.thresholds.map(i64::from))
+    }
+
+    fn bytes(v: i64) -> [u8; 4] {
+        i32::try_from(v).unwrap_or(i32::MAX).to_le_bytes()
+    }
+
+    /// Puts back each field that still holds one of `values`, never one the application changed.
+    fn restore_steps(&self, values: &[[i64; 3]]) -> Vec<Step> {
+        let mut steps = Vec::new();
+        for v in values {
+            for g in 0..3 {
+                if v[g] != self.original[g] {
+                    let addr = self.state.threshold_address(g);
+                    steps.push(Step::replace(addr, &Self::bytes(v[g]), &Self::bytes(self.original[g])));
+                }
+            }
+        }
+        steps
+    }
+
+    /// `want` in place of `ours`, all three or none.
+    fn set_steps(&self, ours: [i64; 3], want: [i64; 3]) -> Vec<Step> {
+        (0..3)
+            .map(|g| {
+                Step::replace(self.state.threshold_address(g), &Self::bytes(ours[g]), &Self::bytes(want[g]))
+            })
+            .collect()
+    }
+
+    /// What a restore left, given the values neurogc may have set.
+    fn outcome(&self, now: [i64; 3], ours: &[[i64; 3]]) -> Finish {
+        let ours_left = ours.iter().any(|o| (0..3).any(|g| now[g] == o[g] && o[g] != self.original[g]));
+        let kept = (0..3).any(|g| now[g] != self.original[g]);
+        Finish {
+            restored: !ours_left,
+            detail: if kept {
+                format!("the application's own values kept where it changed them; now {}", fmt(now))
+            } else {
+                format!("original thresholds {} back", fmt(now))
+            },
+        }
+    }
+}
 /// Retry period while the queue is busy or the main thread idle.
 const RETRY: Duration = Duration::from_millis(200);
 
@@ -217,7 +288,7 @@ impl Worker {
         (!process::exists(self.plan.pid)).then(|| anyhow::bail!("the target exited"))
     }
 
-    fn hook(&mut self) -> Result<Finish> {
+    fn hook(&mut self, fields: Fields) -> Result<Finish> {
         let pid = self.plan.pid;
         let started = Instant::now();
         let layout =
@@ -262,7 +333,7 @@ impl Worker {
         tracing::debug!("hook queued at {:#x} after {:?}", injection.region, started.elapsed());
         let mut last_note = Instant::now();
         let stream = loop {
-            if let Some(stream) = listener.poll()? {
+            if let Some(stream) = listener.accept_within(POLL)? {
                 break stream;
             }
             if self.stop_requested() {
@@ -276,7 +347,7 @@ impl Worker {
             if let Some(gone) = self.target_gone() {
                 return gone;
             }
-            if last_note.elapsed() > Duration::from_secs(5) {
+            if last_note.elapsed() > Duration::from_secs(2) {
                 last_note = Instant::now();
                 say(
                     self,
@@ -286,22 +357,9 @@ impl Worker {
                     ),
                 );
             }
-            std::thread::sleep(POLL);
         };
-        let mut hook = match Hook::start(stream) {
-            Ok(Start::Up(hook)) => hook,
-            Ok(Start::Busy(other)) => {
-                let steps = injection.retire_steps();
-                self.custodian().run(steps, false)?;
-                let who = if other > 0 {
-                    format!(" (pid {other} in the target's namespace)")
-                } else {
-                    String::new()
-                };
-                bail_user!(
-                    "another neurogc agent{who} is already steering process {pid}: one agent per process"
-                );
-            }
+        let installed = match channel::install(stream) {
+            Ok(installed) => installed,
             Err(err) => {
                 let steps = injection.disarm_steps();
                 let _ = self.custodian().run(steps, false);
@@ -311,147 +369,178 @@ impl Worker {
         let steps = injection.retire_steps();
         self.custodian().run(steps, false)?;
         self.custodian().on_exit(Vec::new())?;
-        let original = hook.hello.original;
+        let record = Record::locate(&self.mem, &self.plan, installed.record_id)?;
+        let mut fields = fields;
+        // What the interpreter says and what memory says must agree: a last check of the layout
+        // before neurogc writes it.
+        let in_memory = fields.now(&self.mem)?;
+        if !installed.active && installed.thresholds != in_memory {
+            anyhow::bail!(
+                "gc.get_threshold() in the target says {} but the GC state read from memory says {}: \
+                 not writing a layout that disagrees with the interpreter",
+                fmt(installed.thresholds),
+                fmt(in_memory)
+            );
+        }
+        if installed.active {
+            if installed.agent > 0 && is_agent(installed.agent) {
+                bail_user!(
+                    "another neurogc agent (pid {}) is already steering process {pid}: one agent per process",
+                    installed.agent
+                );
+            }
+            // An agent that died with its custodian: its values may still be in force.
+            fields.original = record.original(&self.mem)?;
+            tracing::warn!(
+                "taking over from a neurogc agent that ended without cleaning up; the application's thresholds were {}",
+                fmt(fields.original)
+            );
+        }
+        self.injected_in = Some(started.elapsed());
+        self.freeze_count = Some(installed.freeze_count);
+        self.steer(fields, Some(record))
+    }
+
+    /// Steers until stopped: every change is a compare-and-write of the three fields (nothing is
+    /// written over a value the application set), with the exit program covering the agent's
+    /// death before, during and after it. `record`: the hook's fork guard, kept in step.
+    fn steer(&mut self, f: Fields, record: Option<Record>) -> Result<Finish> {
+        let release =
+            |record: &Option<Record>| record.as_ref().map(Record::release_steps).unwrap_or_default();
+        let mut ours = f.now(&self.mem)?;
+        if let Some(r) = &record {
+            self.custodian().on_exit([f.restore_steps(&[ours]), release(&record)].concat())?;
+            self.custodian().run(r.activate_steps(std::process::id(), f.original, ours), true)?;
+        }
         self.emit(Event::Ready {
-            original,
-            injected_in: Some(started.elapsed()),
-            freeze_count: Some(hook.hello.freeze_count),
+            original: f.original,
+            injected_in: self.injected_in,
+            freeze_count: self.freeze_count,
         });
         let mut halted = false;
         loop {
-            let cmd = match self.commands.recv_timeout(Duration::from_millis(500)) {
-                Ok(cmd) => cmd,
-                Err(mpsc::RecvTimeoutError::Timeout) => continue,
-                Err(mpsc::RecvTimeoutError::Disconnected) => Command::Stop,
-            };
-            match cmd {
-                Command::Apply(_) if halted => {}
-                Command::Apply(want) => {
-                    let t = Instant::now();
-                    match hook.set(want)? {
-                        Answer::Ok(now) => {
-                            self.emit(Event::Applied { requested: want, now, latency: t.elapsed() })
-                        }
-                        Answer::Changed(now) => {
-                            halted = true;
-                            self.emit(Event::AppChanged { now });
-                        }
-                        other => anyhow::bail!("unexpected answer from the hook: {other:?}"),
-                    }
-                }
-                Command::Stop => {
-                    return Ok(match hook.restore()? {
-                        Answer::Restored(now) => Finish {
-                            restored: true,
-                            detail: format!("original thresholds {} back", fmt(now)),
-                        },
-                        Answer::Kept(now) => Finish {
-                            restored: true,
-                            detail: format!(
-                                "the application's own values kept where it changed them; now {}",
-                                fmt(now)
-                            ),
-                        },
-                        other => anyhow::bail!("unexpected answer from the hook: {other:?}"),
-                    });
-                }
-            }
-        }
-    }
-
-    /// Before the memory actuator takes a GC state found by `process_vm_readv`, it reads it
-    /// again through its own descriptor (the image it will write).
-    fn memory_check(&self, state: &GcState) -> Result<()> {
-        let now = state.read_settings_in(&self.mem)?;
-        anyhow::ensure!(
-            now.thresholds.iter().all(|&t| t >= 0),
-            "implausible thresholds {:?}",
-            now.thresholds
-        );
-        Ok(())
-    }
-
-    fn memory(&mut self, state: GcState) -> Result<Finish> {
-        let read = |w: &Worker| -> Result<[i64; 3]> {
-            Ok(state.read_settings_in(&w.mem)?.thresholds.map(i64::from))
-        };
-        let original = read(self)?;
-        let field = |g: usize| state.threshold_address(g);
-        // Put back each field that still holds one of `values` (never one the application changed).
-        let restore_steps = |values: &[[i64; 3]]| -> Vec<Step> {
-            let mut steps = Vec::new();
-            for v in values {
-                for g in 0..3 {
-                    if v[g] != original[g] {
-                        steps.push(Step::replace(
-                            field(g),
-                            &(v[g] as i32).to_le_bytes(),
-                            &(original[g] as i32).to_le_bytes(),
-                        ));
-                    }
-                }
-            }
-            steps
-        };
-        let mut ours = original;
-        self.emit(Event::Ready { original, injected_in: None, freeze_count: None });
-        let mut halted = false;
-        loop {
-            let cmd = match self.commands.recv_timeout(Duration::from_millis(500)) {
-                Ok(cmd) => cmd,
-                Err(mpsc::RecvTimeoutError::Timeout) => continue,
-                Err(mpsc::RecvTimeoutError::Disconnected) => Command::Stop,
-            };
-            match cmd {
-                Command::Apply(_) if halted => {}
-                Command::Apply(want) => {
-                    let t = Instant::now();
-                    let want32 = want.map(|v| i32::try_from(v).unwrap_or(i32::MAX));
-                    // Covered for the agent's death before and after the write.
-                    self.custodian().on_exit(restore_steps(&[ours, want]))?;
-                    let mut steps = Vec::new();
-                    for g in 0..3 {
-                        steps.push(Step::replace(
-                            field(g),
-                            &(ours[g] as i32).to_le_bytes(),
-                            &want32[g].to_le_bytes(),
-                        ));
-                    }
-                    match self.custodian().run(steps, true) {
-                        Ok(_) => {
-                            ours = want;
-                            self.custodian().on_exit(restore_steps(&[ours]))?;
-                            let now = read(self)?;
-                            self.emit(Event::Applied { requested: want, now, latency: t.elapsed() });
-                        }
-                        Err(err) if format!("{err:#}").contains("changed under us") => {
-                            halted = true;
-                            self.custodian().on_exit(restore_steps(&[ours]))?;
-                            self.emit(Event::AppChanged { now: read(self)? });
-                        }
-                        Err(err) => return Err(err),
-                    }
-                }
-                Command::Stop => {
-                    self.custodian().run(restore_steps(&[ours]), false)?;
+            let want = match self.next_command() {
+                None => continue,
+                Some(Command::Apply(_)) if halted => continue,
+                Some(Command::Apply(want)) => want,
+                Some(Command::Stop) => {
+                    self.custodian().run([f.restore_steps(&[ours]), release(&record)].concat(), false)?;
                     self.custodian().on_exit(Vec::new())?;
-                    let now = read(self)?;
-                    let kept = (0..3).any(|g| now[g] != original[g]);
-                    let ours_left = (0..3).any(|g| now[g] == ours[g] && ours[g] != original[g]);
-                    return Ok(Finish {
-                        restored: !ours_left,
-                        detail: if kept {
-                            format!(
-                                "the application's own values kept where it changed them; now {}",
-                                fmt(now)
-                            )
-                        } else {
-                            format!("original thresholds {} back", fmt(now))
-                        },
-                    });
+                    return Ok(f.outcome(f.now(&self.mem)?, &[ours]));
                 }
+            };
+            let t = Instant::now();
+            // Covered for the agent's death before and after the write; a fork in between finds
+            // both values in the guard's record.
+            self.custodian().on_exit([f.restore_steps(&[ours, want]), release(&record)].concat())?;
+            if let Some(r) = &record {
+                self.custodian().run(r.values_steps(ours, want), true)?;
             }
+            match self.custodian().run(f.set_steps(ours, want), true) {
+                Ok(_) => {
+                    ours = want;
+                    let now = f.now(&self.mem)?;
+                    self.emit(Event::Applied { requested: want, now, latency: t.elapsed() });
+                }
+                Err(err) if format!("{err:#}").contains("changed under us") => {
+                    halted = true;
+                    self.emit(Event::AppChanged { now: f.now(&self.mem)? });
+                }
+                Err(err) => return Err(err),
+            }
+            if let Some(r) = &record {
+                self.custodian().run(r.values_steps(ours, ours), true)?;
+            }
+            self.custodian().on_exit([f.restore_steps(&[ours]), release(&record)].concat())?;
         }
+    }
+
+    /// The next command, waiting at most [`POLL`]; a dropped handle means stop.
+    fn next_command(&self) -> Option<Command> {
+        match self.commands.recv_timeout(POLL) {
+            Ok(cmd) => Some(cmd),
+            Err(mpsc::RecvTimeoutError::Timeout) => None,
+            Err(mpsc::RecvTimeoutError::Disconnected) => Some(Command::Stop),
+        }
+    }
+}
+
+/// Whether `pid` is a running neurogc-agent (the owner of an "active" guard record).
+fn is_agent(pid: i32) -> bool {
+    process::exists(pid)
+        && std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "neurogc-agent")
+}
+
+/// The fork guard's record: the buffer of a 64-byte bytearray the hook created (layout in
+/// python-hook/neurogc_hook.py). Found from the object's `id()` and checked before any write:
+/// its type must be `PyByteArray_Type`, its size 64 and its buffer must start with the magic.
+struct Record {
+    buffer: u64,
+}
+
+/// `PyVarObject` then `ob_alloc`, `ob_bytes`, `ob_start`: the same in every 3.8–3.14 default build.
+const BYTEARRAY_TYPE: u64 = 8;
+const BYTEARRAY_SIZE: u64 = 16;
+const BYTEARRAY_START: u64 = 40;
+const RECORD_LEN: i64 = 64;
+const RECORD_MAGIC: &[u8; 4] = b"NGC4";
+
+impl Record {
+    fn locate(mem: &ProcMem, plan: &AttachPlan, id: u64) -> Result<Record> {
+        let elf = plan.reopen()?;
+        let bytearray_type = elf
+            .symbol_address("PyByteArray_Type")
+            .map(|a| a + plan.bias)
+            .context("the interpreter does not export PyByteArray_Type")?;
+        let object = mem.read(id, 48)?;
+        let (ty, size, buffer) = (
+            crate::memory::u64_at(&object, BYTEARRAY_TYPE as usize),
+            crate::memory::i64_at(&object, BYTEARRAY_SIZE as usize),
+            crate::memory::u64_at(&object, BYTEARRAY_START as usize),
+        );
+        anyhow::ensure!(
+            ty == bytearray_type && size == RECORD_LEN,
+            "the hook's record at {id:#x} is not a {RECORD_LEN}-byte bytearray (type {ty:#x}, size {size})"
+        );
+        anyhow::ensure!(
+            mem.read(buffer, 4)? == RECORD_MAGIC,
+            "the hook's record at {buffer:#x} lacks its magic"
+        );
+        Ok(Record { buffer })
+    }
+
+    fn triple(t: [i64; 3]) -> Vec<u8> {
+        t.iter().flat_map(|&v| Fields::bytes(v)).collect()
+    }
+
+    fn original(&self, mem: &ProcMem) -> Result<[i64; 3]> {
+        let b = mem.read(self.buffer + 40, 12)?;
+        Ok([0, 1, 2].map(|i| i64::from(crate::memory::i32_at(&b, 4 * i))))
+    }
+
+    /// Marks the record as steered by this agent, with the application's values.
+    fn activate_steps(&self, agent: u32, original: [i64; 3], now: [i64; 3]) -> Vec<Step> {
+        vec![
+            Step::expect(self.buffer, RECORD_MAGIC),
+            Step::write(
+                self.buffer + 16,
+                &[Self::triple(now), Self::triple(now), Self::triple(original)].concat(),
+            ),
+            Step::write(self.buffer + 8, &agent.to_le_bytes()),
+            Step::write(self.buffer + 4, &1u32.to_le_bytes()),
+        ]
+    }
+
+    /// The values neurogc may have in force: `a` and `b` (the old and the new during a change).
+    fn values_steps(&self, a: [i64; 3], b: [i64; 3]) -> Vec<Step> {
+        vec![
+            Step::expect(self.buffer, RECORD_MAGIC),
+            Step::write(self.buffer + 16, &[Self::triple(a), Self::triple(b)].concat()),
+        ]
+    }
+
+    fn release_steps(&self) -> Vec<Step> {
+        vec![Step::replace(self.buffer + 4, &1u32.to_le_bytes(), &0u32.to_le_bytes())]
     }
 }
 

@@ -75,43 +75,45 @@ pub fn repo_root() -> PathBuf {
 }
 
 impl Python {
-    /// The workload's path as this interpreter sees it (copied into the chroot when needed).
-    pub fn workload(&self) -> String {
-        let src = repo_root().join("tests/workloads/cycles.py");
+    /// tests/workloads/NAME as this interpreter sees it (copied into the chroot when needed).
+    pub fn script(&self, name: &str) -> String {
+        let src = repo_root().join("tests/workloads").join(name);
         match &self.root {
             None => src.to_string_lossy().into_owned(),
             Some(root) => {
                 let dir = root.join("tmp/neurogc-tests");
                 std::fs::create_dir_all(&dir).unwrap();
-                let dst = dir.join("cycles.py");
-                let tmp = dir.join(format!(".cycles.{}.py", std::process::id()));
+                let tmp = dir.join(format!(".{name}.{}", std::process::id()));
                 std::fs::copy(&src, &tmp).unwrap();
-                std::fs::rename(&tmp, &dst).unwrap();
-                "/tmp/neurogc-tests/cycles.py".to_owned()
+                std::fs::rename(&tmp, dir.join(name)).unwrap();
+                format!("/tmp/neurogc-tests/{name}")
             }
         }
     }
 
-    /// Command line that runs the workload directly (chroot builds: a plain chroot).
-    pub fn command(&self, args: &[&str]) -> Vec<String> {
-        let mut v = self.argv.clone();
-        v.push(self.workload());
+    /// Command line that runs tests/workloads/NAME with ARGS. `container`: chroot builds also
+    /// get their own pid and mount namespaces (launch mode cannot follow unshare's fork).
+    pub fn script_command(&self, name: &str, args: &[&str], container: bool) -> Vec<String> {
+        let mut v = Vec::new();
+        if container && let Some(root) = &self.root {
+            // The container's own /proc, mounted inside its root (target.py reads /proc/self).
+            v.extend(["unshare", "--pid", "--fork", "--kill-child"].map(String::from));
+            v.push(format!("--mount-proc={}", root.join("proc").display()));
+        }
+        v.extend(self.argv.iter().cloned());
+        v.push(self.script(name));
         v.extend(args.iter().map(|s| s.to_string()));
         v
     }
 
-    /// Like `command`, but chroot builds also get their own pid and mount namespaces: a container.
+    /// The ground-truth workload (cycles.py), directly.
+    pub fn command(&self, args: &[&str]) -> Vec<String> {
+        self.script_command("cycles.py", args, false)
+    }
+
+    /// The ground-truth workload in a container (chroot builds).
     pub fn container_command(&self, args: &[&str]) -> Vec<String> {
-        let mut v = self.command(args);
-        if self.root.is_some() {
-            let mut prefix: Vec<String> = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-            prefix.append(&mut v);
-            v = prefix;
-        }
-        v
+        self.script_command("cycles.py", args, true)
     }
 
     pub fn in_container(&self) -> bool {
@@ -329,6 +331,139 @@ pub fn compare(py: &str, events: &[Value], report: &Value, with_baseline: bool) 
     let unknown = gcs.iter().filter(|e| !(0..=2).contains(&e["gen"].as_i64().unwrap())).count();
     if unknown > 0 {
         errors.push(format!("{py}: {unknown} collections without a true generation"));
+    }
+    errors
+}
+
+pub fn fixture(name: &str) -> String {
+    repo_root().join("neurogc-agent/tests/fixtures").join(name).to_string_lossy().into_owned()
+}
+
+pub fn kill(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+pub fn thresholds(v: &Value) -> Vec<i64> {
+    v["thresholds"].as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect()
+}
+
+/// A running workload that reports `gc.get_threshold()` lines (profiles.py, target.py).
+pub struct Target {
+    pub child: Child,
+    pub out: Lines,
+    pub pid: i32,
+    pub original: Vec<i64>,
+}
+
+impl Target {
+    /// Starts `argv` and waits for its first line containing `ready` or `thresholds`.
+    pub fn start(py: &Python, argv: &[String], env: &[(&str, &str)]) -> Target {
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut out = Lines::new(child.stdout.take().unwrap());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let original = loop {
+            assert!(Instant::now() < deadline, "{}: no first line", py.name);
+            let line = out.wait_for("", 30, &py.name);
+            if let Some(t) = line.strip_prefix("ready ") {
+                break serde_json::from_str::<Vec<i64>>(t).unwrap();
+            }
+            if line.contains("thresholds") {
+                break thresholds(&serde_json::from_str(&line).unwrap());
+            }
+        };
+        let pid = interpreter_pid(&child, py);
+        Target { child, out, pid, original }
+    }
+
+    /// Waits until the target reports `want`.
+    pub fn reports(&mut self, want: &[i64], within: Duration) -> Option<Duration> {
+        let started = Instant::now();
+        while started.elapsed() < within {
+            let line = self.out.wait_for("thresholds", within.as_secs() + 5, "target");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v.get("t").is_some() && thresholds(&v) == want {
+                return Some(started.elapsed());
+            }
+        }
+        None
+    }
+
+    /// target.py's final report, once it has exited (None: it died or never reported).
+    pub fn final_report(&mut self, secs: u64) -> (Option<Value>, std::process::ExitStatus) {
+        let status = wait_exit(&mut self.child, secs, "target");
+        let report = self
+            .out
+            .rest(2)
+            .iter()
+            .rev()
+            .find(|l| l.contains("\"original\"") || l.contains("exec_thresholds"))
+            .and_then(|l| serde_json::from_str(l).ok());
+        (report, status)
+    }
+
+    pub fn stop(mut self) {
+        kill(&mut self.child);
+    }
+
+    /// Ends the agent too (SIGKILL: the hook restores on its own).
+    pub fn stop_with(self, agent: &mut Child) {
+        kill(agent);
+        self.stop();
+    }
+}
+
+/// `neurogc-agent --pid PID --mode act --json` with a fast window, confirming at once.
+pub fn act_agent(pid: i32, model: &str, extra: &[&str]) -> (Child, Lines, Lines) {
+    let mut args = vec!["--mode", "act", "--json", "--interval", "0.5", "--confirm", "1", "--model", model];
+    args.extend_from_slice(extra);
+    attach_agent(pid, &args, "act agent")
+}
+
+/// The next change: the decision that requested it, and the actuator's confirmation.
+pub fn decision_applied(out: &mut Lines, what: &str) -> Value {
+    let decision = loop {
+        let line = out.wait_for("\"type\":\"decision\"", 30, what);
+        let d: Value = serde_json::from_str(&line).unwrap();
+        if d["requested"] == true {
+            break d;
+        }
+    };
+    let line = out.wait_for("\"event\":\"applied\"", 10, what);
+    let applied: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(applied["requested"], decision["thresholds"], "{what}: {applied}");
+    decision
+}
+
+/// What target.py's report says neurogc left behind, against the thresholds it should have.
+pub fn leftovers(what: &str, report: &Value, want: &[i64]) -> Vec<String> {
+    let mut errors = Vec::new();
+    if thresholds(report) != want {
+        errors.push(format!("{what}: thresholds {:?}, expected {want:?}", report["thresholds"]));
+    }
+    for (key, empty) in [("modules", true), ("fds", true), ("main_names", true)] {
+        if empty && !report[key].as_array().unwrap().is_empty() {
+            errors.push(format!("{what}: left in the target: {key} {}", report[key]));
+        }
+    }
+    if report["threads"] != 0 {
+        errors.push(format!("{what}: {} more threads than at start", report["threads"]));
+    }
+    if report["at_fork"].as_i64().unwrap() > 1 {
+        errors.push(format!("{what}: {} at-fork registrations (at most one per process)", report["at_fork"]));
+    }
+    for child in report["children"].as_array().unwrap() {
+        if child["child"] != report["original"] {
+            errors.push(format!(
+                "{what}: a forked child kept {} (parent had {})",
+                child["child"], child["parent"]
+            ));
+        }
     }
     errors
 }

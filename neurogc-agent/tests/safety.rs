@@ -1,0 +1,259 @@
+//! Act mode on other people's processes: whatever state the target is in and however the agent
+//! ends, the target runs on correctly, keeps its own settings, and nothing of neurogc stays in
+//! it. Each check reads target.py's own report (tests/workloads/target.py), not the agent's word.
+mod common;
+
+use std::{
+    io::Write,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use common::*;
+use serde_json::Value;
+
+fn target(py: &Python, state: &str, seconds: f64, extra: &[&str]) -> Target {
+    let secs = seconds.to_string();
+    let mut args = vec![state, "--seconds", &secs, "--report-thresholds", "0.1"];
+    args.extend_from_slice(extra);
+    Target::start(py, &py.script_command("target.py", &args, true), &[])
+}
+
+/// The act agent on `pid` with a model that always wants 25000/20/10.
+fn steer(pid: i32, extra: &[&str]) -> (Child, Lines, Lines) {
+    act_agent(pid, &fixture("always-25000.onnx"), extra)
+}
+
+fn summary_of(out: &mut Lines) -> Value {
+    let lines = json_lines(&out.rest(10));
+    summary(&lines).clone()
+}
+
+/// No neurogc-custodian process may outlive its agent's cleanup.
+fn custodians_gone(within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        let alive = std::fs::read_dir("/proc").unwrap().filter_map(Result::ok).any(|e| {
+            std::fs::read_to_string(e.path().join("cmdline"))
+                .is_ok_and(|c| c.starts_with("neurogc-custodian"))
+        });
+        if !alive {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn nothing_of_the_hook_is_left_in_the_target() {
+    for_each_python(|py| {
+        let mut t = target(py, "busy", 4.0, &[]);
+        let (mut agent, mut out, _err) = steer(t.pid, &[]);
+        decision_applied(&mut out, &py.name);
+        signal(agent.id(), "-TERM");
+        wait_exit(&mut agent, 20, &py.name);
+        let s = summary_of(&mut out);
+        let original = t.original.clone();
+        let mut errors = match t.final_report(20) {
+            (Some(report), status) if status.success() => leftovers(&py.name, &report, &original),
+            (report, status) => vec![format!("{}: target died ({status:?}), report {report:?}", py.name)],
+        };
+        if s["policy"]["restored"] != true {
+            errors.push(format!("{}: summary says {}", py.name, s["policy"]));
+        }
+        errors
+    });
+}
+
+/// States in which the target is hard to inject into, or easy to break.
+const STATES: [&str; 6] = ["sleep", "stdin", "asyncio", "shadow", "sigpipe", "fork"];
+
+#[test]
+fn every_target_state_survives_a_sigkilled_agent_and_gets_its_settings_back() {
+    let mut errors = Vec::new();
+    for name in ["debian-bookworm-3.11", "pyenv-3.12", "debian-sid-3.14"] {
+        let py = python(name);
+        for state in STATES {
+            let what = format!("{} {state}", py.name);
+            eprintln!("--- {what}");
+            let mut t = target(&py, state, 5.0, &[]);
+            let (mut agent, mut out, _err) = steer(t.pid, &[]);
+            let blocked = matches!(state, "sleep" | "stdin" | "asyncio");
+            if !blocked {
+                // A busy main thread: the hook must really work here, not merely do no harm.
+                decision_applied(&mut out, &what);
+            }
+            std::thread::sleep(Duration::from_millis(1000));
+            kill(&mut agent);
+            if state == "stdin" {
+                let _ = t.child.stdin.as_mut().unwrap().write_all(b"go\n");
+            }
+            let original = t.original.clone();
+            match t.final_report(20) {
+                (Some(report), status) if status.success() => {
+                    errors.extend(leftovers(&what, &report, &original));
+                    if state == "fork"
+                        && !report["children"].as_array().unwrap().iter().any(|c| c["parent"] != c["child"])
+                    {
+                        errors.push(format!(
+                            "{what}: no child was forked while steered: {}",
+                            report["children"]
+                        ));
+                    }
+                }
+                (report, status) => {
+                    errors.push(format!("{what}: target died ({status:?}), report {report:?}"))
+                }
+            }
+        }
+    }
+    assert!(custodians_gone(Duration::from_secs(5)), "a custodian outlived its cleanup");
+    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
+}
+
+#[test]
+fn the_applications_own_thresholds_win_over_neurogcs() {
+    let mut errors = Vec::new();
+    for (name, sig) in [("debian-bookworm-3.11", "-TERM"), ("debian-sid-3.14", "-KILL")] {
+        let py = python(name);
+        let what = format!("{} {sig}", py.name);
+        let mut t = target(&py, "appset", 4.0, &["--set-at", "2"]);
+        let (mut agent, mut out, _err) = steer(t.pid, &[]);
+        decision_applied(&mut out, &what);
+        assert!(
+            t.reports(&[1234, 5, 6], Duration::from_secs(4)).is_some(),
+            "{what}: the application's set not seen"
+        );
+        signal(agent.id(), sig);
+        wait_exit(&mut agent, 20, &what);
+        if sig == "-TERM" {
+            let s = summary_of(&mut out);
+            let restore = s["policy"]["restore"].as_str().unwrap_or_default();
+            if !restore.contains("application's own values kept") {
+                errors.push(format!("{what}: summary does not report the kept values: {}", s["policy"]));
+            }
+        }
+        match t.final_report(20) {
+            (Some(report), status) if status.success() => {
+                errors.extend(leftovers(&what, &report, &[1234, 5, 6]))
+            }
+            (report, status) => errors.push(format!("{what}: target died ({status:?}), report {report:?}")),
+        }
+    }
+    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
+}
+
+#[test]
+fn a_blocked_main_thread_is_explained_and_the_injection_disarmed() {
+    let mut errors = Vec::new();
+    // 3.13+ queue at once (per-thread eval breaker); 3.8–3.12 wait for the main thread to run.
+    for (name, expect) in [("pyenv-3.13", "disarmed"), ("debian-bookworm-3.11", "never queued")] {
+        let py = python(name);
+        let mut t = target(&py, "sleep", 8.0, &[]);
+        let (mut agent, mut out, mut err) = steer(t.pid, &[]);
+        err.wait_for("clock_nanosleep", 15, &py.name);
+        signal(agent.id(), "-TERM");
+        wait_exit(&mut agent, 20, &py.name);
+        let s = summary_of(&mut out);
+        let restore = s["policy"]["restore"].as_str().unwrap_or_default().to_owned();
+        if !restore.contains(expect) || s["lost_events"] != 0 {
+            errors.push(format!("{}: expected {expect:?} in the summary: {}", py.name, s["policy"]));
+        }
+        let original = t.original.clone();
+        match t.final_report(20) {
+            (Some(report), status) if status.success() => {
+                errors.extend(leftovers(&py.name, &report, &original))
+            }
+            (report, status) => {
+                errors.push(format!("{}: target died ({status:?}), report {report:?}", py.name))
+            }
+        }
+    }
+    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
+}
+
+#[test]
+fn a_traced_or_stopped_target_is_not_harmed() {
+    let py = python("debian-bookworm-3.11");
+    // Traced (strace stands in for a debugger): memory writes need no ptrace stop of our own.
+    let mut t = target(&py, "busy", 5.0, &[]);
+    let mut tracer = Command::new("strace")
+        .args(["-f", "-o", "/dev/null", "-p", &t.pid.to_string()])
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("strace (apt-get install strace)");
+    std::thread::sleep(Duration::from_millis(500));
+    let (mut agent, mut out, _err) = steer(t.pid, &[]);
+    decision_applied(&mut out, "traced target");
+    kill(&mut agent);
+    kill(&mut tracer);
+    let original = t.original.clone();
+    let mut errors = match t.final_report(30) {
+        (Some(report), status) if status.success() => leftovers("traced", &report, &original),
+        (report, status) => vec![format!("traced: target died ({status:?}), report {report:?}")],
+    };
+    // Stopped: the agent explains, and leaves nothing armed when it goes.
+    let mut t = target(&py, "busy", 4.0, &[]);
+    signal(t.pid as u32, "-STOP");
+    let (mut agent, mut out, mut err) = steer(t.pid, &[]);
+    err.wait_for("stopped", 15, "stopped target");
+    signal(agent.id(), "-TERM");
+    wait_exit(&mut agent, 20, "stopped target");
+    let s = summary_of(&mut out);
+    signal(t.pid as u32, "-CONT");
+    match t.final_report(30) {
+        (Some(report), status) if status.success() => errors.extend(leftovers("stopped", &report, &original)),
+        (report, status) => errors.push(format!("stopped: target died ({status:?}), report {report:?}")),
+    }
+    if s["policy"]["restored"] != true {
+        errors.push(format!("stopped: {}", s["policy"]));
+    }
+    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
+}
+
+#[test]
+fn the_memory_actuator_is_undone_after_sigkill_and_never_writes_an_execd_image() {
+    let py = python("debian-bookworm-3.11");
+    let mut t = target(&py, "busy", 5.0, &[]);
+    let (mut agent, mut out, _err) = steer(t.pid, &["--actuator", "memory"]);
+    decision_applied(&mut out, "memory actuator");
+    assert!(t.reports(&[25000, 20, 10], Duration::from_secs(2)).is_some());
+    kill(&mut agent);
+    let original = t.original.clone();
+    assert!(
+        t.reports(&original, Duration::from_secs(2)).is_some(),
+        "the custodian did not restore after SIGKILL"
+    );
+    let mut errors = match t.final_report(20) {
+        (Some(report), status) if status.success() => leftovers("memory", &report, &original),
+        (report, status) => vec![format!("memory: target died ({status:?}), report {report:?}")],
+    };
+
+    // The target execs a fresh interpreter at 2 s, while steered: that program keeps its defaults.
+    let mut t = target(&py, "exec", 4.0, &[]);
+    let (mut agent, mut out, _err) = steer(t.pid, &["--actuator", "memory"]);
+    decision_applied(&mut out, "memory actuator before exec");
+    std::thread::sleep(Duration::from_millis(1800));
+    signal(agent.id(), "-TERM");
+    wait_exit(&mut agent, 20, "memory agent after exec");
+    let s = summary_of(&mut out);
+    match t.final_report(20) {
+        (Some(report), status) if status.success() => {
+            if report["exec_thresholds"] != serde_json::json!(original) {
+                errors.push(format!(
+                    "exec: the new program has {} instead of its defaults",
+                    report["exec_thresholds"]
+                ));
+            }
+        }
+        (report, status) => errors.push(format!("exec: target died ({status:?}), report {report:?}")),
+    }
+    let restore = s["policy"]["restore"].as_str().unwrap_or_default();
+    if s["policy"]["restored"] != false || !restore.contains("image is gone") {
+        errors.push(format!("exec: the summary must say the image is gone, not restored: {}", s["policy"]));
+    }
+    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
+}

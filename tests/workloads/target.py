@@ -1,0 +1,157 @@
+"""A target for neurogc's safety tests and torture harness: put into a given state, it reports
+at the end what an injected hook might have left behind.
+
+  python target.py STATE [--seconds S] [--report-thresholds SECS] [--set-at T]
+
+States (what the main thread does while the agent acts):
+  busy      churns containers (the collector runs often)
+  sleep     sleeps in one long time.sleep() until S-1 s, then churns
+  stdin     blocks in sys.stdin.readline() until a line (or EOF) arrives, then churns
+  asyncio   an idle asyncio event loop until S-1 s, then churns
+  shadow    like busy, with __main__ shadowing open, exec, compile, __import__, BaseException,
+            Exception, print, int, bytes
+  sigpipe   like busy, with SIGPIPE at SIG_DFL (a write to a closed socket would kill it)
+  fork      like busy, forking a child every 0.3 s; each child reports its gc.get_threshold()
+  appset    like busy, and at --set-at T the application sets thresholds 1234/5/6 itself
+  exec      like busy until S/2, then execs a fresh interpreter that prints its own
+            thresholds after 1.5 s as {"exec_thresholds": [...]}
+
+It prints "ready <thresholds>" once set up and {"t", "thresholds"} lines with
+--report-thresholds, then one final JSON line:
+  thresholds, original, modules (names new in sys.modules since start), threads (OS threads
+  now minus at start), fds (descriptors new since start), at_fork (neurogc at-fork classes),
+  main_names (names in __main__ that neurogc could have left), children (fork state: the
+  thresholds each forked child saw after the hook's at-fork callback ran).
+It exits with os._exit(0) (no shutdown collection, no at-exit noise).
+"""
+import argparse
+import gc
+import json
+import os
+import signal
+import sys
+import time
+
+ORIGINAL = list(gc.get_threshold())
+
+
+def snapshot():
+    return {
+        "modules": set(sys.modules),
+        "threads": len(os.listdir("/proc/self/task")),
+        "fds": set(os.listdir("/proc/self/fd")),
+    }
+
+
+def churn(state, seconds):
+    end = time.monotonic() + seconds
+    rows = None
+    while time.monotonic() < end:
+        for j in range(200):
+            rows = [(j, {"j": j}) for _ in range(4)]
+        state["iterations"] = state.get("iterations", 0) + 200
+        tick(state)
+    return rows
+
+
+def tick(state):
+    now = time.monotonic()
+    if state["report"] and now >= state["next_report"]:
+        # sys.stdout, not print: the shadow state replaces print in this module's globals
+        sys.stdout.write(json.dumps({"t": now - state["started"], "thresholds": list(gc.get_threshold())}) + "\n")
+        sys.stdout.flush()
+        state["next_report"] = now + state["report"]
+    if state["set_at"] is not None and now - state["started"] >= state["set_at"]:
+        gc.set_threshold(1234, 5, 6)
+        state["set_at"] = None
+    if state["fork_every"] and now >= state["next_fork"]:
+        state["next_fork"] = now + state["fork_every"]
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            os.write(w, json.dumps(list(gc.get_threshold())).encode())
+            os._exit(0)
+        os.close(w)
+        data = b""
+        while True:
+            chunk = os.read(r, 4096)
+            if not chunk:
+                break
+            data += chunk
+        os.close(r)
+        os.waitpid(pid, 0)
+        state["children"].append({"parent": list(gc.get_threshold()), "child": json.loads(data)})
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument(
+        "state", choices=["busy", "sleep", "stdin", "asyncio", "shadow", "sigpipe", "fork", "appset", "exec"]
+    )
+    p.add_argument("--seconds", type=float, default=6.0)
+    p.add_argument("--report-thresholds", type=float, default=0.0)
+    p.add_argument("--set-at", type=float)
+    args = p.parse_args()
+    if args.state == "sigpipe":
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    if args.state == "asyncio":
+        import asyncio  # before the baseline: the application's own import
+    before = snapshot()
+    started = time.monotonic()
+    state = {
+        "started": started,
+        "report": args.report_thresholds,
+        "next_report": started,
+        "set_at": args.set_at if args.state == "appset" else None,
+        "fork_every": 0.3 if args.state == "fork" else 0.0,
+        "next_fork": started,
+        "children": [],
+    }
+    print("ready", json.dumps(ORIGINAL), flush=True)
+    rest = args.seconds
+    if args.state == "sleep":
+        time.sleep(max(args.seconds - 1.0, 0.0))
+        rest = 1.0
+    elif args.state == "stdin":
+        sys.stdin.readline()
+        rest = 1.0
+    elif args.state == "asyncio":
+        loop = asyncio.new_event_loop()
+        loop.call_later(max(args.seconds - 1.0, 0.0), loop.stop)
+        loop.run_forever()
+        loop.close()
+        rest = 1.0
+    elif args.state == "exec":
+        churn(state, args.seconds / 2)
+        code = (
+            "import gc, json, sys, time; time.sleep(1.5); "
+            "sys.stdout.write(json.dumps({'exec_thresholds': list(gc.get_threshold())}) + '\\n')"
+        )
+        os.execv(sys.executable, [sys.executable, "-c", code])
+    elif args.state == "shadow":
+        g = globals()
+        for name in ("open", "exec", "compile", "__import__", "BaseException", "Exception", "print", "int", "bytes"):
+            g[name] = None
+    churn(state, rest)
+    if args.state == "shadow":
+        for name in ("open", "exec", "compile", "__import__", "BaseException", "Exception", "print", "int", "bytes"):
+            del globals()[name]
+    after = snapshot()
+    report = {
+        "thresholds": list(gc.get_threshold()),
+        "original": ORIGINAL,
+        "iterations": state.get("iterations", 0),
+        "modules": sorted(after["modules"] - before["modules"]),
+        "threads": after["threads"] - before["threads"],
+        "fds": sorted(after["fds"] - before["fds"], key=int),
+        "at_fork": sum(1 for c in object.__subclasses__() if c.__name__ == "_NeurogcAtFork"),
+        "main_names": sorted(n for n in globals() if "neurogc" in n),
+        "children": state["children"],
+    }
+    sys.stdout.write(json.dumps(report) + "\n")
+    sys.stdout.flush()
+    os._exit(0)
+
+
+main()
