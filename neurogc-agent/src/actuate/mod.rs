@@ -226,16 +226,14 @@ impl Fields {
 
     /// Puts back each field that still holds one of `values`, never one the application changed.
     fn restore_steps(&self, values: &[[i64; 3]]) -> Vec<Step> {
-        let mut steps = Vec::new();
-        for v in values {
-            for g in 0..3 {
-                if v[g] != self.original[g] {
-                    let addr = self.state.threshold_address(g);
-                    steps.push(Step::replace(addr, &Self::bytes(v[g]), &Self::bytes(self.original[g])));
-                }
-            }
-        }
-        steps
+        values
+            .iter()
+            .flat_map(|v| v.iter().zip(self.original).enumerate())
+            .filter(|(_, (ours, original))| *ours != original)
+            .map(|(g, (&ours, original))| {
+                Step::replace(self.state.threshold_address(g), &Self::bytes(ours), &Self::bytes(original))
+            })
+            .collect()
     }
 
     /// `want` in place of `ours`, all three or none.
