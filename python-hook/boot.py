@@ -1,6 +1,8 @@
 import sys
 h = "_socket" in sys.modules
 import _socket
+if not h:
+    del sys.modules["_socket"]
 s = _socket.socket(1, 1)
 def r(n):
     b = b""
@@ -16,7 +18,7 @@ try:
     if int.from_bytes(s.getsockopt(1, 17, 12)[4:8], "little") == @UID@:
         g = {"__name__": "neurogc_hook"}
         exec(r(int(r(8))), g)
-        g["main"](s, h)
+        g["main"](s)
         s = None
 except BaseException:
     pass

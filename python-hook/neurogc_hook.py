@@ -4,7 +4,7 @@ the application's own GC thresholds back at once.
 How it gets here: the agent queues a pending call that runs python-hook/boot.py (carried in the
 target's memory, never in a file) on the main thread. boot.py connects to the agent's abstract
 Unix socket, checks that the peer is the agent's user, receives this source, runs it in a
-namespace of its own and calls main(sock, had_socket). main() installs the guard (or finds the one
+namespace of its own and calls main(sock). main() installs the guard (or finds the one
 an earlier agent installed), answers one line and closes the socket: about a millisecond on the
 main thread, and then nothing of the hook runs until the process forks.
 
@@ -21,15 +21,20 @@ itself is left alone.
 
 What stays for the life of the process: the guard class, its record and one os.register_at_fork()
 callback (CPython cannot unregister it), once per process however many agents come. Nothing in
-sys.modules (gc and _socket are dropped again when the hook brought them in), no thread, no file
-descriptor, nothing in gc.callbacks or __main__.
+sys.modules (gc and _socket leave it as soon as they are imported, when the hook brought them
+in), no thread, no file descriptor, nothing in gc.callbacks or __main__.
 
 The answer: "hello 4 PID VERSION T0 T1 T2 FREEZE RECORD_ID ACTIVE AGENT_PID". Runs on 3.8-3.14.
 """
 import sys
 
+# A module the hook brings in leaves sys.modules at once: the hook keeps its own reference, and
+# the application's view of sys.modules does not change (boot.py does the same with _socket).
 _HAD_GC = "gc" in sys.modules
 import gc  # noqa: E402
+
+if not _HAD_GC:
+    del sys.modules["gc"]
 import posix  # noqa: E402
 
 PROTOCOL = 4
@@ -72,16 +77,7 @@ def _guard():
     return _NeurogcForkGuard
 
 
-def _forget_modules(had_socket):
-    """Drops gc and _socket from sys.modules when this hook brought them in and nothing else
-    uses them (gc keeps no state of its own; _socket stays if the application imported socket)."""
-    if not had_socket and "socket" not in sys.modules:
-        sys.modules.pop("_socket", None)
-    if not _HAD_GC:
-        sys.modules.pop("gc", None)
-
-
-def main(sock, had_socket):
+def main(sock):
     try:
         guard = _guard()
         r = guard.record
@@ -106,4 +102,3 @@ def main(sock, had_socket):
         sock.sendall(line.encode("ascii"), _NOSIGNAL)
     finally:
         sock.close()
-        _forget_modules(had_socket)

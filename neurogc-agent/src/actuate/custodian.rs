@@ -208,6 +208,7 @@ impl Custodian {
         }
         let child = cmd.spawn().context("starting the custodian process")?;
         drop(mem_fd);
+        tracing::debug!("custodian started (pid {})", child.id());
         let reader = BufReader::new(ours.try_clone()?);
         Ok(Custodian { writer: ours, reader, child })
     }
@@ -249,6 +250,28 @@ impl Custodian {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The programs run against this test's own memory, through /proc/self/mem.
+    #[test]
+    fn atomic_programs_write_all_or_nothing_and_guarded_steps_skip_alone() {
+        let mem = ProcMem::open(std::process::id() as i32).unwrap();
+        let buf = Box::new(std::cell::UnsafeCell::new([1u8, 2, 3, 4, 0, 0, 0, 0]));
+        let at = buf.get() as u64;
+        let read = |mem: &ProcMem| mem.read(at, 8).unwrap();
+        // One expectation fails: nothing at all is written.
+        let steps = vec![Step::replace(at, &[1], &[9]), Step::replace(at + 1, &[7], &[9])];
+        assert!(run(&mem, &steps, true).is_err());
+        assert_eq!(read(&mem), [1, 2, 3, 4, 0, 0, 0, 0]);
+        // Independently, the step that holds runs and the other is skipped.
+        assert_eq!(run(&mem, &steps, false).unwrap(), 1);
+        assert_eq!(read(&mem), [9, 2, 3, 4, 0, 0, 0, 0]);
+        // OR keeps the bits already there.
+        assert_eq!(run(&mem, &[Step::or(at + 2, &[0x10, 0x01])], true).unwrap(), 1);
+        assert_eq!(read(&mem), [9, 2, 0x13, 0x05, 0, 0, 0, 0]);
+        // SAFETY: the custodian's writes are done; volatile: the compiler did not see them.
+        let direct = unsafe { std::ptr::read_volatile(buf.get()) };
+        assert_eq!(direct[2], 0x13, "the write reached the memory itself");
+    }
 
     #[test]
     fn requests_round_trip_as_one_line() {

@@ -182,20 +182,27 @@ impl Lines {
 
     /// The first new line containing `needle`, or panic after `secs`.
     pub fn wait_for(&mut self, needle: &str, secs: u64, what: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(secs);
+        match self.find(needle, Duration::from_secs(secs)) {
+            Some(line) => line,
+            None => panic!("{what}: no line containing {needle:?} within {secs}s; saw {:?}", self.seen),
+        }
+    }
+
+    /// The first new line containing `needle` within `within`.
+    pub fn find(&mut self, needle: &str, within: Duration) -> Option<String> {
+        let deadline = Instant::now() + within;
         while let Some(left) = deadline.checked_duration_since(Instant::now()) {
             match self.rx.recv_timeout(left) {
                 Ok(line) => {
                     self.seen.push(line.clone());
                     if line.contains(needle) {
-                        return line;
+                        return Some(line);
                     }
                 }
-                Err(mpsc::RecvTimeoutError::Timeout) => break,
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(_) => break,
             }
         }
-        panic!("{what}: no line containing {needle:?} within {secs}s; saw {:?}", self.seen)
+        None
     }
 
     /// Everything until the stream closes.
