@@ -19,8 +19,125 @@ fn assert_user_error(out: &Output, must_mention: &[&str]) {
 
 #[test]
 fn pid_that_does_not_exist() {
-    let out = agent().args(["--pid", "999999999"]).output().unwrap();
-    assert_user_error(&out, &["999999999", "no process"]);
+    let out = agent().args(["--pid", NO_SUCH_PID]).output().unwrap();
+    assert_user_error(&out, &[NO_SUCH_PID, "no process"]);
+}
+
+/// Within pid_max, and not running in any test run.
+const NO_SUCH_PID: &str = "4194303";
+
+/// clap's refusals: exit code 2, a message naming the flag and the value, nothing on stdout, and
+/// never a panic (`--interval 1e300` once reached `Duration::from_secs_f64` and panicked).
+fn assert_refused(args: &[&str], mention: &str) {
+    let started = std::time::Instant::now();
+    let out = agent().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(!stderr.contains("panicked") && stderr.contains(mention), "{args:?}: {stderr}");
+    assert!(out.stdout.is_empty(), "{args:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "{args:?} took {:?}", started.elapsed());
+}
+
+#[test]
+fn every_numeric_flag_is_range_checked() {
+    let cases: [(&str, &[&str]); 8] = [
+        ("--interval", &["0", "-1", "1e300", "1e-10", "nan", "inf", "3601", "x", ""]),
+        ("--duration", &["0", "-5", "1e300", "nan", "-inf", "31536001"]),
+        ("--pid", &["0", "-1", "4194305", "99999999999", "x", "1.5"]),
+        ("--cooldown", &["-1", "100001", "1e3", "x"]),
+        ("--confirm", &["0", "1001", "-1", "2.5"]),
+        ("--max-rss-growth", &["0", "-1", "10001", "nan", "inf", "1e300"]),
+        ("--threshold-min", &["1,2", "1,2,3,4", "-1,2,2", "2147483648,1,1", "a,b,c", ""]),
+        ("--threshold-max", &["1,2", "1,2,3,4", "-1,2,2", "9e99,1,1", ",,"]),
+    ];
+    for (flag, values) in cases {
+        for value in values {
+            let mut args = vec![format!("{flag}={value}")];
+            if flag != "--pid" {
+                args.extend(["--pid".to_owned(), NO_SUCH_PID.to_owned()]);
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            assert_refused(&args, flag);
+        }
+    }
+    assert_refused(
+        &["--pid", NO_SUCH_PID, "--threshold-min", "5000,10,10", "--threshold-max", "1000,10,10"],
+        "must not exceed the maximum",
+    );
+}
+
+/// Property: whatever string a numeric flag gets, the agent ends with exit code 2 (the value is
+/// refused, or it is valid and the PID does not exist), quickly, and never panics.
+#[test]
+fn any_value_of_a_numeric_flag_ends_cleanly() {
+    const ALPHABET: &[&str] =
+        &["0", "1", "7", "9", "-", "+", ".", "e", "E", "inf", "nan", ",", " ", "x", "00000000000000000000"];
+    let flags = [
+        "--interval",
+        "--duration",
+        "--cooldown",
+        "--confirm",
+        "--max-rss-growth",
+        "--threshold-min",
+        "--threshold-max",
+    ];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for i in 0..350 {
+        let flag = flags[i % flags.len()];
+        let len = (next() % 8) as usize;
+        let value: String = (0..len).map(|_| ALPHABET[(next() % ALPHABET.len() as u64) as usize]).collect();
+        let out = agent().arg(format!("{flag}={value}")).args(["--pid", NO_SUCH_PID]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}={value:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{flag}={value:?}: {stderr}");
+    }
+}
+
+/// A model or a trace must be a regular file of bounded size: a FIFO never hangs the agent, a
+/// device or a huge file never fills its memory, a directory or a binary file is named as such.
+#[test]
+fn model_and_trace_inputs_are_bounded_regular_files() {
+    let dir = std::env::temp_dir().join(format!("neurogc-bad-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let sparse = dir.join("sparse");
+    std::fs::File::create(&sparse).unwrap().set_len(2 << 30).unwrap();
+    let binary = dir.join("binary");
+    std::fs::write(&binary, [0xffu8, 0xfe, 0x00, 0x80, b'\n']).unwrap();
+    let path = |p: &std::path::Path| p.to_string_lossy().into_owned();
+    for (file, says) in [
+        (path(&fifo), "is a FIFO"),
+        ("/dev/zero".to_owned(), "is a device"),
+        (path(&dir), "is a directory"),
+        (path(&sparse), "longer than"),
+        (path(&binary), "not text"),
+    ] {
+        assert_refused(&["--replay", &file], says);
+    }
+    // The model is read after the target is resolved: give it a live one.
+    let mut target =
+        Command::new("/usr/bin/python3").args(["-c", "import time; time.sleep(30)"]).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let pid = target.id().to_string();
+    for (file, says) in [
+        (path(&fifo), "is a FIFO"),
+        ("/dev/zero".to_owned(), "is a device"),
+        (path(&dir), "is a directory"),
+        (path(&sparse), "more than the 67108864"),
+    ] {
+        let out = agent().args(["--pid", &pid, "--mode", "advise", "--model", &file]).output().unwrap();
+        assert_user_error(&out, &[says]);
+    }
+    let _ = target.kill();
+    let _ = target.wait();
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

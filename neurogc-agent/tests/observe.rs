@@ -23,7 +23,11 @@ fn launch_mode_sees_every_collection_from_the_first() {
             return vec![format!("{}: agent exited {:?}: {stderr}", py.name, out.status)];
         }
         let lines = json_lines(&stdout.lines().map(str::to_owned).collect::<Vec<_>>());
-        let report = report_of(&lines);
+        // With --json the command's own output goes to standard error, never into the stream.
+        if lines.iter().any(|l| l.get("baseline_collections").is_some()) {
+            return vec![format!("{}: the target's output is mixed into the JSON stream", py.name)];
+        }
+        let report = report_of(&json_lines(&stderr.lines().map(str::to_owned).collect::<Vec<_>>()));
         let mut errors = compare(&py.name, &lines, &report, true);
         let s = summary(&lines);
         if s["stopped"] != "target-exited" || s["target_exit_status"] != 0 || s["lost_events"] != 0 {

@@ -10,6 +10,13 @@ use neurogc_common::{
     RING_BYTES, counter,
 };
 
+/// What the kernel is told the programs' license is. It must be GPL-compatible for the helpers
+/// the programs call (bpf_probe_read_user is GPL-only); this crate is MIT or GPL-2.0 (its
+/// Cargo.toml and LICENSE-GPL-2.0). Without the section aya would declare plain "GPL".
+#[unsafe(link_section = "license")]
+#[unsafe(no_mangle)]
+static LICENSE: [u8; 13] = *b"Dual MIT/GPL\0";
+
 /// Filled in by the agent at load time (`EbpfLoader::set_global`).
 #[unsafe(no_mangle)]
 static CONFIG: ProbeConfig = ProbeConfig::ZERO;

@@ -364,6 +364,7 @@ impl Worker {
                 return Err(err.context("the hook did not start"));
             }
         };
+        drop(listener); // the name goes with it: nothing more connects
         let steps = injection.retire_steps();
         self.custodian().run(steps, false)?;
         self.custodian().on_exit(Vec::new())?;
