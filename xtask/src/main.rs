@@ -51,6 +51,16 @@ enum Task {
         #[arg(long, default_value = "2")]
         repeats: u32,
     },
+    /// The torture job: act mode against real targets in every state, the agent killed at random
+    /// and at aimed moments; prints counts (target deaths, settings, files and other leftovers)
+    Torture {
+        /// Trials per injection path (3.8–3.12 ring, 3.13+ counted queue)
+        #[arg(long, default_value = "200", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        trials: u32,
+        /// Seed of the random choices (printed by every run, to reproduce one)
+        #[arg(long)]
+        seed: Option<u64>,
+    },
     /// Benchmarks that print numbers
     Bench {
         #[command(subcommand)]
@@ -65,6 +75,7 @@ fn main() -> Result<()> {
         Task::Pythons => pythons::ensure().map(|m| pythons::print(&m)),
         Task::Test { cargo_args } => test(&cargo_args),
         Task::Train { python, seconds, repeats } => train::run_training(&python, seconds, repeats),
+        Task::Torture { trials, seed } => torture(trials, seed),
         Task::Bench { which } => bench::run(which),
     }
 }
@@ -137,6 +148,21 @@ fn test(cargo_args: &[String]) -> Result<()> {
         bail!("{failed} tests failed");
     }
     Ok(())
+}
+
+fn torture(trials: u32, seed: Option<u64>) -> Result<()> {
+    setup::run()?;
+    let manifest = pythons::ensure()?;
+    let mut cargo = Command::new("cargo");
+    cargo
+        .args(["test", "--package", "neurogc-agent", "--test", "torture", "--", "--nocapture"])
+        .env("NEUROGC_PYTHONS", &manifest)
+        .env("ORT_DYLIB_PATH", setup::onnxruntime()?)
+        .env("NEUROGC_TORTURE_TRIALS", trials.to_string());
+    if let Some(seed) = seed {
+        cargo.env("NEUROGC_TORTURE_SEED", seed.to_string());
+    }
+    run(&mut cargo)
 }
 
 /// Runs `cargo test`, echoing its output, and adds up its "test result:" lines.
