@@ -55,13 +55,8 @@ fn another_user_can_neither_hijack_nor_disturb_an_injection() {
         signal(agent.id(), "-TERM");
         wait_exit(&mut agent, 20, &py.name);
         let original = t.original.clone();
-        match t.final_report(20) {
-            (Some(report), status) if status.success() => {
-                let found = leftovers(&py.name, &report, &original);
-                assert!(found.is_empty(), "{found:?}");
-            }
-            (report, status) => panic!("{}: target died ({status:?}), report {report:?}", py.name),
-        }
+        let found = finished_clean(&py.name, &mut t, &original);
+        assert!(found.is_empty(), "{found:?}");
         let refused =
             err.rest(1).iter().filter(|l| l.contains("refused a connection to the hook socket")).count();
         eprintln!("{}: the agent refused {refused} connections", py.name);

@@ -57,10 +57,7 @@ fn nothing_of_the_hook_is_left_in_the_target() {
         wait_exit(&mut agent, 20, &py.name);
         let s = summary_of(&mut out);
         let original = t.original.clone();
-        let mut errors = match t.final_report(20) {
-            (Some(report), status) if status.success() => leftovers(&py.name, &report, &original),
-            (report, status) => vec![format!("{}: target died ({status:?}), report {report:?}", py.name)],
-        };
+        let mut errors = finished_clean(&py.name, &mut t, &original);
         if s["policy"]["restored"] != true {
             errors.push(format!("{}: summary says {}", py.name, s["policy"]));
         }
@@ -136,12 +133,7 @@ fn the_applications_own_thresholds_win_over_neurogcs() {
                 errors.push(format!("{what}: summary does not report the kept values: {}", s["policy"]));
             }
         }
-        match t.final_report(20) {
-            (Some(report), status) if status.success() => {
-                errors.extend(leftovers(&what, &report, &[1234, 5, 6]))
-            }
-            (report, status) => errors.push(format!("{what}: target died ({status:?}), report {report:?}")),
-        }
+        errors.extend(finished_clean(&what, &mut t, &[1234, 5, 6]));
     }
     assert!(errors.is_empty(), "\n{}", errors.join("\n"));
 }
@@ -163,14 +155,7 @@ fn a_blocked_main_thread_is_explained_and_the_injection_disarmed() {
             errors.push(format!("{}: expected {expect:?} in the summary: {}", py.name, s["policy"]));
         }
         let original = t.original.clone();
-        match t.final_report(20) {
-            (Some(report), status) if status.success() => {
-                errors.extend(leftovers(&py.name, &report, &original))
-            }
-            (report, status) => {
-                errors.push(format!("{}: target died ({status:?}), report {report:?}", py.name))
-            }
-        }
+        errors.extend(finished_clean(&py.name, &mut t, &original));
     }
     assert!(errors.is_empty(), "\n{}", errors.join("\n"));
 }
@@ -191,10 +176,7 @@ fn a_traced_or_stopped_target_is_not_harmed() {
     kill(&mut agent);
     kill(&mut tracer);
     let original = t.original.clone();
-    let mut errors = match t.final_report(30) {
-        (Some(report), status) if status.success() => leftovers("traced", &report, &original),
-        (report, status) => vec![format!("traced: target died ({status:?}), report {report:?}")],
-    };
+    let mut errors = finished_clean("traced", &mut t, &original);
     // Stopped: the agent explains, and leaves nothing armed when it goes.
     let mut t = target(&py, "busy", 4.0, &[]);
     signal(t.pid as u32, "-STOP");
@@ -204,10 +186,7 @@ fn a_traced_or_stopped_target_is_not_harmed() {
     wait_exit(&mut agent, 20, "stopped target");
     let s = summary_of(&mut out);
     signal(t.pid as u32, "-CONT");
-    match t.final_report(30) {
-        (Some(report), status) if status.success() => errors.extend(leftovers("stopped", &report, &original)),
-        (report, status) => errors.push(format!("stopped: target died ({status:?}), report {report:?}")),
-    }
+    errors.extend(finished_clean("stopped", &mut t, &original));
     if s["policy"]["restored"] != true {
         errors.push(format!("stopped: {}", s["policy"]));
     }
@@ -227,10 +206,7 @@ fn the_memory_actuator_is_undone_after_sigkill_and_never_writes_an_execd_image()
         t.reports(&original, Duration::from_secs(2)).is_some(),
         "the custodian did not restore after SIGKILL"
     );
-    let mut errors = match t.final_report(20) {
-        (Some(report), status) if status.success() => leftovers("memory", &report, &original),
-        (report, status) => vec![format!("memory: target died ({status:?}), report {report:?}")],
-    };
+    let mut errors = finished_clean("memory", &mut t, &original);
 
     // The target execs a fresh interpreter at 2 s, while steered: that program keeps its defaults.
     let mut t = target(&py, "exec", 4.0, &[]);

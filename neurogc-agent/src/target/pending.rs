@@ -57,36 +57,24 @@ pub struct PendingLayout {
     pub breaker: Breaker,
 }
 
-const RING_38: Queue = Queue::Ring {
-    finishing: Some(0),
-    busy: None,
-    lock: 8,
-    calls_to_do: 16,
-    async_exc: 20,
-    calls: 24,
-    first: 536,
-    last: 540,
-};
-const RING_39: Queue = Queue::Ring {
-    finishing: None,
-    busy: None,
-    lock: 0,
-    calls_to_do: 8,
-    async_exc: 12,
-    calls: 16,
-    first: 528,
-    last: 532,
-};
-const RING_312: Queue = Queue::Ring {
-    finishing: None,
-    busy: Some(0),
-    lock: 8,
-    calls_to_do: 16,
-    async_exc: 20,
-    calls: 24,
-    first: 536,
-    last: 540,
-};
+/// The ring: 3.8 (`finishing`) and 3.12 (`busy`) have an int before the lock, which moves every
+/// other field 8 bytes; 3.9–3.11 start with the lock.
+const fn ring(finishing: Option<u64>, busy: Option<u64>) -> Queue {
+    let skip = if finishing.is_some() || busy.is_some() { 8 } else { 0 };
+    Queue::Ring {
+        finishing,
+        busy,
+        lock: skip,
+        calls_to_do: 8 + skip,
+        async_exc: 12 + skip,
+        calls: 16 + skip,
+        first: 528 + skip,
+        last: 532 + skip,
+    }
+}
+const RING_38: Queue = ring(Some(0), None);
+const RING_39: Queue = ring(None, None);
+const RING_312: Queue = ring(None, Some(0));
 const COUNTED: Queue =
     Queue::Counted { mutex: 8, npending: 12, max: 16, maxloop: 20, calls: 24, first: 7224, next: 7228 };
 const RING_SLOTS: u64 = 32;

@@ -447,6 +447,15 @@ pub fn decision_applied(out: &mut Lines, what: &str) -> Value {
     decision
 }
 
+/// Waits for target.py to finish and checks its report: it must have exited 0 (not died) with
+/// `want` thresholds and nothing of neurogc left.
+pub fn finished_clean(what: &str, t: &mut Target, want: &[i64]) -> Vec<String> {
+    match t.final_report(30) {
+        (Some(report), status) if status.success() => leftovers(what, &report, want),
+        (report, status) => vec![format!("{what}: target died ({status:?}), report {report:?}")],
+    }
+}
+
 /// What target.py's report says neurogc left behind, against the thresholds it should have.
 pub fn leftovers(what: &str, report: &Value, want: &[i64]) -> Vec<String> {
     let mut errors = Vec::new();
