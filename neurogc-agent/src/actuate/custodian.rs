@@ -84,9 +84,24 @@ struct Reply {
     /// Steps whose writes were made.
     #[serde(default)]
     written: usize,
+    /// An atomic program found the target changed since the agent read it: nothing written.
+    #[serde(default)]
+    moved: bool,
     #[serde(default)]
     error: Option<String>,
 }
+
+/// Why an atomic program wrote nothing, as opposed to failing: the bytes at this address moved.
+#[derive(Debug)]
+struct Moved(u64);
+
+impl std::fmt::Display for Moved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the target changed at {:#x} since it was read: nothing written", self.0)
+    }
+}
+
+impl std::error::Error for Moved {}
 
 /// Runs `steps` against `mem`; returns how many wrote.
 fn run(mem: &ProcMem, steps: &[Step], atomic: bool) -> Result<usize> {
@@ -99,7 +114,7 @@ fn run(mem: &ProcMem, steps: &[Step], atomic: bool) -> Result<usize> {
     if atomic {
         for s in steps {
             if !holds(s)? {
-                bail!("the target changed under us at {:#x}: nothing written", s.addr);
+                return Err(anyhow::Error::new(Moved(s.addr)));
             }
         }
     }
@@ -151,15 +166,18 @@ pub fn serve(pid: &str) -> ! {
         let Ok(line) = line else { break };
         let reply = match serde_json::from_str::<Request>(&line) {
             Ok(Request::Run { steps, atomic }) => match run(&mem, &steps, atomic) {
-                Ok(written) => Reply { ok: true, written, error: None },
-                Err(err) => Reply { ok: false, written: 0, error: Some(format!("{err:#}")) },
+                Ok(written) => Reply { ok: true, written, moved: false, error: None },
+                Err(err) if err.is::<Moved>() => Reply { ok: false, written: 0, moved: true, error: None },
+                Err(err) => Reply { ok: false, written: 0, moved: false, error: Some(format!("{err:#}")) },
             },
             Ok(Request::OnExit { steps }) => {
                 on_exit = steps;
-                Reply { ok: true, written: 0, error: None }
+                Reply { ok: true, written: 0, moved: false, error: None }
             }
             Ok(Request::Bye) => std::process::exit(0),
-            Err(err) => Reply { ok: false, written: 0, error: Some(format!("bad request: {err}")) },
+            Err(err) => {
+                Reply { ok: false, written: 0, moved: false, error: Some(format!("bad request: {err}")) }
+            }
         };
         let mut text = serde_json::to_string(&reply).unwrap_or_default();
         text.push('\n');
@@ -223,13 +241,22 @@ impl Custodian {
         Ok(serde_json::from_str(&line)?)
     }
 
-    /// Runs `steps` in the target; `atomic` refuses to write anything unless every expectation
-    /// holds. Returns the number of steps that wrote.
-    pub fn run(&mut self, steps: Vec<Step>, atomic: bool) -> Result<usize> {
-        let reply = self.request(&Request::Run { steps, atomic })?;
+    /// Runs each step whose own expectation holds; returns how many wrote.
+    pub fn run(&mut self, steps: Vec<Step>) -> Result<usize> {
+        let reply = self.request(&Request::Run { steps, atomic: false })?;
         match reply.error {
             Some(err) if !reply.ok => bail!("{err}"),
             _ => Ok(reply.written),
+        }
+    }
+
+    /// Runs `steps` only if every expectation holds. Ok(false): the target changed since the
+    /// agent read it, and nothing was written.
+    pub fn run_atomic(&mut self, steps: Vec<Step>) -> Result<bool> {
+        let reply = self.request(&Request::Run { steps, atomic: true })?;
+        match reply.error {
+            Some(err) if !reply.ok => bail!("{err}"),
+            _ => Ok(!reply.moved),
         }
     }
 

@@ -118,7 +118,10 @@ fn find_slack(mem: &ProcMem, plan: &AttachPlan, len: usize) -> Result<u64> {
         busy |= now.starts_with(head);
     }
     if busy {
-        bail!("another neurogc agent's hook injection is pending in process {}", plan.pid);
+        crate::bail_user!(
+            "another neurogc agent's hook injection is pending in process {}: one agent per process",
+            plan.pid
+        );
     }
     bail!("no unused page tail of {len} bytes in the loaded segments of process {}", plan.pid)
 }
@@ -214,14 +217,11 @@ impl Injection {
         let now = mem.read(region, injection.stub.len())?;
         let mut steps = vec![Step::replace(region, &now, &injection.stub)];
         steps.extend(pending::enqueue_steps(&queue, run, region));
-        match custodian.run(steps, true) {
-            Ok(_) => Ok(Ok(injection)),
-            // The queue moved between our read and the custodian's check: try again later.
-            Err(err) if format!("{err:#}").contains("changed under us") => {
-                Ok(Err(Deferred::Queue(NotIdle::Busy(1))))
-            }
-            Err(err) => Err(err),
-        }
+        // false: the queue moved between our read and the custodian's check: try again later.
+        Ok(match custodian.run_atomic(steps)? {
+            true => Ok(injection),
+            false => Err(Deferred::Queue(NotIdle::Busy(1))),
+        })
     }
 }
 

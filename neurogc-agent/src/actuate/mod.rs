@@ -322,7 +322,7 @@ impl Worker {
             match Injection::try_queue(plan, mem, custodian, layout, &code)? {
                 Ok(injection) => break injection,
                 Err(Deferred::Queue(not_idle)) => {
-                    say(self, format!("the target's pending-call queue is not idle ({not_idle:?})"))
+                    say(self, format!("waiting to queue the hook: the target has {not_idle}"))
                 }
                 Err(Deferred::MainThreadIdle(why)) => say(self, format!("waiting to queue the hook: {why}")),
             }
@@ -336,7 +336,7 @@ impl Worker {
             }
             if self.stop_requested() {
                 let steps = injection.disarm_steps();
-                self.custodian().run(steps, false)?;
+                self.custodian().run(steps)?;
                 return Ok(Finish {
                     restored: true,
                     detail: "the hook never ran; its queued call was disarmed".into(),
@@ -360,13 +360,13 @@ impl Worker {
             Ok(installed) => installed,
             Err(err) => {
                 let steps = injection.disarm_steps();
-                let _ = self.custodian().run(steps, false);
+                let _ = self.custodian().run(steps);
                 return Err(err.context("the hook did not start"));
             }
         };
         drop(listener); // the name goes with it: nothing more connects
         let steps = injection.retire_steps();
-        self.custodian().run(steps, false)?;
+        self.custodian().run(steps)?;
         self.custodian().on_exit(Vec::new())?;
         let record = Record::locate(&self.mem, &self.plan, installed.record_id)?;
         let mut fields = fields;
@@ -409,7 +409,10 @@ impl Worker {
         let mut ours = f.now(&self.mem)?;
         if let Some(r) = &record {
             self.custodian().on_exit([f.restore_steps(&[ours]), release(&record)].concat())?;
-            self.custodian().run(r.activate_steps(std::process::id(), f.original, ours), true)?;
+            anyhow::ensure!(
+                self.custodian().run_atomic(r.activate_steps(std::process::id(), f.original, ours))?,
+                "the hook's record changed before neurogc could mark it"
+            );
         }
         self.emit(Event::Ready {
             original: f.original,
@@ -423,7 +426,7 @@ impl Worker {
                 Some(Command::Apply(_)) if halted => continue,
                 Some(Command::Apply(want)) => want,
                 Some(Command::Stop) => {
-                    self.custodian().run([f.restore_steps(&[ours]), release(&record)].concat(), false)?;
+                    self.custodian().run([f.restore_steps(&[ours]), release(&record)].concat())?;
                     self.custodian().on_exit(Vec::new())?;
                     return Ok(f.outcome(f.now(&self.mem)?, &[ours]));
                 }
@@ -433,22 +436,18 @@ impl Worker {
             // both values in the guard's record.
             self.custodian().on_exit([f.restore_steps(&[ours, want]), release(&record)].concat())?;
             if let Some(r) = &record {
-                self.custodian().run(r.values_steps(ours, want), true)?;
+                self.custodian().run(r.values_steps(ours, want))?;
             }
-            match self.custodian().run(f.set_steps(ours, want), true) {
-                Ok(_) => {
-                    ours = want;
-                    let now = f.now(&self.mem)?;
-                    self.emit(Event::Applied { requested: want, now, latency: t.elapsed() });
-                }
-                Err(err) if format!("{err:#}").contains("changed under us") => {
-                    halted = true;
-                    self.emit(Event::AppChanged { now: f.now(&self.mem)? });
-                }
-                Err(err) => return Err(err),
+            if self.custodian().run_atomic(f.set_steps(ours, want))? {
+                ours = want;
+                let now = f.now(&self.mem)?;
+                self.emit(Event::Applied { requested: want, now, latency: t.elapsed() });
+            } else {
+                halted = true;
+                self.emit(Event::AppChanged { now: f.now(&self.mem)? });
             }
             if let Some(r) = &record {
-                self.custodian().run(r.values_steps(ours, ours), true)?;
+                self.custodian().run(r.values_steps(ours, ours))?;
             }
             self.custodian().on_exit([f.restore_steps(&[ours]), release(&record)].concat())?;
         }

@@ -136,6 +136,15 @@ pub enum NotIdle {
     NotReady(&'static str),
 }
 
+impl std::fmt::Display for NotIdle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotIdle::Busy(n) => write!(f, "{n} pending call(s) queued that its main thread has not run yet"),
+            NotIdle::NotReady(why) => f.write_str(why),
+        }
+    }
+}
+
 impl IdleQueue {
     /// Reads and checks the queue. Err: the layout does not match this process (never write);
     /// Ok(Err(..)): it matches but is not idle now.
