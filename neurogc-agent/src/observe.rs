@@ -185,6 +185,8 @@ struct Observer<'a> {
     started: Instant,
     /// Events read but not decoded yet (while the GC state is being proven).
     held: Vec<GcEvent>,
+    /// Attached to a running interpreter (not launched): its GC state exists from the start.
+    attached: bool,
     windower: Windower,
     steer: Option<Steering>,
     /// The actuator's events (act mode, once the GC state is known and the actuator started).
@@ -285,6 +287,7 @@ pub async fn run(
         name: process::describe(pid).split_once(' ').map(|(_, n)| n.to_owned()).unwrap_or_default(),
         started: Instant::now(),
         held: Vec::new(),
+        attached: launched.is_none(),
         windower: Windower::new(first),
         steer,
         events: None,
@@ -475,6 +478,13 @@ impl Observer<'_> {
         let opened = Instant::now();
         self.drain(probes)?;
         let pid = self.plan.pid;
+        if self.attached && self.gc.pending() {
+            // A target that does not collect sends no event to prompt a retry: one per window.
+            self.gc.refresh(pid);
+            if !self.gc.pending() {
+                self.release_held()?;
+            }
+        }
         self.start_actuator()?;
         let freeze = self.steer.as_ref().and_then(|s| s.freeze_count);
         let window = self.windower.close(sample(pid, &self.gc, &self.clock, freeze));
