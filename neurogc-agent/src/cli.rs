@@ -72,7 +72,8 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = CliEp::Cpu)]
     pub ep: CliEp,
 
-    /// How act mode changes thresholds
+    /// How act mode changes thresholds. Either way a custodian process puts the application's
+    /// values back if the agent dies
     #[arg(long, value_enum, default_value_t = CliActuator::Hook)]
     pub actuator: CliActuator,
 
@@ -131,9 +132,11 @@ pub enum CliEp {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CliActuator {
-    /// Inject python-hook (restores the application's settings itself if the agent dies)
+    /// Write the thresholds in memory and inject a fork guard, so that children forked while
+    /// steered get the application's settings at once
     Hook,
-    /// Write the threshold fields in memory (no injection; a custodian process restores them)
+    /// Write the thresholds in memory only, no injection (for targets that opted out of remote
+    /// code execution)
     Memory,
 }
 

@@ -233,3 +233,40 @@ fn the_memory_actuator_is_undone_after_sigkill_and_never_writes_an_execd_image()
     }
     assert!(errors.is_empty(), "\n{}", errors.join("\n"));
 }
+
+#[test]
+fn waiting_for_a_blocked_main_thread_costs_no_events() {
+    let mut errors = Vec::new();
+    // Worker threads collect thousands of times while the main thread sits in join(): the hook
+    // waits for it, and the loop that drains the ring buffer must not.
+    for name in ["debian-bookworm-3.11", "pyenv-3.13"] {
+        let py = python(name);
+        let mut target = spawn(&py.command(&[
+            "--wait",
+            "--seconds",
+            "3",
+            "--threads",
+            "2",
+            "--idle-main",
+            "--threshold",
+            "100",
+        ]));
+        let mut target_out = Lines::new(target.stdout.take().unwrap());
+        target_out.wait_for("ready", 30, &py.name);
+        let (mut agent, mut out, _err) = steer(target.id() as i32, &["--duration", "60"]);
+        target.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+        let report: Value = serde_json::from_str(&target_out.wait_for("baseline", 60, &py.name)).unwrap();
+        wait_exit(&mut agent, 30, &py.name);
+        let _ = target.wait();
+        let lines = json_lines(&out.rest(5));
+        errors.extend(compare(&py.name, &lines, &report, false));
+        let s = summary(&lines);
+        if s["lost_events"] != 0 || s["collections"].as_u64().unwrap() < 1000 {
+            errors.push(format!(
+                "{}: {} collections seen, {} lost",
+                py.name, s["collections"], s["lost_events"]
+            ));
+        }
+    }
+    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
+}

@@ -5,9 +5,10 @@ gc.callbacks. At the end it prints one JSON line with its own counts and exits w
 that no shutdown collection (which gc.callbacks never reports) runs after the report.
 
   python cycles.py [--seconds S | --iterations N] [--threads T] [--wait] [--manual K]
-                   [--threshold T0]
+                   [--threshold T0] [--idle-main]
 
 --wait: print "ready" and wait for a line on stdin before counting (attach mode).
+--idle-main: the main thread only waits for the worker threads (blocked in join).
 """
 import argparse
 import gc
@@ -66,6 +67,7 @@ def main():
     p.add_argument("--manual", type=int, default=0, help="gc.collect(gen) every K iterations")
     p.add_argument("--threshold", type=int, help="threshold0 to use")
     p.add_argument("--linger", type=float, default=0.0, help="sleep this long after the report")
+    p.add_argument("--idle-main", action="store_true", help="the main thread only joins the workers")
     args = p.parse_args()
     if args.threshold:
         t = gc.get_threshold()
@@ -86,7 +88,7 @@ def main():
     ]
     for w in workers:
         w.start()
-    n = churn(args.iterations, deadline, args.manual)
+    n = 0 if args.idle_main else churn(args.iterations, deadline, args.manual)
     for w in workers:
         w.join()
     elapsed = time.monotonic() - started

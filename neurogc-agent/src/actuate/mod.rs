@@ -36,9 +36,9 @@ use crate::{
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ActuatorKind {
-    /// Inject python-hook (restores the application's settings itself if the agent dies)
+    /// Thresholds in memory, and the fork guard injected.
     Hook,
-    /// Write the threshold fields in memory (no injection; the custodian restores them)
+    /// Thresholds in memory only.
     Memory,
 }
 
