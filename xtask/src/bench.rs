@@ -72,9 +72,9 @@ fn policy(sessions: usize, seconds: u32) -> Result<()> {
         .map(|p| p.join("bin/python3.12"));
     let sid = crate::pythons::cache_dir().join("pythons/sid");
     let pythons = [
-        ("Debian 3.11 (pending call)", "/usr/bin/python3.11"),
-        ("pyenv 3.12 (pending call)", ""),
-        ("Debian 3.14 (PEP 768)", "sid"),
+        ("Debian 3.11 (ring queue)", "/usr/bin/python3.11"),
+        ("pyenv 3.12 (ring queue)", ""),
+        ("Debian 3.14 (counted queue)", "sid"),
     ];
     println!(
         "\nneurogc policy benchmark · {sessions} act sessions × {seconds}s per interpreter, 1 s windows, default model"
