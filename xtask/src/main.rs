@@ -60,6 +60,9 @@ enum Task {
         /// Seed of the random choices (printed by every run, to reproduce one)
         #[arg(long)]
         seed: Option<u64>,
+        /// Only this injection path
+        #[arg(long, value_parser = ["ring", "counted"])]
+        path: Option<String>,
     },
     /// Benchmarks that print numbers
     Bench {
@@ -75,7 +78,7 @@ fn main() -> Result<()> {
         Task::Pythons => pythons::ensure().map(|m| pythons::print(&m)),
         Task::Test { cargo_args } => test(&cargo_args),
         Task::Train { python, seconds, repeats } => train::run_training(&python, seconds, repeats),
-        Task::Torture { trials, seed } => torture(trials, seed),
+        Task::Torture { trials, seed, path } => torture(trials, seed, path.as_deref()),
         Task::Bench { which } => bench::run(which),
     }
 }
@@ -150,7 +153,7 @@ fn test(cargo_args: &[String]) -> Result<()> {
     Ok(())
 }
 
-fn torture(trials: u32, seed: Option<u64>) -> Result<()> {
+fn torture(trials: u32, seed: Option<u64>, path: Option<&str>) -> Result<()> {
     setup::run()?;
     let manifest = pythons::ensure()?;
     let mut cargo = Command::new("cargo");
@@ -161,6 +164,9 @@ fn torture(trials: u32, seed: Option<u64>) -> Result<()> {
         .env("NEUROGC_TORTURE_TRIALS", trials.to_string());
     if let Some(seed) = seed {
         cargo.env("NEUROGC_TORTURE_SEED", seed.to_string());
+    }
+    if let Some(path) = path {
+        cargo.env("NEUROGC_TORTURE_PATHS", path);
     }
     run(&mut cargo)
 }
