@@ -261,7 +261,9 @@ fn waiting_for_a_blocked_main_thread_costs_no_events() {
         let lines = json_lines(&out.rest(5));
         errors.extend(compare(&py.name, &lines, &report, false));
         let s = summary(&lines);
-        if s["lost_events"] != 0 || s["collections"].as_u64().unwrap() < 1000 {
+        // How many collections two threads make in 3 s depends on the scheduler (865 to thousands
+        // seen): what matters is that there were enough to lose some, and none was lost.
+        if s["lost_events"] != 0 || s["collections"].as_u64().unwrap() < 100 {
             errors.push(format!(
                 "{}: {} collections seen, {} lost",
                 py.name, s["collections"], s["lost_events"]
