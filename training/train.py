@@ -3,8 +3,8 @@ same model, byte for byte.
 
   python train.py TRACES_DIR OUT.onnx CARD.md
 
-TRACES_DIR holds one `neurogc-agent --mode observe --json` recording per (profile, action,
-repeat), named PROFILE__T0-T1-T2__R.jsonl, each of tests/workloads/profiles.py run under fixed
+TRACES_DIR holds one `neurogc-agent record --mode observe` recording per (profile, action,
+repeat), named PROFILE__T0-T1-T2__R.ngc, each of tests/workloads/profiles.py run under fixed
 thresholds (cargo xtask train records them). For every profile the run cost of each action is
 
     cost = gc_share + 0.01 * p99_pause_ms + 2 * rss_growth
@@ -15,7 +15,6 @@ with the action of least cost: "seeing this, the best thresholds are these" — 
 thresholds the window was recorded under (they are features too).
 """
 import glob
-import json
 import os
 import sys
 
@@ -24,6 +23,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 import onnx  # noqa: E402
 import onnx_model  # noqa: E402
+import records  # noqa: E402
 
 ACTIONS = [(700, 10, 10), (2000, 10, 10), (5000, 10, 10), (10000, 10, 10), (25000, 20, 10), (60000, 20, 20)]
 HISTORY = 8
@@ -34,10 +34,7 @@ W_GC, W_P99_MS, W_RSS = 1.0, 0.01, 2.0
 
 def load_run(path):
     windows, pauses, schema, names = [], [], None, None
-    for line in open(path):
-        if not line.startswith("{"):
-            continue
-        d = json.loads(line)
+    for d in records.records(path):
         if d.get("type") == "attach":
             schema, names = d["schema"], d["features"]
         elif d.get("type") == "window":
@@ -56,8 +53,8 @@ def main():
     traces, out_path, card_path = sys.argv[1:4]
     runs = {}
     schema = names = None
-    for path in sorted(glob.glob(os.path.join(traces, "*.jsonl"))):
-        profile, action, repeat = os.path.basename(path)[:-6].split("__")
+    for path in sorted(glob.glob(os.path.join(traces, "*.ngc"))):
+        profile, action, repeat = os.path.basename(path)[:-4].split("__")
         action = tuple(int(v) for v in action.split("-"))
         schema, names, windows, pauses = load_run(path)
         if len(windows) < 2:
@@ -161,7 +158,7 @@ def main():
         "- graph: asinh → standardise (training mean/std) → dense 32 ReLU → dense (numpy-trained MLP)",
         "",
         "## Training data",
-        "Recorded on the interpreter the recording ran (see below) with `neurogc-agent --mode observe --json`,",
+        "Recorded on the interpreter the recording ran (see below) with `neurogc-agent record --mode observe`,",
         "tests/workloads/profiles.py run under every action, 1 s windows, first window dropped:",
         "",
         "| profile | runs | best action | cost per action (" + ", ".join(str(a[0]) for a in ACTIONS) + ") |",

@@ -1,8 +1,6 @@
 //! Running totals per generation since attach: counts, collected objects, pause histograms.
 use hdrhistogram::Histogram;
-use serde::Serialize;
-
-use crate::events::Collection;
+use neurogc_trace::{Collection, GenSummary, PauseSummary};
 
 #[derive(Clone)]
 pub struct GenTotals {
@@ -59,41 +57,22 @@ impl Aggregate {
     }
 }
 
-#[derive(Serialize)]
-pub struct PauseSummary {
-    pub total: u64,
-    pub p50: u64,
-    pub p99: u64,
-    pub max: u64,
-}
-
-#[derive(Serialize)]
-pub struct GenSummary {
-    pub r#gen: i8,
-    pub collections: u64,
-    pub collected: i64,
-    pub uncollectable: i64,
-    pub pause_ns: PauseSummary,
-}
-
-impl GenSummary {
-    pub fn new(generation: i8, t: &GenTotals) -> GenSummary {
-        let q = |q: f64| if t.collections == 0 { 0 } else { t.pauses.value_at_quantile(q) };
-        GenSummary {
-            r#gen: generation,
-            collections: t.collections,
-            collected: t.collected,
-            uncollectable: t.uncollectable,
-            pause_ns: PauseSummary { total: t.pause_ns, p50: q(0.5), p99: q(0.99), max: t.pauses.max() },
-        }
+fn summary(generation: i8, t: &GenTotals) -> GenSummary {
+    let q = |q: f64| if t.collections == 0 { 0 } else { t.pauses.value_at_quantile(q) };
+    GenSummary {
+        r#gen: generation,
+        collections: t.collections,
+        collected: t.collected,
+        uncollectable: t.uncollectable,
+        pause_ns: PauseSummary { total: t.pause_ns, p50: q(0.5), p99: q(0.99), max: t.pauses.max() },
     }
 }
 
 impl Aggregate {
     pub fn summaries(&self) -> Vec<GenSummary> {
-        let mut out: Vec<GenSummary> = (0..3).map(|g| GenSummary::new(g as i8, &self.gens[g])).collect();
+        let mut out: Vec<GenSummary> = (0..3).map(|g| summary(g as i8, &self.gens[g])).collect();
         if self.unknown_gen.collections > 0 {
-            out.push(GenSummary::new(-1, &self.unknown_gen));
+            out.push(summary(-1, &self.unknown_gen));
         }
         out
     }

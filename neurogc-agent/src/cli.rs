@@ -4,7 +4,7 @@
 use std::{ffi::OsString, path::PathBuf};
 
 use anyhow::Result;
-use clap::{Parser, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::{
     actuate::ActuatorKind, bail_user, policy::guard::GuardConfig, policy::model::ExecutionProvider,
@@ -17,7 +17,9 @@ Examples:
   sudo neurogc-agent --pid 1234 --mode act      let the model steer the thresholds (guarded)
   sudo neurogc-agent --pid 1234 --json -d 60    every collection, window and decision as JSON
   sudo neurogc-agent -- python3 app.py          run app.py, observed from its first collection
-  neurogc-agent --replay trace.jsonl            recompute the feature windows of a recording
+  sudo neurogc-agent record --pid 1234 -o t.ngc record everything for later study
+  neurogc-agent report t.ngc --html t.html      GC pause forensics of a recording
+  neurogc-agent replay t.ngc --model new.onnx   what a model would have decided on it
 
 Act mode changes nothing that the application did not have once the agent is gone, however it
 goes (SIGKILL included): the hook restores every threshold that still holds neurogc's value,
@@ -35,18 +37,50 @@ out of range, not root); 1 for any other failure.";
 /// collection: generation, pause, objects collected and uncollectable, thread. The target needs
 /// no code change and is left exactly as it was when the agent detaches or dies.
 #[derive(Debug, Parser)]
-#[command(name = "neurogc-agent", version, after_help = AFTER_HELP)]
+#[command(name = "neurogc-agent", version, after_help = AFTER_HELP,
+          args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct Cli {
-    /// Attach to this running CPython process (a host PID)
-    #[arg(short, long, value_name = "PID", conflicts_with = "command", required_unless_present_any = ["command", "replay"],
-          value_parser = clap::value_parser!(i32).range(1..=4_194_304))]
-    pub pid: Option<i32>,
+    #[command(subcommand)]
+    pub sub: Option<Sub>,
 
-    /// Print one JSON object per line: a "gc" line per collection, a "window" line per window,
-    /// "decision" and "actuation" lines in advise/act mode, a "summary" line at the end. In
+    #[command(flatten)]
+    pub target: TargetArgs,
+
+    /// Print one JSON object per line instead of the live view: an "attach" record, a "gc"
+    /// record per collection, a "window" record per window, "decision" and "actuation" records
+    /// in advise/act mode, a "summary" record at the end (format: README, "Records"). In
     /// launch mode the command's own standard output then goes to standard error
     #[arg(long)]
     pub json: bool,
+
+    /// Write the --json stream to FILE (created or truncated; its directory must not be
+    /// writable by other users) and keep the live view on standard output
+    #[arg(short, long, value_name = "FILE", requires = "json")]
+    pub output: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub steer: SteerArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Sub {
+    /// Record every collection, window, decision and actuation of a process to a trace file
+    /// (zstd frames of JSON lines: `zstdcat FILE | jq` reads it), for `report` and `replay`
+    Record(RecordArgs),
+    /// GC pause forensics of a recording (or of a --json stream): KPIs, findings, and optional
+    /// HTML and Perfetto exports
+    Report(ReportArgs),
+    /// Run a model and the guard over a recording's windows, offline: what it would have
+    /// decided at each window, next to what the recorded run had
+    Replay(ReplayArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TargetArgs {
+    /// Attach to this running CPython process (a host PID)
+    #[arg(short, long, value_name = "PID", conflicts_with = "command", required_unless_present = "command",
+          value_parser = clap::value_parser!(i32).range(1..=4_194_304))]
+    pub pid: Option<i32>,
 
     /// Stop after this many seconds, at most a year (the target keeps running)
     #[arg(short, long, value_name = "SECS", value_parser = secs(0.001, 31_536_000.0))]
@@ -57,12 +91,36 @@ pub struct Cli {
     #[arg(short, long, value_name = "SECS", default_value = "1", value_parser = secs(0.05, 3600.0))]
     pub interval: f64,
 
+    /// Which probes to use
+    #[arg(long, value_enum, default_value_t = CliProbe::Auto)]
+    pub probe: CliProbe,
+
+    /// Start this command (a CPython interpreter and its arguments) and observe it from its
+    /// first collection
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct SteerArgs {
     /// observe: no model. advise: decide and print what would change, change nothing.
     /// act: apply the decisions to the target (the application's own thresholds come back when
     /// the agent leaves, however it leaves)
     #[arg(long, value_enum, default_value_t = CliMode::Advise)]
     pub mode: CliMode,
 
+    /// How act mode changes thresholds. Either way a custodian process puts the application's
+    /// values back if the agent dies
+    #[arg(long, value_enum, default_value_t = CliActuator::Hook)]
+    pub actuator: CliActuator,
+
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+}
+
+/// The model and its guardrails: live, recorded or replayed alike.
+#[derive(Debug, Args)]
+pub struct PolicyArgs {
     /// ONNX model to decide with, a regular file of at most 64 MiB (default: the model embedded
     /// in the agent; contract in README)
     #[arg(long, value_name = "PATH")]
@@ -71,11 +129,6 @@ pub struct Cli {
     /// Where to run the model
     #[arg(long, value_enum, default_value_t = CliEp::Cpu)]
     pub ep: CliEp,
-
-    /// How act mode changes thresholds. Either way a custodian process puts the application's
-    /// values back if the agent dies
-    #[arg(long, value_enum, default_value_t = CliActuator::Hook)]
-    pub actuator: CliActuator,
 
     /// Lowest thresholds the agent may set (t0,t1,t2; each 0 to 2147483647)
     #[arg(long, value_name = "T0,T1,T2", default_value = "100,2,2", value_parser = triple)]
@@ -101,19 +154,54 @@ pub struct Cli {
     /// Allow a threshold of 0 (which disables that part of the collector)
     #[arg(long)]
     pub allow_disable: bool,
+}
 
-    /// Recompute the feature windows of a recorded `--json` stream and print them (no target)
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["pid", "command"])]
-    pub replay: Option<PathBuf>,
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// The trace file to write (created or truncated; its directory must not be writable by
+    /// other users). Readable up to its last block even if the recorder is killed
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
 
-    /// Which probes to use
-    #[arg(long, value_enum, default_value_t = CliProbe::Auto)]
-    pub probe: CliProbe,
+    #[command(flatten)]
+    pub target: TargetArgs,
 
-    /// Start this command (a CPython interpreter and its arguments) and observe it from its
-    /// first collection
-    #[arg(last = true, value_name = "COMMAND")]
-    pub command: Vec<OsString>,
+    #[command(flatten)]
+    pub steer: SteerArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A recording (`record -o`) or a `--json` stream
+    #[arg(value_name = "TRACE")]
+    pub trace: PathBuf,
+
+    /// Print the report as one JSON object instead of text
+    #[arg(long)]
+    pub json: bool,
+
+    /// Also write a self-contained HTML report with plots to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    /// Also write a Chrome/Perfetto trace-event JSON file, one slice per collection on its
+    /// thread's track (open it in ui.perfetto.dev)
+    #[arg(long, value_name = "FILE")]
+    pub perfetto: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// A recording (`record -o`) or a `--json` stream
+    #[arg(value_name = "TRACE")]
+    pub trace: PathBuf,
+
+    /// Print "window" and "decision" records (JSON lines) instead of a table
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub policy: PolicyArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -152,30 +240,95 @@ pub enum CliProbe {
 
 /// What to do, in the domain's terms.
 pub enum Task {
-    Replay(PathBuf),
     Observe(Options),
+    Report(crate::report::Options),
+    Replay(crate::replay::Options),
+}
+
+/// Where the records of a live run go.
+pub enum Output {
+    /// The live view only.
+    View,
+    /// JSON lines, to standard output (None) or a file.
+    Json(Option<PathBuf>),
+    /// A `.ngc` recording.
+    Recording(PathBuf),
 }
 
 pub struct Options {
     pub pid: Option<i32>,
     pub command: Vec<OsString>,
-    pub json: bool,
+    pub output: Output,
     pub duration: Option<f64>,
     pub interval: f64,
     pub mode: Mode,
+    pub actuator: ActuatorKind,
+    pub policy: Policy,
+    pub probe: ProbeChoice,
+}
+
+/// The model and guard settings.
+#[derive(Clone)]
+pub struct Policy {
     pub model: Option<PathBuf>,
     pub ep: ExecutionProvider,
-    pub actuator: ActuatorKind,
     pub guard: GuardConfig,
-    pub probe: ProbeChoice,
 }
 
 impl Cli {
     /// Checks what clap cannot check field by field, and converts.
     pub fn task(self) -> Result<Task> {
-        if let Some(trace) = self.replay {
-            return Ok(Task::Replay(trace));
+        match self.sub {
+            None => {
+                let output = match (self.json, self.output) {
+                    (false, _) => Output::View,
+                    (true, file) => Output::Json(file),
+                };
+                observe(self.target, output, self.steer)
+            }
+            Some(Sub::Record(r)) => observe(r.target, Output::Recording(r.output), r.steer),
+            Some(Sub::Report(r)) => Ok(Task::Report(crate::report::Options {
+                trace: r.trace,
+                json: r.json,
+                html: r.html,
+                perfetto: r.perfetto,
+            })),
+            Some(Sub::Replay(r)) => Ok(Task::Replay(crate::replay::Options {
+                trace: r.trace,
+                json: r.json,
+                policy: r.policy.convert()?,
+            })),
         }
+    }
+}
+
+fn observe(target: TargetArgs, output: Output, steer: SteerArgs) -> Result<Task> {
+    Ok(Task::Observe(Options {
+        pid: target.pid,
+        command: target.command,
+        output,
+        duration: target.duration,
+        interval: target.interval,
+        mode: match steer.mode {
+            CliMode::Observe => Mode::Observe,
+            CliMode::Advise => Mode::Advise,
+            CliMode::Act => Mode::Act,
+        },
+        actuator: match steer.actuator {
+            CliActuator::Hook => ActuatorKind::Hook,
+            CliActuator::Memory => ActuatorKind::Memory,
+        },
+        policy: steer.policy.convert()?,
+        probe: match target.probe {
+            CliProbe::Auto => ProbeChoice::Auto,
+            CliProbe::Usdt => ProbeChoice::Usdt,
+            CliProbe::Uprobe => ProbeChoice::Uprobe,
+        },
+    }))
+}
+
+impl PolicyArgs {
+    fn convert(self) -> Result<Policy> {
         for g in 0..3 {
             if self.threshold_min[g] > self.threshold_max[g] {
                 bail_user!(
@@ -185,25 +338,11 @@ impl Cli {
                 );
             }
         }
-        Ok(Task::Observe(Options {
-            pid: self.pid,
-            command: self.command,
-            json: self.json,
-            duration: self.duration,
-            interval: self.interval,
-            mode: match self.mode {
-                CliMode::Observe => Mode::Observe,
-                CliMode::Advise => Mode::Advise,
-                CliMode::Act => Mode::Act,
-            },
+        Ok(Policy {
             model: self.model,
             ep: match self.ep {
                 CliEp::Cpu => ExecutionProvider::Cpu,
                 CliEp::Cuda => ExecutionProvider::Cuda,
-            },
-            actuator: match self.actuator {
-                CliActuator::Hook => ActuatorKind::Hook,
-                CliActuator::Memory => ActuatorKind::Memory,
             },
             guard: GuardConfig {
                 min: self.threshold_min,
@@ -213,12 +352,7 @@ impl Cli {
                 max_rss_growth: self.max_rss_growth / 100.0,
                 allow_disable: self.allow_disable,
             },
-            probe: match self.probe {
-                CliProbe::Auto => ProbeChoice::Auto,
-                CliProbe::Usdt => ProbeChoice::Usdt,
-                CliProbe::Uprobe => ProbeChoice::Uprobe,
-            },
-        }))
+        })
     }
 }
 
@@ -271,5 +405,11 @@ mod tests {
         for bad in ["0", "-5", "1e9", "nan"] {
             assert!(percent(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
     }
 }

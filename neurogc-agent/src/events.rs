@@ -3,22 +3,7 @@
 //! every version (3.13+ passes −1 "auto" as the generation argument) and filters calls that did
 //! not collect (re-entries, 3.14's no-op increments).
 use neurogc_common::{EVENT_HAS_STATS, GcEvent, NUM_GENERATIONS};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct Collection {
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    /// Start of the collection, nanoseconds since the Unix epoch.
-    pub ts_ns: u64,
-    pub pid: u32,
-    pub tid: u32,
-    /// 0, 1 or 2; −1 only when neither the GC state nor the probe told the generation.
-    pub r#gen: i8,
-    pub duration_ns: u64,
-    pub collected: i64,
-    /// −1 when unknown (no GC state: the probe reports collected + uncollectable together).
-    pub uncollectable: i64,
-}
+use neurogc_trace::Collection;
 
 /// Maps `bpf_ktime_get_ns()` (CLOCK_MONOTONIC) to wall-clock time.
 #[derive(Debug, Clone, Copy)]
@@ -62,7 +47,6 @@ pub fn decode(ev: &GcEvent, stats_trusted: bool, clock: &Clock) -> Option<Collec
         (generation, ev.result, -1)
     };
     Some(Collection {
-        kind: "gc",
         ts_ns: clock.to_unix_ns(ev.start_ns),
         pid: ev.pid,
         tid: ev.tid,

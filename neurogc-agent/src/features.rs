@@ -1,72 +1,11 @@
 //! Feature windows: the event stream folded into fixed windows, each closed by a `Sample` of the
 //! target (thresholds and gen0 count from memory, RSS and CPU from /proc). The very same code
-//! runs live and on a recorded `--json` stream (`--replay`), so what a model was trained on and
+//! runs live and on a recorded `--json` stream (`replay`), so what a model was trained on and
 //! what it is served cannot drift. Schema changes bump `SCHEMA`; README documents the names.
-use serde::{Deserialize, Serialize};
+use neurogc_trace::Collection;
+pub use neurogc_trace::{Sample, Window};
 
-use crate::events::Collection;
-
-pub const SCHEMA: u32 = 1;
-
-/// Feature names, in vector order. Per generation: collections per second, pause p50/p99/max
-/// (µs), objects collected per collection. Then: share of wall time in GC, net container
-/// allocations per second (estimated), RSS (MiB) and its slope (MiB/s), the target's CPU share,
-/// the thresholds in force and gen0's count at the window's end, and the `gc.freeze()` count.
-pub const NAMES: [&str; 25] = [
-    "gen0_per_s",
-    "gen0_p50_us",
-    "gen0_p99_us",
-    "gen0_max_us",
-    "gen0_collected_per",
-    "gen1_per_s",
-    "gen1_p50_us",
-    "gen1_p99_us",
-    "gen1_max_us",
-    "gen1_collected_per",
-    "gen2_per_s",
-    "gen2_p50_us",
-    "gen2_p99_us",
-    "gen2_max_us",
-    "gen2_collected_per",
-    "gc_share",
-    "alloc_per_s",
-    "rss_mib",
-    "rss_slope_mib_s",
-    "cpu_share",
-    "threshold0",
-    "threshold1",
-    "threshold2",
-    "count0",
-    "freeze_count",
-];
-
-pub const COUNT: usize = NAMES.len();
-
-/// The target at one instant. Fields the agent could not read are absent (features use 0).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Sample {
-    /// Nanoseconds since the Unix epoch.
-    pub ts_ns: u64,
-    pub thresholds: Option<[i64; 3]>,
-    pub count0: Option<i64>,
-    pub rss_bytes: u64,
-    /// CPU time of all the target's threads so far.
-    pub cpu_ns: u64,
-    pub freeze_count: Option<i64>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Window {
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub schema: u32,
-    /// Start and end of the window (the end sample's timestamp).
-    pub start_ns: u64,
-    pub end_ns: u64,
-    pub collections: [u64; 3],
-    pub features: Vec<f64>,
-    pub sample: Sample,
-}
+pub use neurogc_trace::features::{COUNT, NAMES, SCHEMA, index};
 
 /// Folds collections into the current window.
 pub struct Windower {
@@ -131,7 +70,6 @@ impl Windower {
         f.push(now.freeze_count.unwrap_or(0) as f64);
         debug_assert_eq!(f.len(), COUNT);
         let window = Window {
-            kind: "window".to_owned(),
             schema: SCHEMA,
             start_ns: self.prev.ts_ns,
             end_ns: now.ts_ns,
@@ -177,7 +115,6 @@ mod tests {
 
     fn gc(r#gen: i8, duration_us: u64, collected: i64) -> Collection {
         Collection {
-            kind: "gc",
             ts_ns: 0,
             pid: 1,
             tid: 1,

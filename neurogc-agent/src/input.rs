@@ -62,6 +62,24 @@ pub fn read_regular(path: &Path, what: &str, max_bytes: u64) -> Result<Vec<u8>> 
     Ok(bytes)
 }
 
+/// Largest trace read: a 10-million-collection `--json` stream is ≈ 1.2 GB.
+const MAX_TRACE_BYTES: u64 = 64 << 30;
+
+/// A recording or `--json` stream, for `report` and `replay`.
+pub fn open_trace(path: &Path) -> Result<neurogc_trace::TraceReader<File>> {
+    let (file, _) = open_regular(path, "trace", MAX_TRACE_BYTES)?;
+    neurogc_trace::TraceReader::new(file).map_err(|e| trace_error(path, e))
+}
+
+/// A damaged, foreign or too new trace is the user's to fix (exit 2); an I/O error is not.
+pub fn trace_error(path: &Path, err: neurogc_trace::TraceError) -> anyhow::Error {
+    let text = format!("{}: {err}", path.display());
+    match err {
+        neurogc_trace::TraceError::Io(_) => anyhow::anyhow!("reading trace {text}"),
+        _ => anyhow::Error::new(crate::error::UserError(text)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,6 +14,7 @@ mod perf_uprobe;
 mod policy;
 mod probes;
 mod replay;
+mod report;
 mod steer;
 mod target;
 mod view;
@@ -24,7 +25,7 @@ use anyhow::Result;
 use clap::Parser;
 
 use crate::{
-    cli::{Cli, Task},
+    cli::{Cli, Output, Task},
     launch::Launched,
     policy::model::Model,
     probes::Probes,
@@ -55,7 +56,8 @@ fn main() {
 
 fn run(task: Task, started: Instant) -> Result<()> {
     let opts = match task {
-        Task::Replay(trace) => return replay::run(&trace),
+        Task::Replay(opts) => return replay::run(&opts),
+        Task::Report(opts) => return report::run(&opts),
         Task::Observe(opts) => opts,
     };
     if !nix::unistd::geteuid().is_root() {
@@ -72,21 +74,24 @@ fn run(task: Task, started: Instant) -> Result<()> {
     let steer = match opts.mode {
         Mode::Observe => None,
         mode => {
-            let model = Model::load(opts.model.as_deref(), opts.ep)?;
-            Some(Steering::new(mode, model, opts.guard.clone(), opts.actuator))
+            let model = Model::load(opts.policy.model.as_deref(), opts.policy.ep)?;
+            Some(Steering::new(mode, model, opts.policy.guard.clone(), opts.actuator))
         }
     };
     if let (Some(plan), Some(steer)) = (&attach_plan, &steer) {
         steer.precheck(plan)?;
     }
+    // The output file last: input that is refused leaves no file behind.
+    let records = open_records(&opts.output)?;
+    let json_stdout = matches!(opts.output, Output::Json(None));
     // Launch mode holds the new process under ptrace until the probes are armed; ptrace
     // requests must come from this thread, so all of this happens before the runtime starts.
     let launched =
-        if opts.command.is_empty() { None } else { Some(launch::spawn(&opts.command, opts.json)?) };
+        if opts.command.is_empty() { None } else { Some(launch::spawn(&opts.command, json_stdout)?) };
     let plan = match (attach_plan, &launched) {
         (Some(plan), _) => Ok(plan),
         (None, Some(l)) => target::resolve(l.pid, opts.probe),
-        (None, None) => unreachable!("clap requires --pid, COMMAND or --replay"),
+        (None, None) => unreachable!("clap requires --pid or COMMAND"),
     };
     let armed = plan.and_then(|plan| Ok((Probes::arm(&plan)?, plan)));
     let (probes, plan) = match armed {
@@ -113,11 +118,30 @@ fn run(task: Task, started: Instant) -> Result<()> {
         plan.file.display()
     );
     let run = observe::Options {
-        json: opts.json,
+        records,
+        view: !json_stdout,
         duration: opts.duration.map(Duration::from_secs_f64),
         interval: Duration::from_secs_f64(opts.interval),
         attach_ms,
     };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    runtime.block_on(observe::run(&plan, probes, launched, steer, &run))
+    runtime.block_on(observe::run(&plan, probes, launched, steer, run))
+}
+
+/// Where the records go, opened before anything is touched.
+fn open_records(output: &Output) -> Result<Option<observe::Records>> {
+    use neurogc_trace::TraceWriter;
+    Ok(match output {
+        Output::View => None,
+        Output::Json(None) => {
+            Some(TraceWriter::json_lines(Box::new(output::LineWriter::new(std::io::stdout()))))
+        }
+        Output::Json(Some(path)) => {
+            Some(TraceWriter::json_lines(Box::new(output::create(path, "JSON stream")?)))
+        }
+        Output::Recording(path) => {
+            let file: Box<dyn std::io::Write> = Box::new(output::create(path, "recording")?);
+            Some(TraceWriter::zstd(file)?)
+        }
+    })
 }

@@ -9,20 +9,20 @@ use std::{
 
 use anyhow::Result;
 use neurogc_common::GcEvent;
-use serde::Serialize;
+use neurogc_trace::{Attach, PolicySummary, Record, Summary, TraceWriter};
 use tokio::{
     io::{Interest, unix::AsyncFd},
     signal::unix::{SignalKind, signal},
 };
 
 use crate::{
-    aggregate::{Aggregate, GenSummary},
+    aggregate::Aggregate,
     events::{self, Clock},
     features::{self, Sample, Window, Windower},
     launch::Launched,
     output::LineWriter,
     probes::Probes,
-    steer::{Events, LatencySummary, Mode, Steering},
+    steer::{Events, Mode, Steering, latency},
     target::{
         AttachPlan,
         layout::{GcLocator, GcState},
@@ -35,27 +35,18 @@ use crate::{
 /// a quarter of the ring is full).
 const DRAIN_PERIOD: Duration = Duration::from_millis(100);
 
+/// Where the records go: the `--json` stream or a `.ngc` recording.
+pub type Records = TraceWriter<Box<dyn Write>>;
+
 pub struct Options {
-    pub json: bool,
+    /// None: the live view only.
+    pub records: Option<Records>,
+    /// The live view goes to standard output (it does unless the records do).
+    pub view: bool,
     pub duration: Option<Duration>,
     pub interval: Duration,
     /// Milliseconds from agent start to probes armed.
     pub attach_ms: f64,
-}
-
-/// The header line of a `--json` stream: what was observed, the feature schema, and the sample
-/// that opens the first window (`--replay` starts from it).
-#[derive(Serialize)]
-struct AttachLine<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    pid: i32,
-    python: String,
-    probe: &'static str,
-    mode: &'static str,
-    schema: u32,
-    features: &'a [&'static str],
-    sample: Sample,
 }
 
 enum GcStatus {
@@ -131,58 +122,17 @@ impl AsRawFd for Ring {
     }
 }
 
-#[derive(Serialize)]
-struct Summary<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    pid: i32,
-    python: String,
-    probe: &'static str,
-    stopped: &'a str,
-    elapsed_s: f64,
-    attach_ms: f64,
-    collections: u64,
-    gc_time_share: f64,
-    lost_events: u64,
-    unpaired_events: u64,
-    generations: Vec<GenSummary>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    target_exit_status: Option<i32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    policy: Option<PolicySummary>,
-}
-
-#[derive(Serialize)]
-struct PolicySummary {
-    mode: &'static str,
-    provider: &'static str,
-    decisions: u64,
-    changes_applied: u64,
-    inference_ns: LatencySummary,
-    /// From the window's close (drain, sample, features, inference, guard) to the decision.
-    window_to_decision_ns: LatencySummary,
-    /// From the decision to the target's confirmation of a change (act mode).
-    apply_ns: LatencySummary,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    injection_ms: Option<f64>,
-    /// Act mode: nothing neurogc set is left in the target (see `restore`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    restored: Option<bool>,
-    /// Act mode: what the restore found and did, in words.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    restore: Option<String>,
-}
-
 struct Observer<'a> {
     plan: &'a AttachPlan,
-    opts: &'a Options,
     gc: GcStatus,
     clock: Clock,
     agg: Aggregate,
-    out: LineWriter<io::Stdout>,
+    records: Option<Records>,
+    view: Option<LineWriter<io::Stdout>>,
     tty: bool,
     name: String,
     started: Instant,
+    attach_ms: f64,
     /// Events read but not decoded yet (while the GC state is being proven).
     held: Vec<GcEvent>,
     /// Attached to a running interpreter (not launched): its GC state exists from the start.
@@ -199,6 +149,8 @@ const MAX_HELD: usize = 100_000;
 enum Stop {
     /// Act mode could not start: (why, the user's to fix).
     ActFailed(String, bool),
+    /// The agent itself failed (writing its records, reading the ring): stops in order too.
+    Failed(anyhow::Error),
     Duration,
     Signal(&'static str),
     TargetExited(Option<i32>),
@@ -209,6 +161,7 @@ impl Stop {
     fn text(&self) -> &'static str {
         match self {
             Stop::ActFailed(..) => "act-failed",
+            Stop::Failed(_) => "failed",
             Stop::Duration => "duration",
             Stop::Signal(s) => s,
             Stop::TargetExited(_) => "target-exited",
@@ -258,7 +211,7 @@ pub async fn run(
     probes: Probes,
     launched: Option<Launched>,
     steer: Option<Steering>,
-    opts: &Options,
+    mut opts: Options,
 ) -> Result<()> {
     let pid = plan.pid;
     let exit_watch = readable(PidFd(pidfd_open(pid)?))?;
@@ -278,14 +231,15 @@ pub async fn run(
     let first = sample(pid, &gc, &clock, None);
     let mut obs = Observer {
         plan,
-        opts,
         gc,
         clock,
         agg: Aggregate::default(),
-        out: LineWriter::new(io::stdout()),
+        records: opts.records.take(),
+        view: opts.view.then(|| LineWriter::new(io::stdout())),
         tty: io::IsTerminal::is_terminal(&io::stdout()),
         name: process::describe(pid).split_once(' ').map(|(_, n)| n.to_owned()).unwrap_or_default(),
         started: Instant::now(),
+        attach_ms: opts.attach_ms,
         held: Vec::new(),
         attached: launched.is_none(),
         windower: Windower::new(first),
@@ -293,19 +247,11 @@ pub async fn run(
         events: None,
     };
     obs.start_actuator()?;
-    if opts.json {
-        let line = AttachLine {
-            kind: "attach",
-            pid,
-            python: plan.interpreter.version.to_string(),
-            probe: plan.source.kind(),
-            mode: obs.steer.as_ref().map_or("observe", |s| s.mode.name()),
-            schema: features::SCHEMA,
-            features: &features::NAMES,
-            sample: first,
-        };
-        serde_json::to_writer(&mut obs.out, &line)?;
-        writeln!(obs.out)?;
+    let attach = obs.attach_record(first, &opts);
+    obs.emit(&Record::Attach(attach))?;
+    // Its own block at once: a recorder killed in its first second still leaves a readable file.
+    if let Some(r) = obs.records.as_mut() {
+        r.seal()?;
     }
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
@@ -350,7 +296,8 @@ pub async fn run(
             if err.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe) {
                 break Stop::OutputClosed;
             }
-            return Err(err);
+            // Anything else still ends in order: the application gets its settings back first.
+            break Stop::Failed(err);
         }
     };
     // Whatever the kernel already produced belongs to the run; then disarm before summarising.
@@ -359,12 +306,13 @@ pub async fn run(
     let _ = obs.release_held();
     let (lost, unpaired) = (probes.lost(), probes.unpaired());
     drop(probes);
-    obs.finish_actuator().await?;
-    obs.summarise(&stop, lost, unpaired)?;
+    let finished = obs.finish_actuator().await;
+    let summarised = obs.summarise(&stop, lost, unpaired);
     match stop {
         Stop::ActFailed(why, true) => Err(anyhow::Error::new(crate::error::UserError(why))),
         Stop::ActFailed(why, false) => Err(anyhow::anyhow!(why)),
-        _ => Ok(()),
+        Stop::Failed(err) => Err(err),
+        _ => finished.and(summarised),
     }
 }
 
@@ -408,12 +356,8 @@ impl Observer<'_> {
         if rec.event == "finished" {
             self.events = None;
         }
-        if self.opts.json {
-            serde_json::to_writer(&mut self.out, &rec)?;
-            writeln!(self.out)?;
-            self.out.flush()?;
-        }
-        Ok(())
+        self.emit(&Record::Actuation(rec))?;
+        Ok(self.flush_records()?)
     }
 
     /// Gives the application its settings back (bounded wait) and reports how it went.
@@ -422,14 +366,10 @@ impl Observer<'_> {
         let clock = self.clock;
         let records = steer.finish(events, || clock.now_unix_ns()).await;
         self.events = None;
-        if self.opts.json {
-            for rec in &records {
-                serde_json::to_writer(&mut self.out, rec)?;
-                writeln!(self.out)?;
-            }
-            self.out.flush()?;
+        for rec in records {
+            self.emit(&Record::Actuation(rec))?;
         }
-        Ok(())
+        Ok(self.flush_records()?)
     }
 
     fn drain(&mut self, probes: &mut Probes) -> io::Result<()> {
@@ -462,15 +402,34 @@ impl Observer<'_> {
             let Some(collection) = events::decode(&raw, trusted, &self.clock) else { continue };
             self.agg.record(&collection);
             self.windower.record(&collection);
-            if self.opts.json {
-                serde_json::to_writer(&mut self.out, &collection)?;
-                self.out.write_all(b"\n")?;
-            }
+            self.emit(&Record::Gc(collection))?;
         }
-        if self.opts.json {
-            self.out.flush()?;
+        self.flush_records()
+    }
+
+    /// The first record: what is observed, by what, how; `first` opens the first window.
+    fn attach_record(&self, first: Sample, opts: &Options) -> Attach {
+        let plan = self.plan;
+        let (model, guard) = self.steer.as_ref().map(Steering::describe).unzip();
+        Attach {
+            format: neurogc_trace::FORMAT,
+            pid: plan.pid,
+            python: plan.interpreter.version.to_string(),
+            probe: plan.source.kind().to_owned(),
+            mode: self.steer.as_ref().map_or("observe", |s| s.mode.name()).to_owned(),
+            schema: features::SCHEMA,
+            features: features::NAMES.iter().map(|n| (*n).to_owned()).collect(),
+            sample: first,
+            build: Some(neurogc_trace::Build {
+                file: plan.file.display().to_string(),
+                free_threaded: plan.interpreter.free_threaded,
+            }),
+            host: nix::unistd::gethostname().ok().map(|h| h.to_string_lossy().into_owned()),
+            agent: Some(concat!("neurogc-agent ", env!("CARGO_PKG_VERSION")).to_owned()),
+            interval_s: Some(opts.interval.as_secs_f64()),
+            model,
+            guard,
         }
-        Ok(())
     }
 
     /// A window closes: sample, features, decision, view.
@@ -492,21 +451,19 @@ impl Observer<'_> {
             Some(steer) => Some(steer.decide(&window, opened)?),
             None => None,
         };
-        if self.opts.json {
-            serde_json::to_writer(&mut self.out, &window)?;
-            writeln!(self.out)?;
-            if let Some(d) = &decision {
-                serde_json::to_writer(&mut self.out, d)?;
-                writeln!(self.out)?;
-            }
-            self.out.flush()?;
-            return Ok(());
-        }
         self.render(&window, lost)?;
+        self.emit(&Record::Window(window))?;
+        if let Some(d) = decision {
+            self.emit(&Record::Decision(d))?;
+        }
+        self.flush_records()?;
         Ok(())
     }
 
     fn render(&mut self, window: &Window, lost: u64) -> io::Result<()> {
+        if self.view.is_none() {
+            return Ok(());
+        }
         let f = &window.features;
         let interval_s = (window.end_ns - window.start_ns) as f64 / 1e9;
         let python = self.plan.interpreter.version.to_string();
@@ -530,22 +487,20 @@ impl Observer<'_> {
             agg: &self.agg,
             interval_collections: window.collections,
             interval_s,
-            gc_share: f[features::NAMES.iter().position(|n| *n == "gc_share").unwrap()],
+            gc_share: f[features::index("gc_share").expect("a feature")],
             settings: window.sample.thresholds.zip(window.sample.count0),
             alloc_rate: window
                 .sample
                 .thresholds
-                .map(|_| f[features::NAMES.iter().position(|n| *n == "alloc_per_s").unwrap()]),
+                .map(|_| f[features::index("alloc_per_s").expect("a feature")]),
             lost,
             note: note.as_deref(),
             decision: decision.as_deref(),
         };
-        if self.tty {
-            self.out.write_all(view::screen(&frame).as_bytes())?;
-        } else {
-            writeln!(self.out, "{}", view::line(&frame))?;
-        }
-        self.out.flush()
+        let text = if self.tty { view::screen(&frame) } else { view::line(&frame) + "\n" };
+        let out = self.view.as_mut().expect("checked above");
+        out.write_all(text.as_bytes())?;
+        out.flush()
     }
 
     fn summarise(mut self, stop: &Stop, lost: u64, unpaired: u64) -> Result<()> {
@@ -557,13 +512,12 @@ impl Observer<'_> {
         }
         let elapsed_s = self.started.elapsed().as_secs_f64();
         let summary = Summary {
-            kind: "summary",
             pid: self.plan.pid,
             python: self.plan.interpreter.version.to_string(),
-            probe: self.plan.source.kind(),
-            stopped: stop.text(),
+            probe: self.plan.source.kind().to_owned(),
+            stopped: stop.text().to_owned(),
             elapsed_s,
-            attach_ms: self.opts.attach_ms,
+            attach_ms: self.attach_ms,
             collections: self.agg.collections(),
             gc_time_share: self.agg.pause_ns() as f64 / 1e9 / elapsed_s.max(1e-9),
             lost_events: lost,
@@ -574,13 +528,13 @@ impl Observer<'_> {
                 _ => None,
             },
             policy: self.steer.as_ref().map(|s| PolicySummary {
-                mode: s.mode.name(),
-                provider: s.provider(),
+                mode: s.mode.name().to_owned(),
+                provider: s.provider().to_owned(),
                 decisions: s.inference_ns.len(),
                 changes_applied: s.changes,
-                inference_ns: LatencySummary::of(&s.inference_ns),
-                window_to_decision_ns: LatencySummary::of(&s.decision_ns),
-                apply_ns: LatencySummary::of(&s.apply_ns),
+                inference_ns: latency(&s.inference_ns),
+                window_to_decision_ns: latency(&s.decision_ns),
+                apply_ns: latency(&s.apply_ns),
                 injection_ms: s.injected_in.map(|d| d.as_secs_f64() * 1e3),
                 restored: restored.as_ref().map(|r| r.0),
                 restore: restored.as_ref().map(|r| r.1.clone()),
@@ -589,17 +543,34 @@ impl Observer<'_> {
         if matches!(stop, Stop::OutputClosed) {
             return Ok(());
         }
-        if self.opts.json {
-            serde_json::to_writer(&mut self.out, &summary)?;
-            writeln!(self.out)?;
-        } else {
+        if let Some(out) = self.view.as_mut() {
             writeln!(
-                self.out,
+                out,
                 "{}",
-                view::summary(&summary.generations, summary.stopped, elapsed_s, summary.gc_time_share, lost)
+                view::summary(&summary.generations, &summary.stopped, elapsed_s, summary.gc_time_share, lost)
             )?;
+            out.flush()?;
         }
-        self.out.flush()?;
+        if !matches!(stop, Stop::Failed(_)) {
+            self.emit(&Record::Summary(summary))?;
+        }
+        if let Some(records) = self.records.as_mut() {
+            records.seal()?;
+        }
         Ok(())
+    }
+
+    fn emit(&mut self, record: &Record) -> io::Result<()> {
+        match self.records.as_mut() {
+            Some(w) => w.write(record),
+            None => Ok(()),
+        }
+    }
+
+    fn flush_records(&mut self) -> io::Result<()> {
+        match self.records.as_mut() {
+            Some(w) => w.flush_due(),
+            None => Ok(()),
+        }
     }
 }

@@ -2,7 +2,16 @@
 //! stdout, so both write to one pipe or file: a write of at most PIPE_BUF bytes is never
 //! interleaved with another's, so lines go out in whole-line chunks of at most that size, and a
 //! recorded `--json` stream stays parseable whatever the target prints.
-use std::io::{self, Write};
+use std::{
+    fs::File,
+    io::{self, Write},
+    os::unix::fs::{MetadataExt, OpenOptionsExt},
+    path::Path,
+};
+
+use anyhow::{Context, Result};
+
+use crate::bail_user;
 
 /// POSIX guarantees atomic pipe writes up to PIPE_BUF (4096 on Linux).
 const CHUNK: usize = 4096;
@@ -53,6 +62,54 @@ impl<W: Write> Write for LineWriter<W> {
         self.drain(true)?;
         self.inner.flush()
     }
+}
+
+/// Creates (or truncates) an output file the user named. The agent runs as root: a directory
+/// that other users can write could hold a link planted to redirect the write, so such
+/// directories are refused, the last component is never followed, and only a regular file is
+/// ever truncated.
+pub fn create(path: &Path, what: &str) -> Result<File> {
+    let Some(name) = path.file_name() else { bail_user!("{what} {}: not a file name", path.display()) };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let dir_meta = match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => m,
+        Ok(_) => bail_user!("{what} {}: {} is not a directory", path.display(), dir.display()),
+        Err(e) => bail_user!("{what} {}: {}: {e}", path.display(), dir.display()),
+    };
+    if dir_meta.mode() & 0o022 != 0 {
+        bail_user!(
+            "{what} {}: the directory {} can be written by other users, and neurogc-agent (running as root) \
+             does not create files there; write it to a directory only its owner can write",
+            path.display(),
+            dir.display()
+        );
+    }
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(dir.join(name));
+    let file = match file {
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            bail_user!("{what} {}: is a symbolic link, which neurogc-agent does not follow", path.display())
+        }
+        Err(e) => bail_user!("cannot create {what} {}: {e}", path.display()),
+    };
+    let meta = file.metadata().with_context(|| format!("{}", path.display()))?;
+    if !meta.is_file() {
+        bail_user!("{what} {}: not a regular file (a FIFO, device or directory?)", path.display());
+    }
+    file.set_len(0).with_context(|| format!("truncating {}", path.display()))?;
+    // Blocking writes from here on: O_NONBLOCK only kept the open from waiting on a FIFO.
+    let flags = nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_GETFL)?;
+    let flags = nix::fcntl::OFlag::from_bits_truncate(flags) & !nix::fcntl::OFlag::O_NONBLOCK;
+    nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_SETFL(flags))?;
+    Ok(file)
 }
 
 #[cfg(test)]

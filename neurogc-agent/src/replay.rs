@@ -1,123 +1,187 @@
-//! `--replay FILE`: the feature windows of a recorded `--json` stream, recomputed by the same
-//! `Windower` the live agent uses, printed as "window" lines. Equal to the recorded ones by
-//! construction; the test suite checks it on real recordings.
+//! `replay TRACE`: a model and the guard run over a recording, offline. Every window is
+//! recomputed from the recorded collections by the same `Windower` the live agent runs (and
+//! checked against the recorded one), scored, and passed through a fresh guard; what it would
+//! have decided is shown next to what the recorded run had in force and decided. This is how a
+//! new model meets production traces before it is allowed to act.
+//!
+//! What replay cannot tell is how the target would have answered a change it did not get: the
+//! windows are the recorded ones, whatever the replayed policy decides.
 use std::{
-    io::{BufRead, BufReader, Read, Write},
-    path::Path,
+    io::{BufWriter, Write},
+    path::PathBuf,
 };
 
 use anyhow::Result;
-use serde::Deserialize;
+use neurogc_trace::{Decision, Record};
 
 use crate::{
     bail_user,
-    events::Collection,
-    features::{self, Sample, Windower},
+    cli::Policy,
+    features::{self, Windower},
+    policy::{guard::Guard, model::Model},
 };
 
-#[derive(Deserialize)]
-struct Line {
-    /// Absent on lines that are not the agent's (the target's own JSON output, in launch mode).
-    #[serde(rename = "type", default)]
-    kind: Option<String>,
-    #[serde(default)]
-    schema: Option<u32>,
-    #[serde(default)]
-    sample: Option<Sample>,
-    #[serde(default)]
-    r#gen: Option<i8>,
-    #[serde(default)]
-    duration_ns: Option<u64>,
-    #[serde(default)]
-    collected: Option<i64>,
+pub struct Options {
+    pub trace: PathBuf,
+    pub json: bool,
+    pub policy: Policy,
 }
 
-/// Largest trace read (a 10-million-collection recording is ≈ 1.2 GB of JSON lines).
-const MAX_TRACE_BYTES: u64 = 64 << 30;
-/// Longest line: the agent's own are a few KiB (the attach line lists the feature names).
-const MAX_LINE_BYTES: u64 = 1 << 20;
+/// One replayed window, until the recorded decision that follows it (if any) is read.
+struct Row {
+    at_s: f64,
+    in_force: Option<[i64; 3]>,
+    would: Decision,
+    recorded: Option<Decision>,
+}
 
-pub fn run(path: &Path) -> Result<()> {
-    let (file, _) = crate::input::open_regular(path, "trace", MAX_TRACE_BYTES)?;
+#[derive(Default)]
+struct Tally {
+    windows: u64,
+    identical: u64,
+    would_change: u64,
+    recorded_changes: u64,
+    recorded_decisions: u64,
+    /// Windows with a recorded decision whose thresholds the replayed policy matched.
+    agree: u64,
+}
+
+pub fn run(opts: &Options) -> Result<()> {
+    let mut reader = crate::input::open_trace(&opts.trace)?;
+    let read_error = |e| crate::input::trace_error(&opts.trace, e);
+    // The trace's own errors come before the model's: its first record is read first.
+    let mut first = reader.next().map_err(read_error)?;
+    let mut model = Model::load(opts.policy.model.as_deref(), opts.policy.ep)?;
+    let mut out = BufWriter::new(crate::output::LineWriter::new(std::io::stdout()));
     let mut windower: Option<Windower> = None;
-    let mut out = std::io::BufWriter::new(std::io::stdout());
-    let mut windows = 0;
-    let mut reader = BufReader::new(file);
-    let mut raw = Vec::new();
-    for n in 0.. {
-        raw.clear();
-        let read = (&mut reader).take(MAX_LINE_BYTES + 1).read_until(b'\n', &mut raw);
-        let at = || format!("{}:{}", path.display(), n + 1);
-        match read {
-            Ok(0) => break,
-            Ok(_) if raw.len() as u64 > MAX_LINE_BYTES => {
-                bail_user!("{}: a line longer than {MAX_LINE_BYTES} bytes: not a neurogc trace", at())
-            }
-            Ok(_) => {}
-            Err(e) => bail_user!("reading trace {}: {e}", path.display()),
-        }
-        let Ok(line) = std::str::from_utf8(&raw) else {
-            bail_user!("{}: not text (a binary file?): not a neurogc trace", at())
-        };
-        let line = line.trim_end_matches(['\n', '\r']);
-        if line.trim().is_empty() || !line.starts_with('{') {
-            continue; // the target's own output may be interleaved with the agent's
-        }
-        let parsed: Line = match serde_json::from_str(line) {
-            Ok(l) => l,
-            Err(e) => bail_user!("{}: not a neurogc JSON line ({e})", at()),
-        };
-        match parsed.kind.as_deref().unwrap_or_default() {
-            "attach" => {
-                if parsed.schema != Some(features::SCHEMA) {
+    let mut guard: Option<Guard> = None;
+    let mut start_ns = 0;
+    let mut row: Option<Row> = None;
+    let mut tally = Tally::default();
+    if !opts.json {
+        writeln!(out, "{:>9}  {:<17} {:<28} replayed ({})", "window", "in force", "recorded", model.source)?;
+    }
+    while let Some(record) = match first.take() {
+        Some(r) => Some(r),
+        None => reader.next().map_err(read_error)?,
+    } {
+        match record {
+            Record::Attach(a) => {
+                if a.schema != features::SCHEMA {
                     bail_user!(
-                        "{}: trace has feature schema {:?}, this agent computes {}",
-                        at(),
-                        parsed.schema,
+                        "{}: its windows have feature schema {}, this agent computes {}: replay it with the agent that recorded it",
+                        opts.trace.display(),
+                        a.schema,
                         features::SCHEMA
                     );
                 }
-                let Some(sample) = parsed.sample else {
-                    bail_user!("{}: attach line without a sample", at())
-                };
-                windower = Some(Windower::new(sample));
+                if windower.is_some() {
+                    bail_user!(
+                        "{}: a second attach record: two traces joined into one?",
+                        opts.trace.display()
+                    );
+                }
+                start_ns = a.sample.ts_ns;
+                windower = Some(Windower::new(a.sample));
             }
-            "gc" => {
-                let (Some(g), Some(d), Some(c)) = (parsed.r#gen, parsed.duration_ns, parsed.collected) else {
-                    bail_user!("{}: gc line without gen/duration_ns/collected", at())
+            Record::Gc(c) => windower.as_mut().expect("the reader checks attach comes first").record(&c),
+            Record::Window(recorded) => {
+                flush_row(&mut out, row.take(), opts.json, &mut tally)?;
+                let window = windower.as_mut().expect("attach first").close(recorded.sample);
+                tally.windows += 1;
+                tally.identical += u64::from(window.features == recorded.features);
+                let proposed = model.propose(&window.features)?;
+                let in_force = window.sample.thresholds;
+                let mut would = Decision {
+                    ts_ns: window.end_ns,
+                    thresholds: proposed,
+                    change: false,
+                    requested: false,
+                    reason:
+                        "the recorded thresholds are unknown (GC state not located): nothing to compare with"
+                            .to_owned(),
                 };
-                let Some(w) = windower.as_mut() else {
-                    bail_user!("{}: gc line before the attach line", at())
+                let rss = window.sample.rss_bytes;
+                let guard = match (&mut guard, in_force) {
+                    (Some(g), _) => Some(g),
+                    (None, Some(original)) => {
+                        Some(guard.insert(Guard::new(opts.policy.guard.clone(), original, rss)))
+                    }
+                    (None, None) => None,
                 };
-                w.record(&Collection {
-                    kind: "gc",
-                    ts_ns: 0,
-                    pid: 0,
-                    tid: 0,
-                    r#gen: g,
-                    duration_ns: d,
-                    collected: c,
-                    uncollectable: 0,
-                });
+                if let Some(g) = guard {
+                    let verdict = g.decide(proposed, rss);
+                    (would.thresholds, would.change, would.reason) =
+                        (verdict.thresholds, verdict.change, verdict.reason);
+                }
+                tally.would_change += u64::from(would.change);
+                if opts.json {
+                    serde_json::to_writer(&mut out, &Record::Window(window))?;
+                    writeln!(out)?;
+                }
+                let at_s = (recorded.end_ns.saturating_sub(start_ns)) as f64 / 1e9;
+                row = Some(Row { at_s, in_force, would, recorded: None });
             }
-            "window" => {
-                let Some(sample) = parsed.sample else {
-                    bail_user!("{}: window line without a sample", at())
-                };
-                let Some(w) = windower.as_mut() else {
-                    bail_user!("{}: window line before the attach line", at())
-                };
-                serde_json::to_writer(&mut out, &w.close(sample))?;
-                writeln!(out)?;
-                windows += 1;
+            Record::Decision(d) => {
+                if let Some(r) = row.as_mut() {
+                    r.recorded = Some(d);
+                }
             }
             _ => {}
         }
     }
-    if windower.is_none() {
-        bail_user!("{} has no attach line: record it with neurogc-agent --json", path.display());
+    flush_row(&mut out, row.take(), opts.json, &mut tally)?;
+    if let Some(why) = reader.truncated() {
+        tracing::warn!("{}: {why}", opts.trace.display());
+    }
+    if !opts.json {
+        writeln!(
+            out,
+            "{} windows: {} recomputed identical to the recorded ones; the replayed policy would change the thresholds {} times \
+             (the recorded run: {} of {} decisions); same thresholds as the recorded decision in {} of {}",
+            tally.windows,
+            tally.identical,
+            tally.would_change,
+            tally.recorded_changes,
+            tally.recorded_decisions,
+            tally.agree,
+            tally.recorded_decisions
+        )?;
     }
     out.flush()?;
-    tracing::debug!("{windows} windows replayed");
+    if tally.identical < tally.windows {
+        tracing::warn!(
+            "{} of {} windows differ from the recorded ones: recorded by another agent version, or collections were lost",
+            tally.windows - tally.identical,
+            tally.windows
+        );
+    }
+    Ok(())
+}
+
+fn flush_row(out: &mut impl Write, row: Option<Row>, json: bool, tally: &mut Tally) -> Result<()> {
+    let Some(row) = row else { return Ok(()) };
+    if let Some(rec) = &row.recorded {
+        tally.recorded_decisions += 1;
+        tally.recorded_changes += u64::from(rec.change);
+        tally.agree += u64::from(rec.thresholds == row.would.thresholds);
+    }
+    if json {
+        serde_json::to_writer(&mut *out, &Record::Decision(row.would))?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let t = |t: [i64; 3]| format!("{}/{}/{}", t[0], t[1], t[2]);
+    let verdict =
+        |d: &Decision| if d.change { format!("change to {}", t(d.thresholds)) } else { "keep".to_owned() };
+    writeln!(
+        out,
+        "{:>8.1}s  {:<17} {:<28} {}: {}",
+        row.at_s,
+        row.in_force.map_or("unknown".to_owned(), t),
+        row.recorded.as_ref().map_or("(observe: none)".to_owned(), verdict),
+        verdict(&row.would),
+        row.would.reason
+    )?;
     Ok(())
 }

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use neurogc_trace::{Actuation, Decision, LatencySummary, ModelInfo};
 
 use crate::{
     actuate::{self, ActuatorHandle, ActuatorKind, Command, Event, Finish},
@@ -32,39 +32,6 @@ impl Mode {
             Mode::Act => "act",
         }
     }
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Decision {
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub ts_ns: u64,
-    /// The model's choice, after the guard.
-    pub thresholds: [i64; 3],
-    /// The guard let a change through.
-    pub change: bool,
-    /// Act mode: the change was handed to the actuator (its "actuation" record confirms it).
-    pub requested: bool,
-    pub reason: String,
-}
-
-/// What the actuator did, as reported in the JSON stream.
-#[derive(Debug, Clone, Serialize)]
-pub struct Actuation {
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub ts_ns: u64,
-    pub event: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub thresholds: Option<[i64; 3]>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub requested: Option<[i64; 3]>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub latency_ns: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub restored: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
 }
 
 /// Where the actuator stands.
@@ -104,19 +71,11 @@ fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram")
 }
 
-#[derive(Serialize)]
-pub struct LatencySummary {
-    pub p50: u64,
-    pub p99: u64,
-    pub max: u64,
-}
-
-impl LatencySummary {
-    pub fn of(h: &Histogram<u64>) -> LatencySummary {
-        let empty = h.is_empty();
-        let q = |q| if empty { 0 } else { h.value_at_quantile(q) };
-        LatencySummary { p50: q(0.5), p99: q(0.99), max: h.max() }
-    }
+/// p50, p99 and max of a latency histogram (zeros when empty).
+pub fn latency(h: &Histogram<u64>) -> LatencySummary {
+    let empty = h.is_empty();
+    let q = |q| if empty { 0 } else { h.value_at_quantile(q) };
+    LatencySummary { p50: q(0.5), p99: q(0.99), max: h.max() }
 }
 
 /// The actuator's events, for the observation loop to select on.
@@ -150,6 +109,17 @@ impl Steering {
         self.model.provider
     }
 
+    /// The model and guard, as the attach record names them.
+    pub fn describe(&self) -> (ModelInfo, GuardConfig) {
+        let model = ModelInfo {
+            source: self.model.source.clone(),
+            digest: self.model.digest.clone(),
+            provider: self.model.provider.to_owned(),
+            actions: self.model.actions.clone(),
+        };
+        (model, self.guard_cfg.clone())
+    }
+
     /// Act mode needs an actuator that has not been started yet.
     pub fn wants_actuator(&self) -> bool {
         self.mode == Mode::Act && matches!(self.actuator, Actuator::None)
@@ -174,9 +144,8 @@ impl Steering {
     /// Folds an actuator event into the state; returns the record to report.
     pub fn on_event(&mut self, ev: Event, ts_ns: u64) -> Actuation {
         let mut rec = Actuation {
-            kind: "actuation",
             ts_ns,
-            event: "",
+            event: String::new(),
             thresholds: None,
             requested: None,
             latency_ns: None,
@@ -190,7 +159,7 @@ impl Steering {
         self.actuator = match (ev, handle) {
             (Event::Waiting(why), Some(h)) => {
                 tracing::warn!("act mode: {why}");
-                rec.event = "waiting";
+                rec.event = "waiting".to_owned();
                 rec.detail = Some(why);
                 Actuator::Starting(h)
             }
@@ -200,7 +169,7 @@ impl Steering {
                 }
                 self.injected_in = injected_in;
                 self.freeze_count = freeze_count.or(self.freeze_count);
-                rec.event = "ready";
+                rec.event = "ready".to_owned();
                 rec.thresholds = Some(original);
                 self.original = Some(original);
                 Actuator::Ready(h)
@@ -208,7 +177,7 @@ impl Steering {
             (Event::Applied { requested, now, latency }, Some(h)) => {
                 self.changes += 1;
                 self.apply_ns.saturating_record(latency.as_nanos().max(1) as u64);
-                rec.event = "applied";
+                rec.event = "applied".to_owned();
                 rec.thresholds = Some(now);
                 rec.requested = Some(requested);
                 rec.latency_ns = Some(latency.as_nanos() as u64);
@@ -220,13 +189,13 @@ impl Steering {
                     now[0], now[1], now[2]
                 );
                 tracing::warn!("{why}");
-                rec.event = "app-changed";
+                rec.event = "app-changed".to_owned();
                 rec.thresholds = Some(now);
                 rec.detail = Some(why.clone());
                 Actuator::Halted(h, why)
             }
             (Event::Failed { why, user }, h) => {
-                rec.event = "failed";
+                rec.event = "failed".to_owned();
                 rec.detail = Some(why.clone());
                 if self.original.is_none() {
                     // Act mode never started: the agent has nothing to do and says why on exit.
@@ -237,7 +206,7 @@ impl Steering {
                 Actuator::Halted(h, why)
             }
             (Event::Finished(finish), _) => {
-                rec.event = "finished";
+                rec.event = "finished".to_owned();
                 rec.restored = Some(finish.restored);
                 rec.detail = Some(finish.detail.clone());
                 Actuator::Finished(finish)
@@ -250,12 +219,9 @@ impl Steering {
     /// One window. `opened` is when the window's processing began (for the latency figure).
     pub fn decide(&mut self, window: &Window, opened: Instant) -> Result<Decision> {
         let started = Instant::now();
-        let scores = self.model.score(&window.features)?;
+        let proposed = self.model.propose(&window.features)?;
         self.inference_ns.saturating_record(started.elapsed().as_nanos().max(1) as u64);
-        let best = scores.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |(i, _)| i);
-        let proposed = self.model.actions[best];
         let mut decision = Decision {
-            kind: "decision",
             ts_ns: window.end_ns,
             thresholds: proposed,
             change: false,

@@ -2,7 +2,9 @@
 //! otherwise. Both render the same `Frame`.
 use std::fmt::Write as _;
 
-use crate::aggregate::{Aggregate, GenSummary};
+use neurogc_trace::GenSummary;
+
+use crate::aggregate::Aggregate;
 
 pub struct Frame<'a> {
     pub pid: i32,

@@ -3,6 +3,7 @@
 mod common;
 
 use std::{
+    path::Path,
     process::{Child, Stdio},
     time::{Duration, Instant},
 };
@@ -203,7 +204,9 @@ fn bad_models_and_missing_runtime_change_nothing() {
 #[test]
 fn features_live_and_replayed_are_identical() {
     for_each_python(|py| {
-        let dir = std::env::temp_dir().join(format!("neurogc-replay-{}-{}", std::process::id(), py.name));
+        // `-o` keeps the live view on stdout and the stream in a file of its own.
+        let dir =
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("replay-{}-{}", std::process::id(), py.name));
         std::fs::create_dir_all(&dir).unwrap();
         let trace = dir.join("trace.jsonl");
         let cmd = profile_command(py, "cycles", 3);
@@ -211,31 +214,41 @@ fn features_live_and_replayed_are_identical() {
         let cmd: Vec<String> =
             cmd.into_iter().skip_while(|a| a == "unshare" || a.starts_with("--")).collect();
         let out = agent()
-            .args(["--mode", "observe", "--json", "--interval", "0.5", "--"])
+            .args(["--mode", "observe", "--json", "-o"])
+            .arg(&trace)
+            .args(["--interval", "0.5", "--"])
             .args(&cmd)
             .output()
             .unwrap();
-        std::fs::write(&trace, &out.stdout).unwrap();
-        let replay = agent().args(["--replay"]).arg(&trace).output().unwrap();
-        let live: Vec<Value> =
-            json_lines(&String::from_utf8_lossy(&out.stdout).lines().map(String::from).collect::<Vec<_>>())
+        let recorded = std::fs::read_to_string(&trace).unwrap_or_default();
+        let replay = agent().arg("replay").arg(&trace).arg("--json").output().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let windows = |text: &str| -> Vec<Value> {
+            json_lines(&text.lines().map(String::from).collect::<Vec<_>>())
                 .into_iter()
                 .filter(|l| l["type"] == "window")
-                .collect();
-        let replayed = json_lines(
-            &String::from_utf8_lossy(&replay.stdout).lines().map(String::from).collect::<Vec<_>>(),
-        );
-        let _ = std::fs::remove_dir_all(&dir);
+                .collect()
+        };
+        let live = windows(&recorded);
+        let replayed = windows(&String::from_utf8_lossy(&replay.stdout));
         let mut errors = Vec::new();
-        if !replay.status.success() || live.len() < 4 || live != replayed {
+        if !out.status.success() || !replay.status.success() || live.len() < 4 || live != replayed {
             errors.push(format!(
-                "{}: {} live windows, {} replayed (status {:?}, {})",
+                "{}: {} live windows, {} replayed (status {:?}/{:?}, {})",
                 py.name,
                 live.len(),
                 replayed.len(),
+                out.status,
                 replay.status,
                 String::from_utf8_lossy(&replay.stderr)
             ));
+        }
+        // Every recorded line is the agent's: the target's output stayed on the terminal.
+        if recorded
+            .lines()
+            .any(|l| serde_json::from_str::<Value>(l).map_or(true, |v| v.get("type").is_none()))
+        {
+            errors.push(format!("{}: a line in the -o stream is not a record", py.name));
         }
         errors
     });

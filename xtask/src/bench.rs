@@ -2,8 +2,9 @@
 //!
 //! A GC-heavy workload (tests/workloads/cycles.py, thousands of collections per second) runs a
 //! fixed number of iterations, once per mode per round, the modes rotated every round:
-//! no observer; neurogc-agent --json (every event decoded and printed); bpftrace printing every
-//! event; bpftrace aggregating in the kernel. Each observer is attached (and proven armed) before
+//! no observer; neurogc-agent --json (every event decoded and printed); neurogc-agent record
+//! (every event into a zstd recording); bpftrace printing every event; bpftrace aggregating in
+//! the kernel. Each observer is attached (and proven armed) before
 //! the workload starts. Ratios are taken within a round, then the median over rounds.
 use std::{
     io::{BufRead, BufReader, Write},
@@ -45,6 +46,15 @@ pub enum Which {
         #[arg(long, default_value = "10")]
         seconds: u32,
     },
+    /// `report` on a large synthetic trace: wall time and peak RSS
+    Report {
+        /// Collections in the trace
+        #[arg(long, default_value = "10000000")]
+        collections: u64,
+        /// Interleaved rounds
+        #[arg(long, default_value = "3")]
+        rounds: usize,
+    },
 }
 
 pub fn run(which: Which) -> Result<()> {
@@ -53,6 +63,7 @@ pub fn run(which: Which) -> Result<()> {
             overhead(rounds, iterations, threshold, &python)
         }
         Which::Policy { sessions, seconds } => policy(sessions, seconds),
+        Which::Report { collections, rounds } => crate::bench_report::run(collections, rounds),
     }
 }
 
@@ -160,17 +171,19 @@ fn policy(sessions: usize, seconds: u32) -> Result<()> {
 enum Mode {
     Baseline,
     Agent,
+    Record,
     BpftracePrint,
     BpftraceHist,
 }
 
-const MODES: [Mode; 4] = [Mode::Baseline, Mode::Agent, Mode::BpftracePrint, Mode::BpftraceHist];
+const MODES: [Mode; 5] = [Mode::Baseline, Mode::Agent, Mode::Record, Mode::BpftracePrint, Mode::BpftraceHist];
 
 impl Mode {
     fn label(self) -> &'static str {
         match self {
             Mode::Baseline => "no observer",
             Mode::Agent => "neurogc-agent observe --json",
+            Mode::Record => "neurogc-agent record -o",
             Mode::BpftracePrint => "bpftrace, printf per event",
             Mode::BpftraceHist => "bpftrace, hist() in kernel",
         }
@@ -236,7 +249,7 @@ fn wait_for(rx: &mpsc::Receiver<String>, needle: &str, what: &str) -> Result<Str
 }
 
 /// wait4: exit plus the child's own CPU time and peak RSS.
-fn wait_rusage(child: &mut Child) -> Result<(f64, i64)> {
+pub fn wait_rusage(child: &mut Child) -> Result<(f64, i64)> {
     let mut status = 0;
     // SAFETY: zeroed rusage is a valid out-parameter.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -277,9 +290,16 @@ fn one_run(mode: Mode, agent: &Path, python: &Path, iterations: u64, threshold: 
     let spawned = Instant::now();
     let mut observer = match mode {
         Mode::Baseline => None,
-        Mode::Agent => {
-            let mut child = Command::new(agent)
-                .args(["--pid", &pid, "--json", "--mode", "observe"])
+        Mode::Agent | Mode::Record => {
+            let trace = workspace_root().join("target/bench-overhead.ngc");
+            let mut cmd = Command::new(agent);
+            if mode == Mode::Record {
+                cmd.args(["record", "-o"]).arg(&trace);
+            } else {
+                cmd.arg("--json");
+            }
+            let mut child = cmd
+                .args(["--pid", &pid, "--mode", "observe"])
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()?;
@@ -390,19 +410,24 @@ fn overhead(rounds: usize, iterations: u64, threshold: u32, python: &Path) -> Re
             best(mode) / best(Mode::Baseline),
         );
     }
-    let agent_runs: Vec<&AgentSample> = of(Mode::Agent).filter_map(|(_, _, s)| s.agent.as_ref()).collect();
-    let cpu_per_1000 = median(
-        of(Mode::Agent)
-            .map(|(_, _, s)| s.agent.as_ref().unwrap().cpu_s * 1e3 / (s.collections as f64 / 1000.0))
-            .collect(),
-    );
-    let rss = agent_runs.iter().map(|a| a.peak_rss_kib).max().unwrap_or(0);
-    let attach = median(agent_runs.iter().map(|a| a.attach_ms).collect());
-    println!(
-        "\nagent CPU while observing: {cpu_per_1000:.3} ms per 1000 collections (= {:.3}% of a core at 1000 collections/s)",
-        cpu_per_1000 / 10.0
-    );
-    println!("agent peak RSS: {:.1} MiB", rss as f64 / 1024.0);
-    println!("agent attach (spawn → probes armed, wall): {attach:.0} ms median");
+    for mode in [Mode::Agent, Mode::Record] {
+        let runs: Vec<&AgentSample> = of(mode).filter_map(|(_, _, s)| s.agent.as_ref()).collect();
+        let cpu_per_1000 = median(
+            of(mode)
+                .map(|(_, _, s)| s.agent.as_ref().unwrap().cpu_s * 1e3 / (s.collections as f64 / 1000.0))
+                .collect(),
+        );
+        let rss = runs.iter().map(|a| a.peak_rss_kib).max().unwrap_or(0);
+        let attach = median(runs.iter().map(|a| a.attach_ms).collect());
+        println!(
+            "\n{}: agent CPU {cpu_per_1000:.3} ms per 1000 collections (= {:.3}% of a core at 1000 collections/s)",
+            mode.label(),
+            cpu_per_1000 / 10.0
+        );
+        println!(
+            "  peak RSS {:.1} MiB · attach (spawn → probes armed, wall) {attach:.0} ms median",
+            rss as f64 / 1024.0
+        );
+    }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! `cargo xtask …`: neurogc's developer tasks. Each step is idempotent, so CI and a fresh clone
 //! run the same commands as a developer's warm machine.
 mod bench;
+mod bench_report;
 mod pythons;
 mod setup;
 mod train;
@@ -64,6 +65,12 @@ enum Task {
         #[arg(long, value_parser = ["ring", "counted"])]
         path: Option<String>,
     },
+    /// The bench job's fuzzing of the trace reader (cargo-fuzz, nightly; not part of CI)
+    Fuzz {
+        /// Seconds to fuzz
+        #[arg(long, default_value = "300", value_parser = clap::value_parser!(u32).range(1..=86_400))]
+        seconds: u32,
+    },
     /// Benchmarks that print numbers
     Bench {
         #[command(subcommand)]
@@ -79,6 +86,7 @@ fn main() -> Result<()> {
         Task::Test { cargo_args } => test(&cargo_args),
         Task::Train { python, seconds, repeats } => train::run_training(&python, seconds, repeats),
         Task::Torture { trials, seed, path } => torture(trials, seed, path.as_deref()),
+        Task::Fuzz { seconds } => fuzz(seconds),
         Task::Bench { which } => bench::run(which),
     }
 }
@@ -103,6 +111,34 @@ fn format_command(cmd: &Command) -> String {
         .map(|a| a.to_string_lossy().into_owned())
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Fuzzes neurogc-trace's reader from a seed corpus of real-shaped traces (one recording, one
+/// --json stream), with cargo-fuzz on the nightly toolchain.
+fn fuzz(seconds: u32) -> Result<()> {
+    let have = Command::new("cargo")
+        .args(["+nightly", "fuzz", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have {
+        run(Command::new("rustup").args(["toolchain", "install", "nightly", "--profile", "minimal"]))?;
+        run(Command::new("cargo").args(["install", "cargo-fuzz", "--locked"]))?;
+    }
+    let dir = workspace_root().join("neurogc-trace/fuzz");
+    let corpus = workspace_root().join("target/fuzz-corpus/read_trace");
+    std::fs::create_dir_all(&corpus)?;
+    bench_report::seed_corpus(&corpus)?;
+    let status = Command::new("cargo")
+        .args(["+nightly", "fuzz", "run", "read_trace"])
+        .arg(&corpus)
+        .arg("--")
+        .arg(format!("-max_total_time={seconds}"))
+        .arg("-rss_limit_mb=1024")
+        .current_dir(&dir)
+        .status()
+        .context("running cargo fuzz")?;
+    anyhow::ensure!(status.success(), "the fuzzer found a crash (see {}/artifacts)", dir.display());
+    Ok(())
 }
 
 /// Builds the release agent and puts ONNX Runtime beside it (where the agent looks for it).

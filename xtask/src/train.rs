@@ -11,7 +11,7 @@ const PROFILES: [&str; 4] = ["cycles", "cache", "acyclic", "bulky"];
 /// Must match ACTIONS in training/train.py.
 const ACTIONS: [[u32; 3]; 6] =
     [[700, 10, 10], [2000, 10, 10], [5000, 10, 10], [10000, 10, 10], [25000, 20, 10], [60000, 20, 20]];
-const PACKAGES: [&str; 2] = ["numpy==2.4.6", "onnx==1.23.2"];
+const PACKAGES: [&str; 3] = ["numpy==2.4.6", "onnx==1.23.2", "zstandard==0.25.0"];
 
 fn venv() -> Result<PathBuf> {
     let dir = cache_dir().join("train-venv");
@@ -35,17 +35,18 @@ pub fn run_training(python_target: &str, seconds: u32, repeats: u32) -> Result<(
     for repeat in 0..repeats {
         for profile in PROFILES {
             for t in ACTIONS {
-                let name = format!("{profile}__{}-{}-{}__{repeat}.jsonl", t[0], t[1], t[2]);
+                let name = format!("{profile}__{}-{}-{}__{repeat}.ngc", t[0], t[1], t[2]);
                 eprintln!("xtask: recording {name}");
-                let out = std::fs::File::create(traces.join(&name))?;
                 let status = Command::new(&agent)
-                    .args(["--mode", "observe", "--json", "--interval", "1", "--"])
+                    .args(["record", "--mode", "observe", "--interval", "1", "-o"])
+                    .arg(traces.join(&name))
+                    .arg("--")
                     .arg(python_target)
                     .arg(&workload)
                     .arg(profile)
                     .args(["--seconds", &seconds.to_string(), "--threshold"])
                     .args(t.map(|v| v.to_string()))
-                    .stdout(out)
+                    .stdout(std::process::Stdio::null())
                     .status()
                     .context("running the agent")?;
                 anyhow::ensure!(status.success(), "recording {name} failed ({status})");

@@ -3,18 +3,7 @@
 //! thresholds, and never 0 (which disables the collector) unless allowed.
 use serde::Serialize;
 
-#[derive(Debug, Clone)]
-pub struct GuardConfig {
-    pub min: [i64; 3],
-    pub max: [i64; 3],
-    /// Windows to wait after a change before the next one.
-    pub cooldown: u64,
-    /// Consecutive windows a new proposal must be made before it is taken.
-    pub confirm: u32,
-    /// RSS may grow this fraction over its value at attach; beyond it the agent steps back.
-    pub max_rss_growth: f64,
-    pub allow_disable: bool,
-}
+pub use neurogc_trace::GuardConfig;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Verdict {

@@ -42,6 +42,10 @@ pub struct Model {
     input: Tensor<f32>,
     /// What actually runs the model ("CPU", or "CUDA").
     pub provider: &'static str,
+    /// "embedded", or the path it was loaded from.
+    pub source: String,
+    /// Of the model's bytes: two recordings name the same model only if this matches.
+    pub digest: String,
 }
 
 /// ONNX Runtime's shared library: $ORT_DYLIB_PATH, else next to the agent's executable.
@@ -119,7 +123,11 @@ impl Model {
             Err(err) => bail_user!("{what} is not a valid ONNX model: {err:#}"),
         };
         match Self::check_contract(session, used) {
-            Ok(model) => Ok(model),
+            Ok(mut model) => {
+                model.source = path.map_or_else(|| "embedded".to_owned(), |p| p.display().to_string());
+                model.digest = neurogc_trace::record::digest(&bytes);
+                Ok(model)
+            }
             Err(err) => bail_user!("{what} does not follow neurogc's model contract: {err:#}"),
         }
     }
@@ -164,7 +172,16 @@ impl Model {
             bail!("output scores has shape {shape:?}, expected [1, {}]", actions.len());
         }
         let input = ort(Tensor::<f32>::new(&Allocator::default(), [1usize, history, features::COUNT]))?;
-        let mut model = Model { session, history, actions, windows: VecDeque::new(), input, provider };
+        let mut model = Model {
+            session,
+            history,
+            actions,
+            windows: VecDeque::new(),
+            input,
+            provider,
+            source: String::new(),
+            digest: String::new(),
+        };
         // The first run of a session is slow (allocations, kernel selection): pay it at load time.
         model.score(&[0.0; features::COUNT])?;
         model.windows.clear();
@@ -187,6 +204,13 @@ impl Model {
         let (_, scores) = ort(outputs["scores"].try_extract_tensor::<f32>())?;
         anyhow::ensure!(scores.iter().all(|s| s.is_finite()), "the model produced non-finite scores");
         Ok(scores.to_vec())
+    }
+
+    /// The action with the highest score for this window (the next in the model's history).
+    pub fn propose(&mut self, features: &[f64]) -> Result<[i64; 3]> {
+        let scores = self.score(features)?;
+        let best = scores.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |(i, _)| i);
+        Ok(self.actions[best])
     }
 }
 

@@ -1,0 +1,317 @@
+//! The report's numbers, folded from the records in one pass with bounded memory: histograms
+//! per generation, the ten longest pauses, GC time per second (for the worst minute), one small
+//! entry per window (for changes, rates and plots), and a coarse timeline for the plots.
+use std::{cmp::Reverse, collections::BinaryHeap};
+
+use hdrhistogram::Histogram;
+use neurogc_trace::{Attach, Collection, Record, Summary, Window};
+use serde::Serialize;
+
+/// GC time per second is kept for this many seconds (48 days); longer traces get no worst minute
+/// beyond it.
+const MAX_SECONDS: usize = 1 << 22;
+/// Windows kept for changes and plots (11 days of 1 s windows).
+const MAX_WINDOWS: usize = 1 << 20;
+/// Timeline buckets: the width doubles whenever the trace outgrows them.
+const TIMELINE_BUCKETS: usize = 2048;
+/// Upper bounds of the pause histogram's buckets, ns (1-2-5 from 1 µs to 10 s, then the rest).
+pub const HISTOGRAM_BOUNDS_NS: [u64; 22] = [
+    1_000,
+    2_000,
+    5_000,
+    10_000,
+    20_000,
+    50_000,
+    100_000,
+    200_000,
+    500_000,
+    1_000_000,
+    2_000_000,
+    5_000_000,
+    10_000_000,
+    20_000_000,
+    50_000_000,
+    100_000_000,
+    200_000_000,
+    500_000_000,
+    1_000_000_000,
+    2_000_000_000,
+    5_000_000_000,
+    u64::MAX,
+];
+
+/// Per generation 0, 1, 2, and "unknown" (−1).
+const GENS: usize = 4;
+
+fn slot(generation: i8) -> usize {
+    match generation {
+        0..=2 => generation as usize,
+        _ => 3,
+    }
+}
+
+#[derive(Clone, Copy, Default)]
+pub struct Bucket {
+    pub max_ns: [u64; GENS],
+    pub count: [u64; GENS],
+    pub pause_ns: u64,
+}
+
+/// Pauses over time, at a resolution that halves as the trace grows.
+pub struct Timeline {
+    pub width_ns: u64,
+    pub buckets: Vec<Bucket>,
+}
+
+impl Timeline {
+    fn add(&mut self, at_ns: u64, g: usize, duration_ns: u64) {
+        let mut i = (at_ns / self.width_ns) as usize;
+        while i >= TIMELINE_BUCKETS {
+            let merged: Vec<Bucket> = self
+                .buckets
+                .chunks(2)
+                .map(|pair| {
+                    let mut b = pair[0];
+                    if let Some(o) = pair.get(1) {
+                        for k in 0..GENS {
+                            b.max_ns[k] = b.max_ns[k].max(o.max_ns[k]);
+                            b.count[k] += o.count[k];
+                        }
+                        b.pause_ns += o.pause_ns;
+                    }
+                    b
+                })
+                .collect();
+            self.buckets = merged;
+            self.width_ns *= 2;
+            i = (at_ns / self.width_ns) as usize;
+        }
+        if self.buckets.len() <= i {
+            self.buckets.resize(i + 1, Bucket::default());
+        }
+        let b = &mut self.buckets[i];
+        b.max_ns[g] = b.max_ns[g].max(duration_ns);
+        b.count[g] += 1;
+        b.pause_ns += duration_ns;
+    }
+}
+
+/// What the report keeps of a window.
+#[derive(Clone, Copy)]
+pub struct WindowStat {
+    pub end_ns: u64,
+    pub end_s: f64,
+    pub secs: f64,
+    pub collections: u64,
+    pub pause_share: f64,
+    pub max_pause_us: f64,
+    pub alloc_per_s: Option<f64>,
+    pub rss_mib: f64,
+    pub thresholds: Option<[i64; 3]>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Longest {
+    duration_ns: u64,
+    ts_ns: u64,
+    tid: u32,
+    r#gen: i8,
+    collected: i64,
+}
+
+#[derive(Serialize, Clone, Copy)]
+pub struct Pause {
+    pub at_s: f64,
+    pub ts_ns: u64,
+    pub tid: u32,
+    pub r#gen: i8,
+    pub duration_ns: u64,
+    pub collected: i64,
+}
+
+/// Who changed the thresholds, as far as the records tell.
+#[derive(Serialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChangedBy {
+    Neurogc,
+    Application,
+}
+
+pub struct Analysis {
+    pub attach: Option<Attach>,
+    pub summary: Option<Summary>,
+    start_ns: u64,
+    pub last_ns: u64,
+    pub pauses: [Histogram<u64>; GENS],
+    pub collected: [i64; GENS],
+    pub uncollectable: [i64; GENS],
+    pub pause_ns: [u64; GENS],
+    longest: BinaryHeap<Reverse<Longest>>,
+    /// GC time (µs) per second since the start.
+    per_second_us: Vec<u32>,
+    pub timeline: Timeline,
+    pub windows: Vec<WindowStat>,
+    pub windows_dropped: u64,
+    /// Thresholds the actuator reported applying (or restoring), with when.
+    neurogc_set: Vec<(u64, [i64; 3])>,
+    /// Where the features the report uses sit in this trace's windows (from its attach record).
+    at: FeatureAt,
+    pub decisions: u64,
+    pub actuations: u64,
+}
+
+#[derive(Default)]
+struct FeatureAt {
+    max_pause_us: [Option<usize>; 3],
+    gc_share: Option<usize>,
+    alloc_per_s: Option<usize>,
+}
+
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600 * 1_000_000_000, 3).expect("valid histogram")
+}
+
+impl Analysis {
+    pub fn new() -> Analysis {
+        Analysis {
+            attach: None,
+            summary: None,
+            start_ns: 0,
+            last_ns: 0,
+            pauses: [histogram(), histogram(), histogram(), histogram()],
+            collected: [0; GENS],
+            uncollectable: [0; GENS],
+            pause_ns: [0; GENS],
+            longest: BinaryHeap::with_capacity(11),
+            per_second_us: Vec::new(),
+            timeline: Timeline { width_ns: 100_000_000, buckets: Vec::new() },
+            windows: Vec::new(),
+            windows_dropped: 0,
+            neurogc_set: Vec::new(),
+            at: FeatureAt::default(),
+            decisions: 0,
+            actuations: 0,
+        }
+    }
+
+    pub fn add(&mut self, record: &Record) {
+        match record {
+            Record::Attach(a) => {
+                self.start_ns = a.sample.ts_ns;
+                self.last_ns = a.sample.ts_ns;
+                let pos = |name: &str| a.features.iter().position(|f| f == name);
+                self.at = FeatureAt {
+                    max_pause_us: [pos("gen0_max_us"), pos("gen1_max_us"), pos("gen2_max_us")],
+                    gc_share: pos("gc_share"),
+                    alloc_per_s: pos("alloc_per_s"),
+                };
+                self.attach = Some(a.clone());
+            }
+            Record::Gc(c) => self.collection(c),
+            Record::Window(w) => self.window(w),
+            Record::Decision(_) => self.decisions += 1,
+            Record::Actuation(a) => {
+                self.actuations += 1;
+                if let (Some(t), "applied" | "finished" | "ready") = (a.thresholds, a.event.as_str()) {
+                    self.neurogc_set.push((a.ts_ns, t));
+                }
+                self.last_ns = self.last_ns.max(a.ts_ns);
+            }
+            Record::Summary(s) => self.summary = Some(s.clone()),
+        }
+    }
+
+    fn collection(&mut self, c: &Collection) {
+        let g = slot(c.r#gen);
+        let d = c.duration_ns;
+        self.pauses[g].saturating_record(d.max(1));
+        self.collected[g] += c.collected;
+        self.uncollectable[g] += c.uncollectable.max(0);
+        self.pause_ns[g] += d;
+        self.last_ns = self.last_ns.max(c.ts_ns.saturating_add(d));
+        let entry =
+            Longest { duration_ns: d, ts_ns: c.ts_ns, tid: c.tid, r#gen: c.r#gen, collected: c.collected };
+        if self.longest.len() < 10 {
+            self.longest.push(Reverse(entry));
+        } else if self.longest.peek().is_some_and(|min| min.0 < entry) {
+            self.longest.pop();
+            self.longest.push(Reverse(entry));
+        }
+        let at = c.ts_ns.saturating_sub(self.start_ns);
+        self.timeline.add(at, g, d);
+        let second = (at / 1_000_000_000) as usize;
+        if second < MAX_SECONDS {
+            if self.per_second_us.len() <= second {
+                self.per_second_us.resize(second + 1, 0);
+            }
+            let us = u32::try_from(d / 1000).unwrap_or(u32::MAX);
+            self.per_second_us[second] = self.per_second_us[second].saturating_add(us);
+        }
+    }
+
+    fn window(&mut self, w: &Window) {
+        self.last_ns = self.last_ns.max(w.end_ns);
+        if self.windows.len() >= MAX_WINDOWS {
+            self.windows_dropped += 1;
+            return;
+        }
+        let secs = (w.end_ns.saturating_sub(w.start_ns) as f64 / 1e9).max(1e-9);
+        let f = |i: Option<usize>| w.features.get(i?).copied();
+        let max_pause_us = self.at.max_pause_us.iter().filter_map(|&i| f(i)).fold(0.0, f64::max);
+        self.windows.push(WindowStat {
+            end_ns: w.end_ns,
+            end_s: w.end_ns.saturating_sub(self.start_ns) as f64 / 1e9,
+            secs,
+            collections: w.collections.iter().sum(),
+            pause_share: f(self.at.gc_share).unwrap_or(0.0),
+            max_pause_us,
+            alloc_per_s: f(self.at.alloc_per_s),
+            rss_mib: w.sample.rss_bytes as f64 / 1048576.0,
+            thresholds: w.sample.thresholds,
+        });
+    }
+
+    pub fn span_s(&self) -> f64 {
+        self.last_ns.saturating_sub(self.start_ns) as f64 / 1e9
+    }
+
+    pub fn longest(&self) -> Vec<Pause> {
+        let mut v: Vec<Longest> = self.longest.iter().map(|r| r.0).collect();
+        v.sort_by(|a, b| b.cmp(a));
+        v.into_iter()
+            .map(|l| Pause {
+                at_s: l.ts_ns.saturating_sub(self.start_ns) as f64 / 1e9,
+                ts_ns: l.ts_ns,
+                tid: l.tid,
+                r#gen: l.r#gen,
+                duration_ns: l.duration_ns,
+                collected: l.collected,
+            })
+            .collect()
+    }
+
+    /// The 60 s (or the whole trace, if shorter) with the most GC time: (start second, share).
+    pub fn worst_minute(&self) -> Option<(usize, f64)> {
+        let s = &self.per_second_us;
+        if s.is_empty() {
+            return None;
+        }
+        let n = s.len().min(60);
+        let mut sum: u64 = s[..n].iter().map(|&x| u64::from(x)).sum();
+        let mut best = (0, sum);
+        for i in n..s.len() {
+            sum = sum + u64::from(s[i]) - u64::from(s[i - n]);
+            if sum > best.1 {
+                best = (i + 1 - n, sum);
+            }
+        }
+        let span = (n as f64).min(self.span_s().max(1e-9));
+        Some((best.0, best.1 as f64 / 1e6 / span))
+    }
+
+    /// Whether neurogc set `to` shortly before `at_ns` (its actuation precedes the next window).
+    pub fn changed_by(&self, before_ns: u64, at_ns: u64, to: [i64; 3]) -> ChangedBy {
+        let ours = self.neurogc_set.iter().any(|&(ts, t)| t == to && ts >= before_ns && ts <= at_ns);
+        if ours { ChangedBy::Neurogc } else { ChangedBy::Application }
+    }
+}

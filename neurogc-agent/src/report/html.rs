@@ -1,0 +1,323 @@
+//! `report --html`: one self-contained page (inline CSS and SVG, no script, nothing fetched):
+//! the KPIs and findings, a pause timeline by generation, the pause histogram, GC share and RSS
+//! over time, threshold changes marked on the time plots.
+use std::fmt::Write;
+
+use super::{
+    Report,
+    analysis::{Analysis, Timeline},
+    fmt3, pct,
+};
+use crate::view::duration;
+
+/// Generation 0, 1, 2 and unknown; the test finds these colours in a screenshot.
+pub const GEN_COLORS: [&str; 4] = ["#1f77b4", "#ff7f0e", "#d62728", "#7f7f7f"];
+const W: f64 = 900.0;
+const H: f64 = 240.0;
+const PAD_L: f64 = 70.0;
+const PAD_B: f64 = 30.0;
+const PAD_T: f64 = 12.0;
+const PAD_R: f64 = 16.0;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// A plot area: maps data to SVG coordinates.
+struct Plot {
+    x_max: f64,
+    y_lo: f64,
+    y_hi: f64,
+    log: bool,
+}
+
+impl Plot {
+    fn x(&self, v: f64) -> f64 {
+        PAD_L + (v / self.x_max.max(1e-9)).clamp(0.0, 1.0) * (W - PAD_L - PAD_R)
+    }
+    fn y(&self, v: f64) -> f64 {
+        let (v, lo, hi) = if self.log {
+            (v.max(self.y_lo).log10(), self.y_lo.log10(), self.y_hi.log10())
+        } else {
+            (v, self.y_lo, self.y_hi)
+        };
+        let f = ((v - lo) / (hi - lo).max(1e-12)).clamp(0.0, 1.0);
+        H - PAD_B - f * (H - PAD_B - PAD_T)
+    }
+
+    /// Frame, axis labels and ticks.
+    fn frame(&self, s: &mut String, y_label: impl Fn(f64) -> String, x_label: &str) {
+        let _ = write!(
+            s,
+            r##"<rect x="{PAD_L}" y="{PAD_T}" width="{}" height="{}" fill="#fff" stroke="#999"/>"##,
+            W - PAD_L - PAD_R,
+            H - PAD_B - PAD_T
+        );
+        let ticks: Vec<f64> = if self.log {
+            let (a, b) = (self.y_lo.log10().floor() as i32, self.y_hi.log10().ceil() as i32);
+            (a..=b).map(|e| 10f64.powi(e)).filter(|v| *v >= self.y_lo && *v <= self.y_hi).collect()
+        } else {
+            (0..=4).map(|i| self.y_lo + (self.y_hi - self.y_lo) * f64::from(i) / 4.0).collect()
+        };
+        for v in ticks {
+            let y = self.y(v);
+            let _ = write!(
+                s,
+                r##"<line x1="{PAD_L}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#eee"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
+                W - PAD_R,
+                PAD_L - 4.0,
+                y + 4.0,
+                esc(&y_label(v))
+            );
+        }
+        for i in 0..=5 {
+            let v = self.x_max * f64::from(i) / 5.0;
+            let _ = write!(
+                s,
+                r##"<text x="{:.1}" y="{}" text-anchor="middle">{v:.0} s</text>"##,
+                self.x(v),
+                H - PAD_B + 16.0
+            );
+        }
+        let _ = write!(
+            s,
+            r##"<text x="{}" y="{}" text-anchor="end" class="axis">{x_label}</text>"##,
+            W - PAD_R,
+            H - 2.0
+        );
+    }
+
+    fn changes(&self, s: &mut String, r: &Report) {
+        for c in &r.threshold_changes {
+            let x = self.x(c.at_s);
+            let _ = write!(
+                s,
+                r##"<line x1="{x:.1}" x2="{x:.1}" y1="{PAD_T}" y2="{}" stroke="#2ca02c" stroke-dasharray="4 3"/><text x="{:.1}" y="{}" class="change">{}</text>"##,
+                H - PAD_B,
+                x + 3.0,
+                PAD_T + 12.0,
+                fmt3(c.to)
+            );
+        }
+    }
+}
+
+fn svg_open(s: &mut String, title: &str) {
+    let _ = write!(s, r#"<h2>{title}</h2><svg viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img">"#);
+}
+
+fn timeline_plot(s: &mut String, r: &Report, t: &Timeline) {
+    svg_open(s, "Pauses over time, by generation (longest in each interval)");
+    let max = t.buckets.iter().flat_map(|b| b.max_ns).max().unwrap_or(1).max(1) as f64 / 1e3;
+    let p = Plot { x_max: r.span_s, y_lo: 1.0, y_hi: max * 1.5, log: true };
+    p.frame(s, |v| duration((v * 1e3) as u64), "time since attach");
+    let width_s = t.width_ns as f64 / 1e9;
+    for (i, b) in t.buckets.iter().enumerate() {
+        let x = p.x((i as f64 + 0.5) * width_s);
+        for (g, color) in GEN_COLORS.iter().enumerate() {
+            if b.count[g] > 0 {
+                let _ = write!(
+                    s,
+                    r#"<circle cx="{x:.1}" cy="{:.1}" r="2.5" fill="{color}"/>"#,
+                    p.y(b.max_ns[g] as f64 / 1e3)
+                );
+            }
+        }
+    }
+    p.changes(s, r);
+    legend(s);
+    s.push_str("</svg>");
+}
+
+fn legend(s: &mut String) {
+    for (g, color) in GEN_COLORS.iter().take(3).enumerate() {
+        let x = PAD_L + 10.0 + g as f64 * 70.0;
+        let _ = write!(
+            s,
+            r#"<rect x="{x}" y="{}" width="10" height="10" fill="{color}"/><text x="{}" y="{}">gen{g}</text>"#,
+            PAD_T + 6.0,
+            x + 14.0,
+            PAD_T + 15.0
+        );
+    }
+}
+
+fn histogram_plot(s: &mut String, r: &Report) {
+    svg_open(s, "Pause histogram");
+    let first = r.histogram.iter().position(|b| b.counts.iter().sum::<u64>() > 0).unwrap_or(0);
+    let last = r.histogram.iter().rposition(|b| b.counts.iter().sum::<u64>() > 0).unwrap_or(0);
+    let bins = &r.histogram[first..=last];
+    let peak = bins.iter().map(|b| b.counts.iter().sum::<u64>()).max().unwrap_or(1).max(1) as f64;
+    let p = Plot { x_max: bins.len() as f64, y_lo: 0.0, y_hi: peak, log: false };
+    let _ = write!(
+        s,
+        r##"<rect x="{PAD_L}" y="{PAD_T}" width="{}" height="{}" fill="#fff" stroke="#999"/>"##,
+        W - PAD_L - PAD_R,
+        H - PAD_B - PAD_T
+    );
+    let bw = (W - PAD_L - PAD_R) / bins.len().max(1) as f64;
+    for (i, b) in bins.iter().enumerate() {
+        let mut base = 0.0;
+        for (g, color) in GEN_COLORS.iter().enumerate() {
+            let n = b.counts[g] as f64;
+            if n == 0.0 {
+                continue;
+            }
+            let (y0, y1) = (p.y(base), p.y(base + n));
+            let _ = write!(
+                s,
+                r#"<rect x="{:.1}" y="{y1:.1}" width="{:.1}" height="{:.1}" fill="{color}"><title>{}: {n}</title></rect>"#,
+                p.x(i as f64) + 2.0,
+                bw - 4.0,
+                (y0 - y1).max(0.5),
+                if b.le_ns == u64::MAX { "longer".to_owned() } else { format!("≤ {}", duration(b.le_ns)) }
+            );
+            base += n;
+        }
+        let label = if b.le_ns == u64::MAX { "more".to_owned() } else { duration(b.le_ns) };
+        let _ = write!(
+            s,
+            r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
+            p.x(i as f64 + 0.5),
+            H - PAD_B + 16.0,
+            esc(&label)
+        );
+    }
+    let _ = write!(s, r#"<text x="{}" y="{}" text-anchor="end">{peak:.0}</text>"#, PAD_L - 4.0, PAD_T + 8.0);
+    legend(s);
+    s.push_str("</svg>");
+}
+
+fn line_plot(
+    s: &mut String,
+    r: &Report,
+    title: &str,
+    points: &[(f64, f64)],
+    y_label: impl Fn(f64) -> String,
+) {
+    svg_open(s, title);
+    let peak = points.iter().map(|p| p.1).fold(0.0, f64::max).max(1e-9);
+    let p = Plot { x_max: r.span_s, y_lo: 0.0, y_hi: peak * 1.1, log: false };
+    p.frame(s, y_label, "time since attach");
+    let path: Vec<String> = points.iter().map(|&(x, y)| format!("{:.1},{:.1}", p.x(x), p.y(y))).collect();
+    let _ = write!(
+        s,
+        r##"<polyline fill="none" stroke="#9467bd" stroke-width="1.5" points="{}"/>"##,
+        path.join(" ")
+    );
+    p.changes(s, r);
+    s.push_str("</svg>");
+}
+
+/// At most `n` points, evenly strided.
+fn thin<T: Copy>(v: &[T], n: usize) -> Vec<T> {
+    let step = v.len().div_ceil(n.max(1)).max(1);
+    v.iter().step_by(step).copied().collect()
+}
+
+pub fn page(r: &Report, a: &Analysis) -> String {
+    let mut s = String::with_capacity(256 << 10);
+    let at = &r.attach;
+    let _ = write!(
+        s,
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>neurogc report: {}</title><style>
+body{{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:960px}}
+table{{border-collapse:collapse;margin:8px 0}}td,th{{padding:3px 10px;border-bottom:1px solid #ddd;text-align:right}}
+th:first-child,td:first-child{{text-align:left}}svg text{{font-size:11px;fill:#444}}.change{{fill:#2ca02c}}
+.kpi{{display:inline-block;margin:0 24px 8px 0}}.kpi b{{display:block;font-size:22px}}h2{{font-size:16px;margin-top:28px}}
+</style></head><body><h1>GC pause report</h1><p>pid {} · CPython {} · {} probes · {} mode{} · {}</p>"#,
+        esc(&r.trace.path),
+        at.pid,
+        esc(&at.python),
+        esc(&at.probe),
+        esc(&at.mode),
+        at.host.as_ref().map_or(String::new(), |h| format!(" · host {}", esc(h))),
+        esc(&r.trace.path)
+    );
+    let kpi = |s: &mut String, label: &str, value: String| {
+        let _ = write!(s, r#"<div class="kpi">{label}<b>{}</b></div>"#, esc(&value));
+    };
+    kpi(&mut s, "GC share of wall time", pct(r.gc_share));
+    if let Some(w) = &r.worst_minute {
+        kpi(&mut s, &format!("worst {:.0} s (from +{:.0} s)", w.length_s, w.start_s), pct(w.gc_share));
+    }
+    kpi(&mut s, "collections/s", format!("{:.1}", r.collections_per_s));
+    kpi(&mut s, "collections", r.collections.to_string());
+    kpi(&mut s, "span", format!("{:.1} s", r.span_s));
+    s.push_str("<h2>Findings</h2><ul>");
+    if r.findings.is_empty() {
+        s.push_str("<li>Nothing stands out: GC cost is low and pauses are short.</li>");
+    }
+    for f in &r.findings {
+        let _ = write!(s, "<li>{}</li>", esc(f));
+    }
+    s.push_str("</ul><h2>Pauses by generation</h2><table><tr>");
+    for c in super::GEN_COLUMNS {
+        let _ = write!(s, "<th>{c}</th>");
+    }
+    s.push_str("</tr>");
+    for g in &r.generations {
+        s.push_str("<tr>");
+        for c in g.cells() {
+            let _ = write!(s, "<td>{}</td>", esc(&c));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</table>");
+    if r.collections > 0 {
+        timeline_plot(&mut s, r, &a.timeline);
+        histogram_plot(&mut s, r);
+    }
+    let width_s = a.timeline.width_ns as f64 / 1e9;
+    let share: Vec<(f64, f64)> = a
+        .timeline
+        .buckets
+        .iter()
+        .enumerate()
+        .map(|(i, b)| ((i as f64 + 0.5) * width_s, b.pause_ns as f64 / 1e9 / width_s))
+        .collect();
+    if !share.is_empty() {
+        line_plot(&mut s, r, "GC share of wall time", &share, pct);
+    }
+    let rss: Vec<(f64, f64)> = thin(&a.windows, 1500).iter().map(|w| (w.end_s, w.rss_mib)).collect();
+    if !rss.is_empty() {
+        line_plot(&mut s, r, "RSS (MiB)", &rss, |v| format!("{v:.0}"));
+    }
+    if !r.longest.is_empty() {
+        s.push_str("<h2>Longest pauses</h2><table><tr><th>pause</th><th>gen</th><th>at</th><th>thread</th><th>collected</th></tr>");
+        for p in &r.longest {
+            let _ = write!(
+                s,
+                "<tr><td>{}</td><td>{}</td><td>+{:.3} s</td><td>{}</td><td>{}</td></tr>",
+                duration(p.duration_ns),
+                p.r#gen,
+                p.at_s,
+                p.tid,
+                p.collected
+            );
+        }
+        s.push_str("</table>");
+    }
+    if !r.threshold_changes.is_empty() {
+        s.push_str("<h2>Threshold changes</h2><table><tr><th>at</th><th>from</th><th>to</th><th>by</th><th>30 s before → after</th></tr>");
+        for c in &r.threshold_changes {
+            let _ = write!(
+                s,
+                "<tr><td>+{:.1} s</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                c.at_s,
+                fmt3(c.from),
+                fmt3(c.to),
+                c.who(),
+                esc(&c.effect())
+            );
+        }
+        s.push_str("</table>");
+    }
+    let _ = writeln!(
+        s,
+        "<p><small>{} · {}</small></p></body></html>",
+        esc(at.agent.as_deref().unwrap_or("neurogc-agent")),
+        esc(r.trace.truncated.as_deref().unwrap_or("complete trace"))
+    );
+    s
+}

@@ -1,0 +1,486 @@
+//! `report TRACE`: GC pause forensics of a recording or a `--json` stream. One streaming pass
+//! folds the records into an [`analysis::Analysis`] (and, with --perfetto, writes the trace
+//! events as it goes); the [`Report`] built from it is printed as text or JSON, and drawn as
+//! HTML with --html.
+mod analysis;
+mod html;
+mod perfetto;
+mod text;
+
+use std::{
+    io::{BufWriter, Write},
+    path::{Path, PathBuf},
+};
+
+use anyhow::Result;
+use neurogc_trace::{Attach, Summary};
+use serde::Serialize;
+
+use self::analysis::{Analysis, ChangedBy, HISTOGRAM_BOUNDS_NS, Pause};
+use crate::bail_user;
+
+pub struct Options {
+    pub trace: PathBuf,
+    pub json: bool,
+    pub html: Option<PathBuf>,
+    pub perfetto: Option<PathBuf>,
+}
+
+/// Everything `report` tells, in the JSON it prints with --json.
+#[derive(Serialize)]
+pub struct Report {
+    pub trace: TraceInfo,
+    pub attach: Attach,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<Summary>,
+    pub span_s: f64,
+    pub collections: u64,
+    pub collections_per_s: f64,
+    pub gc_share: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worst_minute: Option<WorstMinute>,
+    pub generations: Vec<GenReport>,
+    pub histogram: Vec<HistogramBucket>,
+    pub longest: Vec<Pause>,
+    /// Mean allocation rate (net container allocations/s) over ten slices of the trace.
+    pub allocation: Vec<Slice>,
+    pub threshold_changes: Vec<ThresholdChange>,
+    pub findings: Vec<String>,
+    pub windows: u64,
+    pub decisions: u64,
+    pub actuations: u64,
+}
+
+#[derive(Serialize)]
+pub struct TraceInfo {
+    pub path: String,
+    /// "recording" (.ngc) or "json-lines".
+    pub encoding: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<String>,
+    pub skipped_lines: u64,
+}
+
+#[derive(Serialize)]
+pub struct WorstMinute {
+    pub start_s: f64,
+    pub length_s: f64,
+    pub gc_share: f64,
+}
+
+#[derive(Serialize)]
+pub struct GenReport {
+    pub r#gen: i8,
+    pub collections: u64,
+    pub share_of_collections: f64,
+    pub pause_total_ns: u64,
+    pub share_of_pause_time: f64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+    pub collected: i64,
+    pub uncollectable: i64,
+}
+
+#[derive(Serialize)]
+pub struct HistogramBucket {
+    /// Pauses up to this many ns (the last bucket: anything longer).
+    pub le_ns: u64,
+    /// Per generation 0, 1, 2, unknown.
+    pub counts: [u64; 4],
+}
+
+#[derive(Serialize)]
+pub struct Slice {
+    pub from_s: f64,
+    pub to_s: f64,
+    pub alloc_per_s: f64,
+    pub rss_mib: f64,
+}
+
+/// A window's thresholds differ from the previous window's, and what followed.
+#[derive(Serialize)]
+pub struct ThresholdChange {
+    pub at_s: f64,
+    pub from: [i64; 3],
+    pub to: [i64; 3],
+    pub by: ChangedBy,
+    pub before: Effect,
+    pub after: Effect,
+}
+
+/// The per-generation table's columns, for every rendering.
+pub const GEN_COLUMNS: [&str; 9] = ["gen", "count", "count %", "time %", "p50", "p90", "p99", "p99.9", "max"];
+
+impl GenReport {
+    pub fn cells(&self) -> [String; 9] {
+        let d = crate::view::duration;
+        [
+            if self.r#gen < 0 { "?".to_owned() } else { self.r#gen.to_string() },
+            self.collections.to_string(),
+            pct(self.share_of_collections),
+            pct(self.share_of_pause_time),
+            d(self.p50_ns),
+            d(self.p90_ns),
+            d(self.p99_ns),
+            d(self.p999_ns),
+            d(self.max_ns),
+        ]
+    }
+}
+
+impl ThresholdChange {
+    pub fn who(&self) -> &'static str {
+        match self.by {
+            ChangedBy::Neurogc => "neurogc",
+            ChangedBy::Application => "the application",
+        }
+    }
+
+    /// "GC share a → b, c → d collections/s, longest pause e → f".
+    pub fn effect(&self) -> String {
+        let (b, a) = (&self.before, &self.after);
+        format!(
+            "GC share {} → {}, {:.0} → {:.0} collections/s, longest pause {} → {}",
+            pct(b.gc_share),
+            pct(a.gc_share),
+            b.collections_per_s,
+            a.collections_per_s,
+            ms((b.max_pause_us * 1e3) as u64),
+            ms((a.max_pause_us * 1e3) as u64)
+        )
+    }
+}
+
+/// Up to 30 s of windows on one side of a change (never across another change).
+#[derive(Serialize)]
+pub struct Effect {
+    pub seconds: f64,
+    pub collections_per_s: f64,
+    pub gc_share: f64,
+    pub max_pause_us: f64,
+}
+
+pub fn run(opts: &Options) -> Result<()> {
+    for out in [&opts.html, &opts.perfetto].into_iter().flatten() {
+        refuse_same_file(&opts.trace, out)?;
+    }
+    let mut reader = crate::input::open_trace(&opts.trace)?;
+    let mut perfetto = match &opts.perfetto {
+        Some(p) => Some(perfetto::Writer::new(BufWriter::with_capacity(
+            1 << 20,
+            crate::output::create(p, "Perfetto trace")?,
+        ))?),
+        None => None,
+    };
+    let mut analysis = Analysis::new();
+    while let Some(record) = reader.next().map_err(|e| crate::input::trace_error(&opts.trace, e))? {
+        if let Some(p) = perfetto.as_mut() {
+            p.add(&record)?;
+        }
+        analysis.add(&record);
+    }
+    if let Some(p) = perfetto {
+        p.finish()?;
+    }
+    let info = TraceInfo {
+        path: opts.trace.display().to_string(),
+        encoding: if reader.is_recording() { "recording" } else { "json-lines" },
+        truncated: reader.truncated().map(str::to_owned),
+        skipped_lines: reader.skipped,
+    };
+    let report = build(&analysis, info);
+    if let Some(path) = &opts.html {
+        let page = html::page(&report, &analysis);
+        let mut f = crate::output::create(path, "HTML report")?;
+        f.write_all(page.as_bytes())?;
+    }
+    let mut out = crate::output::LineWriter::new(std::io::stdout());
+    if opts.json {
+        serde_json::to_writer(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        out.write_all(text::render(&report).as_bytes())?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// `report t.ngc --html t.ngc` would truncate the trace before reading it.
+fn refuse_same_file(input: &Path, output: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    if let (Ok(a), Ok(b)) = (std::fs::metadata(input), std::fs::metadata(output))
+        && (a.dev(), a.ino()) == (b.dev(), b.ino())
+    {
+        bail_user!("{} is the trace being read: choose another output file", output.display());
+    }
+    Ok(())
+}
+
+fn build(a: &Analysis, trace: TraceInfo) -> Report {
+    let attach = a.attach.clone().expect("the reader returns an attach record first");
+    let counts: Vec<u64> = a.pauses.iter().map(|h| h.len()).collect();
+    let collections: u64 = counts.iter().sum();
+    let pause_total: u64 = a.pause_ns.iter().sum();
+    let span_s = a.span_s().max(1e-9);
+    let generations: Vec<GenReport> = (0..4)
+        .filter(|&g| g < 3 || counts[g] > 0)
+        .map(|g| {
+            let h = &a.pauses[g];
+            let q = |q: f64| if h.is_empty() { 0 } else { h.value_at_quantile(q) };
+            GenReport {
+                r#gen: if g < 3 { g as i8 } else { -1 },
+                collections: counts[g],
+                share_of_collections: ratio(counts[g] as f64, collections as f64),
+                pause_total_ns: a.pause_ns[g],
+                share_of_pause_time: ratio(a.pause_ns[g] as f64, pause_total as f64),
+                p50_ns: q(0.5),
+                p90_ns: q(0.9),
+                p99_ns: q(0.99),
+                p999_ns: q(0.999),
+                max_ns: h.max(),
+                collected: a.collected[g],
+                uncollectable: a.uncollectable[g],
+            }
+        })
+        .collect();
+    let histogram = histogram(a);
+    let worst_minute = a.worst_minute().map(|(start, share)| WorstMinute {
+        start_s: start as f64,
+        length_s: span_s.min(60.0),
+        gc_share: share,
+    });
+    let mut report = Report {
+        trace,
+        attach,
+        summary: a.summary.clone(),
+        span_s,
+        collections,
+        collections_per_s: collections as f64 / span_s,
+        gc_share: pause_total as f64 / 1e9 / span_s,
+        worst_minute,
+        generations,
+        histogram,
+        longest: a.longest(),
+        allocation: slices(a),
+        threshold_changes: changes(a),
+        findings: Vec::new(),
+        windows: a.windows.len() as u64 + a.windows_dropped,
+        decisions: a.decisions,
+        actuations: a.actuations,
+    };
+    report.findings = findings(&report, a);
+    report
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 { a / b } else { 0.0 }
+}
+
+fn histogram(a: &Analysis) -> Vec<HistogramBucket> {
+    let mut lo = 0u64;
+    HISTOGRAM_BOUNDS_NS
+        .iter()
+        .map(|&hi| {
+            // hdrhistogram counts values in (lo, hi] at its resolution (3 significant digits).
+            let counts = [0, 1, 2, 3].map(|g| {
+                let h = &a.pauses[g];
+                if h.is_empty() || lo > h.max() {
+                    return 0;
+                }
+                h.iter_recorded()
+                    .filter(|v| v.value_iterated_to() > lo && v.value_iterated_to() <= hi)
+                    .map(|v| v.count_at_value())
+                    .sum()
+            });
+            let bucket = HistogramBucket { le_ns: hi, counts };
+            lo = hi;
+            bucket
+        })
+        .collect()
+}
+
+fn slices(a: &Analysis) -> Vec<Slice> {
+    let w = &a.windows;
+    if w.is_empty() {
+        return Vec::new();
+    }
+    let n = w.len().min(10);
+    (0..n)
+        .map(|i| {
+            let part = &w[i * w.len() / n..(i + 1) * w.len() / n];
+            let secs: f64 = part.iter().map(|s| s.secs).sum();
+            let alloc: f64 = part.iter().map(|s| s.alloc_per_s.unwrap_or(0.0) * s.secs).sum();
+            Slice {
+                from_s: part[0].end_s - part[0].secs,
+                to_s: part[part.len() - 1].end_s,
+                alloc_per_s: ratio(alloc, secs),
+                rss_mib: part[part.len() - 1].rss_mib,
+            }
+        })
+        .collect()
+}
+
+/// How long each side of a change is measured.
+const EFFECT_SPAN_S: f64 = 30.0;
+
+fn changes(a: &Analysis) -> Vec<ThresholdChange> {
+    let w = &a.windows;
+    let idx: Vec<usize> = (1..w.len())
+        .filter(|&i| matches!((w[i - 1].thresholds, w[i].thresholds), (Some(x), Some(y)) if x != y))
+        .collect();
+    idx.iter()
+        .enumerate()
+        .map(|(k, &i)| {
+            let lower = if k == 0 { 0 } else { idx[k - 1] };
+            let upper = idx.get(k + 1).copied().unwrap_or(w.len());
+            let before_start = w[lower..i].iter().rposition(|s| w[i - 1].end_s - s.end_s >= EFFECT_SPAN_S);
+            let before = &w[lower + before_start.map_or(0, |p| p + 1)..i];
+            let after_len = w[i..upper].iter().take_while(|s| s.end_s - w[i].end_s < EFFECT_SPAN_S).count();
+            let after = &w[i..i + after_len];
+            ThresholdChange {
+                at_s: w[i - 1].end_s,
+                from: w[i - 1].thresholds.unwrap_or_default(),
+                to: w[i].thresholds.unwrap_or_default(),
+                by: a.changed_by(
+                    w[i - 1].end_ns.saturating_sub(1_000_000_000),
+                    w[i].end_ns,
+                    w[i].thresholds.unwrap_or_default(),
+                ),
+                before: effect(before),
+                // The window in which the change landed is a mix: the effect starts after it.
+                after: effect(after.get(1..).filter(|s| !s.is_empty()).unwrap_or(after)),
+            }
+        })
+        .collect()
+}
+
+fn effect(windows: &[analysis::WindowStat]) -> Effect {
+    let secs: f64 = windows.iter().map(|s| s.secs).sum();
+    Effect {
+        seconds: secs,
+        collections_per_s: ratio(windows.iter().map(|s| s.collections as f64).sum(), secs),
+        gc_share: ratio(windows.iter().map(|s| s.pause_share * s.secs).sum(), secs),
+        max_pause_us: windows.iter().map(|s| s.max_pause_us).fold(0.0, f64::max),
+    }
+}
+
+fn ms(ns: u64) -> String {
+    crate::view::duration(ns)
+}
+
+/// Plain-language findings, the most important first.
+fn findings(r: &Report, a: &Analysis) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(why) = &r.trace.truncated {
+        out.push(format!("The trace is incomplete: {why}. Everything below covers the part that was read."));
+    }
+    if r.summary.is_none() && r.trace.truncated.is_none() {
+        out.push(
+            "There is no summary record: the recorder was killed or is still running, so the trace ends abruptly."
+                .to_owned(),
+        );
+    }
+    if r.collections == 0 {
+        out.push("No collection was recorded: the process allocated too few container objects to trigger one, or the recording was too short.".to_owned());
+        return out;
+    }
+    let gen2 = &r.generations[2];
+    if gen2.collections > 0
+        && gen2.share_of_pause_time >= 0.3
+        && gen2.share_of_pause_time >= 3.0 * gen2.share_of_collections
+    {
+        out.push(format!(
+            "gen2 collections are {} of collections but {} of pause time: the full collections are the pauses users feel \
+             (gc.freeze() after start-up moves long-lived objects out of their way).",
+            pct(gen2.share_of_collections),
+            pct(gen2.share_of_pause_time)
+        ));
+    }
+    if r.gc_share >= 0.02 {
+        let first = a.windows.iter().find_map(|w| w.thresholds).or(r.attach.sample.thresholds);
+        let t0 = first.map_or("threshold0".to_owned(), |t| format!("threshold0 (now {})", t[0]));
+        out.push(format!(
+            "The collector took {} of wall time, {:.0} collections/s: raising {t0} would cut that; \
+             `neurogc-agent --mode advise` shows what the model proposes.",
+            pct(r.gc_share),
+            r.collections_per_s
+        ));
+    }
+    if let Some(w) = &r.worst_minute
+        && w.gc_share >= 0.05
+        && w.gc_share >= 3.0 * r.gc_share
+        && r.span_s > 2.0 * w.length_s
+    {
+        out.push(format!(
+            "The worst minute (from +{:.0} s) spent {} in GC, {:.1}× the average: the cost comes in bursts.",
+            w.start_s,
+            pct(w.gc_share),
+            w.gc_share / r.gc_share.max(1e-12)
+        ));
+    }
+    if let Some(p) = r.longest.first()
+        && p.duration_ns >= 10_000_000
+    {
+        out.push(format!(
+            "The longest pause was {} (gen{} at +{:.1} s, thread {}): every thread of the process waited for it.",
+            ms(p.duration_ns),
+            p.r#gen,
+            p.at_s,
+            p.tid
+        ));
+    }
+    let (first, last) = (a.windows.first(), a.windows.last());
+    if let (Some(f), Some(l)) = (first, last)
+        && f.rss_mib > 0.0
+        && l.rss_mib >= 2.0 * f.rss_mib
+    {
+        let minutes = (l.end_s - f.end_s) / 60.0;
+        let per = ratio(gen2.collected as f64, gen2.collections as f64);
+        out.push(format!(
+            "The process's memory (RSS) grew from {:.0} MiB to {:.0} MiB (×{:.1}) in {:.1} min while gen2 collections freed \
+             {per:.0} objects each on average: live data keeps growing — a leak?",
+            f.rss_mib,
+            l.rss_mib,
+            l.rss_mib / f.rss_mib,
+            minutes
+        ));
+    }
+    let uncollectable: i64 = r.generations.iter().map(|g| g.uncollectable).sum();
+    if uncollectable > 0 {
+        out.push(format!(
+            "{uncollectable} objects were uncollectable: they stay in gc.garbage (cycles with legacy finalizers) and grow memory."
+        ));
+    }
+    for c in &r.threshold_changes {
+        if c.before.seconds > 0.0 && c.after.seconds > 0.0 && c.before.gc_share > 0.0 {
+            out.push(format!(
+                "At +{:.0} s {} set the thresholds {} → {}: {}.",
+                c.at_s,
+                c.who(),
+                fmt3(c.from),
+                fmt3(c.to),
+                c.effect()
+            ));
+        }
+    }
+    if let Some(s) = &r.summary
+        && s.lost_events > 0
+    {
+        out.push(format!(
+            "{} collection events were lost (the ring buffer overflowed): counts are a lower bound.",
+            s.lost_events
+        ));
+    }
+    out
+}
+
+pub fn pct(x: f64) -> String {
+    if x >= 0.1 { format!("{:.0}%", x * 100.0) } else { format!("{:.2}%", x * 100.0) }
+}
+
+pub fn fmt3(t: [i64; 3]) -> String {
+    format!("{}/{}/{}", t[0], t[1], t[2])
+}

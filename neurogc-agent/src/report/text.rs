@@ -1,0 +1,109 @@
+//! The report for a terminal: KPIs first, then the detail an analyst reads next.
+use std::fmt::Write;
+
+use super::{Report, fmt3, pct};
+use crate::view::duration;
+
+fn bound(ns: u64) -> String {
+    if ns == u64::MAX { "longer".to_owned() } else { format!("≤ {}", duration(ns)) }
+}
+
+pub fn render(r: &Report) -> String {
+    let mut s = String::new();
+    let a = &r.attach;
+    let _ = writeln!(
+        s,
+        "neurogc report · {} · pid {} · CPython {} ({}) · {}{}",
+        r.trace.path,
+        a.pid,
+        a.python,
+        a.probe,
+        a.mode,
+        a.host.as_ref().map_or(String::new(), |h| format!(" · host {h}"))
+    );
+    if let Some(b) = &a.build {
+        let _ =
+            writeln!(s, "interpreter {}{}", b.file, if b.free_threaded { " (free-threaded)" } else { "" });
+    }
+    if let Some(m) = &a.model {
+        let _ = writeln!(s, "model {} (digest {}, {})", m.source, m.digest, m.provider);
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(s, "  span            {:.1} s", r.span_s);
+    let _ = writeln!(s, "  collections     {} ({:.1}/s)", r.collections, r.collections_per_s);
+    let _ = writeln!(s, "  GC share        {} of wall time", pct(r.gc_share));
+    if let Some(w) = &r.worst_minute {
+        let label = format!("worst {:.0} s", w.length_s);
+        let _ = writeln!(s, "  {label:<15} {} of wall time (from +{:.0} s)", pct(w.gc_share), w.start_s);
+    }
+    let _ = writeln!(s);
+    let row = |s: &mut String, cells: &[&str]| {
+        let _ = write!(s, "  {:<4} {:>10} {:>8} {:>8}", cells[0], cells[1], cells[2], cells[3]);
+        for c in &cells[4..] {
+            let _ = write!(s, " {c:>9}");
+        }
+        s.push('\n');
+    };
+    row(&mut s, &super::GEN_COLUMNS);
+    for g in &r.generations {
+        let cells = g.cells();
+        row(&mut s, &cells.each_ref().map(String::as_str));
+    }
+    let _ = writeln!(s, "\npause histogram (all generations)");
+    let peak = r.histogram.iter().map(|b| b.counts.iter().sum::<u64>()).max().unwrap_or(0).max(1);
+    let first = r.histogram.iter().position(|b| b.counts.iter().sum::<u64>() > 0);
+    let last = r.histogram.iter().rposition(|b| b.counts.iter().sum::<u64>() > 0);
+    if let (Some(first), Some(last)) = (first, last) {
+        for b in &r.histogram[first..=last] {
+            let n: u64 = b.counts.iter().sum();
+            let bar = "█".repeat(((n as f64 / peak as f64) * 40.0).ceil() as usize);
+            let _ = writeln!(s, "  {:>12} {:>10} {bar}", bound(b.le_ns), n);
+        }
+    }
+    if !r.longest.is_empty() {
+        let _ = writeln!(s, "\nlongest pauses");
+        for p in &r.longest {
+            let _ = writeln!(
+                s,
+                "  {:>10}  gen{}  at +{:.3} s  thread {}  {} collected",
+                duration(p.duration_ns),
+                p.r#gen,
+                p.at_s,
+                p.tid,
+                p.collected
+            );
+        }
+    }
+    if !r.allocation.is_empty() {
+        let _ = writeln!(s, "\nallocation rate and RSS over time");
+        for a in &r.allocation {
+            let _ = writeln!(
+                s,
+                "  +{:>8.1} s … +{:>8.1} s  {:>12.0} allocs/s  RSS {:.1} MiB",
+                a.from_s, a.to_s, a.alloc_per_s, a.rss_mib
+            );
+        }
+    }
+    if !r.threshold_changes.is_empty() {
+        let _ = writeln!(s, "\nthreshold changes (30 s before → after)");
+        for c in &r.threshold_changes {
+            let _ = writeln!(
+                s,
+                "  +{:.1} s  {} → {} by {}: {}",
+                c.at_s,
+                fmt3(c.from),
+                fmt3(c.to),
+                c.who(),
+                c.effect()
+            );
+        }
+    }
+    let _ = writeln!(s, "\nfindings");
+    if r.findings.is_empty() {
+        let _ = writeln!(s, "  nothing stands out: GC cost is low and pauses are short.");
+    }
+    for f in &r.findings {
+        let _ = writeln!(s, "  • {f}");
+    }
+    s
+}

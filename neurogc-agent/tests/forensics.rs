@@ -1,0 +1,502 @@
+//! Offline forensics: `record`, `report` (text, JSON, HTML, Perfetto) and `replay`, against real
+//! recordings of every interpreter of the manifest, and against files damaged on purpose.
+mod common;
+
+use std::{
+    os::unix::fs::PermissionsExt,
+    path::{Path, PathBuf},
+    process::{Command, Output},
+    time::{Duration, Instant},
+};
+
+use common::*;
+use neurogc_trace::{Attach, Collection, Record, Sample, TraceReader, TraceWriter, Window};
+use serde_json::Value;
+
+/// A directory only root can write (the agent refuses to create files anywhere else).
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("forensics-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    dir
+}
+
+fn records(path: &Path) -> (Vec<Record>, Option<String>) {
+    let mut r = TraceReader::new(std::fs::File::open(path).unwrap()).unwrap();
+    let mut out = Vec::new();
+    while let Some(rec) = r.next().unwrap() {
+        out.push(rec);
+    }
+    (out, r.truncated().map(str::to_owned))
+}
+
+fn collections(records: &[Record]) -> Vec<Collection> {
+    records.iter().filter_map(|r| if let Record::Gc(c) = r { Some(*c) } else { None }).collect()
+}
+
+fn report_json(trace: &Path, extra: &[&str]) -> (Value, Output) {
+    let out = agent().arg("report").arg(trace).arg("--json").args(extra).output().unwrap();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (v, out)
+}
+
+/// Nearest-rank quantile of sorted values.
+fn rank(sorted: &[u64], q: f64) -> usize {
+    ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1
+}
+
+/// hdrhistogram keeps 3 significant digits and may pick a neighbouring rank: the report's
+/// figure must lie within those bounds of the exact one.
+fn near(report_ns: u64, sorted: &[u64], q: f64) -> bool {
+    let i = rank(sorted, q);
+    let lo = sorted[i.saturating_sub(1)] as f64 * 0.999;
+    let hi = sorted[(i + 1).min(sorted.len() - 1)] as f64 * 1.001 + 1.0;
+    (lo..=hi).contains(&(report_ns as f64))
+}
+
+#[test]
+fn the_report_counts_what_the_workload_counted_itself() {
+    for_each_python(|py| {
+        let dir = scratch(&py.name);
+        let trace = dir.join("run.ngc");
+        let target = py.command(&["--seconds", "1", "--threads", "1", "--manual", "3000"]);
+        let rec = agent()
+            .args(["record", "-o"])
+            .arg(&trace)
+            .args(["--mode", "observe", "--interval", "0.25", "--duration", "120", "--"])
+            .args(&target)
+            .output()
+            .unwrap();
+        if !rec.status.success() {
+            return vec![format!(
+                "{}: record exited {:?}: {}",
+                py.name,
+                rec.status,
+                String::from_utf8_lossy(&rec.stderr)
+            )];
+        }
+        // In record mode the workload keeps the agent's standard output, next to the live view.
+        let stdout: Vec<String> = String::from_utf8_lossy(&rec.stdout).lines().map(String::from).collect();
+        let Some(own) = json_lines(&stdout).into_iter().find(|l| l.get("baseline_collections").is_some())
+        else {
+            return vec![format!("{}: no workload report in {stdout:?}", py.name)];
+        };
+        let (report, out) = report_json(&trace, &[]);
+        let (recorded, truncated) = records(&trace);
+        let _ = std::fs::remove_dir_all(&dir);
+        if !out.status.success() {
+            return vec![format!(
+                "{}: report exited {:?}: {}",
+                py.name,
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            )];
+        }
+        let mut errors = Vec::new();
+        if truncated.is_some() || !matches!(recorded.last(), Some(Record::Summary(_))) {
+            errors.push(format!("{}: recording incomplete: {truncated:?}", py.name));
+        }
+        let gcs = collections(&recorded);
+        let mut total = 0;
+        for g in 0..3usize {
+            let want =
+                own["collections"][g].as_i64().unwrap() + own["baseline_collections"][g].as_i64().unwrap();
+            let want_collected =
+                own["collected"][g].as_i64().unwrap() + own["baseline_collected"][g].as_i64().unwrap();
+            let r = &report["generations"][g];
+            let got = (r["collections"].as_i64().unwrap(), r["collected"].as_i64().unwrap());
+            if got != (want, want_collected) || r["uncollectable"] != own["uncollectable"][g] {
+                errors.push(format!(
+                    "{}: gen{g}: report has {got:?} collections/collected and {} uncollectable, the workload counted ({want}, {want_collected}) and {}",
+                    py.name, r["uncollectable"], own["uncollectable"][g]
+                ));
+            }
+            total += want;
+            let mut d: Vec<u64> = gcs.iter().filter(|c| c.r#gen == g as i8).map(|c| c.duration_ns).collect();
+            d.sort_unstable();
+            if d.is_empty() {
+                continue;
+            }
+            for (key, q) in
+                [("p50_ns", 0.5), ("p90_ns", 0.9), ("p99_ns", 0.99), ("p999_ns", 0.999), ("max_ns", 1.0)]
+            {
+                let v = r[key].as_u64().unwrap();
+                if !near(v, &d, q) {
+                    errors.push(format!(
+                        "{}: gen{g} {key} {v} is not the recorded pauses' ({})",
+                        py.name,
+                        d[rank(&d, q)]
+                    ));
+                }
+            }
+        }
+        if report["collections"] != total {
+            errors.push(format!(
+                "{}: report counts {} collections, the workload {total}",
+                py.name, report["collections"]
+            ));
+        }
+        // The ten longest pauses are exact: the recorded ones, longest first.
+        let mut longest: Vec<u64> = gcs.iter().map(|c| c.duration_ns).collect();
+        longest.sort_unstable_by(|a, b| b.cmp(a));
+        let got: Vec<u64> = report["longest"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["duration_ns"].as_u64().unwrap())
+            .collect();
+        if got[..] != longest[..got.len().min(10)] || got.len() != gcs.len().min(10) {
+            errors.push(format!(
+                "{}: longest pauses {got:?}, recorded {:?}",
+                py.name,
+                &longest[..10.min(longest.len())]
+            ));
+        }
+        let pause_s: f64 = gcs.iter().map(|c| c.duration_ns as f64 / 1e9).sum();
+        let share = report["gc_share"].as_f64().unwrap();
+        let span = report["span_s"].as_f64().unwrap();
+        if (share * span - pause_s).abs() > 1e-6 * pause_s.max(1.0) {
+            errors.push(format!("{}: GC share {share} over {span} s is not {pause_s} s of pauses", py.name));
+        }
+        errors
+    });
+}
+
+/// SIGKILL at random moments of a recording (seeded: NEUROGC_FORENSICS_SEED reproduces a run):
+/// whatever was sealed reads back, and the report runs on it.
+#[test]
+fn a_recorder_killed_at_any_moment_leaves_a_readable_file() {
+    let seed: u64 =
+        std::env::var("NEUROGC_FORENSICS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+        });
+    eprintln!("NEUROGC_FORENSICS_SEED={seed}");
+    let state = std::cell::Cell::new(seed | 1);
+    let next = || {
+        let mut x = state.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        state.set(x);
+        x
+    };
+    for_each_python(|py| {
+        let dir = scratch(&format!("kill-{}", py.name));
+        let trace = dir.join("killed.ngc");
+        // Killed within its first 3 s, aimed at the first second (before any timed block) half the time.
+        let kill_after =
+            Duration::from_millis(if next() % 2 == 0 { 50 + next() % 950 } else { 1000 + next() % 2000 });
+        let target = py.command(&["--seconds", "4"]);
+        let mut agent = agent()
+            .args(["record", "-o"])
+            .arg(&trace)
+            .args(["--mode", "observe", "--"])
+            .args(&target)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(kill_after);
+        agent.kill().unwrap();
+        let _ = agent.wait();
+        // The workload ran on without the agent: let it finish (≤ 4 s) before the next one.
+        std::thread::sleep(Duration::from_secs(4).saturating_sub(kill_after) + Duration::from_millis(300));
+        let what = format!("{} killed after {kill_after:?}", py.name);
+        let size = std::fs::metadata(&trace).map(|m| m.len()).unwrap_or(0);
+        let (report, out) = report_json(&trace, &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let mut errors = Vec::new();
+        match out.status.code() {
+            // Killed before it created the file.
+            Some(2) if !trace.exists() => {}
+            Some(0) => {
+                let (recorded, _) = records(&trace);
+                let gcs = collections(&recorded).len() as u64;
+                if report["collections"] != gcs {
+                    errors.push(format!(
+                        "{what}: report counts {} of the {gcs} readable collections",
+                        report["collections"]
+                    ));
+                }
+                if report["summary"] != Value::Null {
+                    errors.push(format!("{what}: a summary record from a killed recorder?"));
+                }
+            }
+            // Killed before its attach record was written: the file is empty, and says so.
+            Some(2) if size == 0 && stderr.contains("empty") => {}
+            other => errors.push(format!("{what}: report exited {other:?} on a {size}-byte file: {stderr}")),
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        errors
+    });
+}
+
+fn sample(ts_ns: u64, rss_mib: u64, t0: i64) -> Sample {
+    Sample {
+        ts_ns,
+        thresholds: Some([t0, 10, 10]),
+        count0: Some(5),
+        rss_bytes: rss_mib << 20,
+        cpu_ns: ts_ns / 2,
+        freeze_count: None,
+    }
+}
+
+/// A synthetic recording: `n` collections over two threads and all three generations, a window
+/// a second, and a threshold change halfway.
+fn synthetic(path: &Path, n: u64, json: bool) -> Vec<Collection> {
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = if json { TraceWriter::json_lines(file) } else { TraceWriter::zstd(file).unwrap() };
+    let t0 = 1_700_000_000_000_000_000u64;
+    let features: Vec<String> = (0..25).map(|i| format!("f{i}")).collect();
+    w.write(&Record::Attach(Attach {
+        format: neurogc_trace::FORMAT,
+        pid: 4242,
+        python: "3.12.8".into(),
+        probe: "usdt".into(),
+        mode: "observe".into(),
+        schema: 1,
+        features,
+        sample: sample(t0, 100, 700),
+        build: None,
+        host: Some("test".into()),
+        agent: None,
+        interval_s: Some(1.0),
+        model: None,
+        guard: None,
+    }))
+    .unwrap();
+    let mut out = Vec::new();
+    let step = 120_000_000_000 / n; // two minutes
+    let mut window_start = t0;
+    for i in 0..n {
+        let r#gen = if i % 100 == 99 {
+            2
+        } else if i % 10 == 9 {
+            1
+        } else {
+            0
+        };
+        let c = Collection {
+            ts_ns: t0 + i * step,
+            pid: 4242,
+            tid: if i % 3 == 0 { 4243 } else { 4242 },
+            r#gen,
+            duration_ns: [40_000, 400_000, 9_000_000][r#gen as usize] + (i * 7919) % 10_000,
+            collected: (i % 17) as i64,
+            uncollectable: 0,
+        };
+        w.write(&Record::Gc(c)).unwrap();
+        out.push(c);
+        let now = c.ts_ns + c.duration_ns;
+        if now.saturating_sub(window_start) >= 1_000_000_000 {
+            let t = if now - t0 > 60_000_000_000 { 5000 } else { 700 };
+            w.write(&Record::Window(Window {
+                schema: 1,
+                start_ns: window_start,
+                end_ns: now,
+                collections: [1, 0, 0],
+                features: vec![0.0; 25],
+                sample: sample(now, 100, t),
+            }))
+            .unwrap();
+            window_start = now;
+        }
+    }
+    w.seal().unwrap();
+    out
+}
+
+#[test]
+fn the_perfetto_export_has_one_slice_per_collection() {
+    let dir = scratch("perfetto");
+    let (trace, export) = (dir.join("t.ngc"), dir.join("t.perfetto.json"));
+    let gcs = synthetic(&trace, 5000, false);
+    let (_, out) = report_json(&trace, &["--perfetto", export.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&std::fs::read(&export).unwrap()).expect("Perfetto JSON parses");
+    let events = v["traceEvents"].as_array().unwrap();
+    let slices: Vec<&Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+    assert_eq!(slices.len(), gcs.len());
+    for (s, c) in slices.iter().zip(&gcs) {
+        assert_eq!(
+            (s["tid"].as_u64().unwrap(), s["args"]["generation"].as_i64().unwrap()),
+            (u64::from(c.tid), i64::from(c.r#gen))
+        );
+        assert_eq!(s["args"]["collected"], c.collected);
+        assert!((s["dur"].as_f64().unwrap() - c.duration_ns as f64 / 1e3).abs() < 1e-3);
+    }
+    // A named track per thread, and the threshold change marked.
+    let names: Vec<&Value> = events.iter().filter(|e| e["name"] == "thread_name").collect();
+    assert_eq!(names.len(), 2);
+    assert!(events.iter().any(|e| e["ph"] == "i" && e["name"] == "thresholds 5000/10/10"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_html_report_renders_in_headless_chromium() {
+    let dir = scratch("html");
+    let (trace, html, shot) = (dir.join("t.jsonl"), dir.join("r.html"), dir.join("shot.png"));
+    synthetic(&trace, 20_000, true);
+    let (report, out) = report_json(&trace, &["--html", html.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(report["threshold_changes"][0]["to"], serde_json::json!([5000, 10, 10]));
+    let chromium = ["chromium-headless-shell", "chromium"]
+        .into_iter()
+        .find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
+        .expect("headless Chromium (apt install chromium-headless-shell; .ci/run installs it)");
+    let run = Command::new(chromium)
+        .args(["--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1000,1400"])
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let decoder = png::Decoder::new(std::fs::File::open(&shot).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let px = info.color_type.samples();
+    let pixels: Vec<&[u8]> = buf[..info.buffer_size()].chunks(px).collect();
+    // Every generation's colour is drawn (points and bars), not just declared.
+    for hex in ["1f77b4", "ff7f0e", "d62728"] {
+        let rgb: Vec<u8> = (0..3).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap()).collect();
+        let n = pixels.iter().filter(|p| p[..3].iter().zip(&rgb).all(|(a, b)| a.abs_diff(*b) <= 8)).count();
+        assert!(n > 200, "#{hex}: {n} pixels in the screenshot");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn damaged_empty_and_future_traces_get_a_clear_error() {
+    let dir = scratch("damaged");
+    let good = dir.join("good.ngc");
+    synthetic(&good, 30_000, false);
+    let bytes = std::fs::read(&good).unwrap();
+    let mut cases: Vec<(&str, Vec<u8>, Option<&str>)> = vec![
+        ("empty", vec![], Some("empty")),
+        ("random", (0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect(), Some("not")),
+        ("headless", b"{\"type\":\"gc\",\"ts_ns\":1,\"pid\":1,\"tid\":1,\"gen\":0,\"duration_ns\":5,\"collected\":1,\"uncollectable\":0}\n".to_vec(), Some("before the attach record")),
+        ("future", format!("{{\"type\":\"attach\",\"format\":{}}}\n", neurogc_trace::FORMAT + 1).into_bytes(), None),
+        // Cut inside the last block: readable up to the block before, and the report says so.
+        ("truncated", bytes[..bytes.len() - 10].to_vec(), None),
+    ];
+    let mut damaged = bytes.clone();
+    damaged[bytes.len() / 2] ^= 0x40;
+    cases.push(("damaged", damaged, Some("damaged")));
+    for (name, content, says) in &cases {
+        let path = dir.join(name);
+        std::fs::write(&path, content).unwrap();
+        for cmd in ["report", "replay"] {
+            let out = agent().arg(cmd).arg(&path).output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            match (*name, says) {
+                ("future", _) => {
+                    assert_eq!(out.status.code(), Some(2), "{cmd} {name}: {stderr}");
+                    assert!(stderr.contains("newer neurogc") && stderr.contains("upgrade"), "{stderr}");
+                }
+                ("truncated", _) => {
+                    assert_eq!(out.status.code(), Some(0), "{cmd} {name}: {stderr}");
+                    if cmd == "report" {
+                        assert!(String::from_utf8_lossy(&out.stdout).contains("incomplete"));
+                    } else {
+                        assert!(stderr.contains("last complete block"), "{stderr}");
+                    }
+                }
+                (_, Some(says)) => {
+                    assert_eq!(out.status.code(), Some(2), "{cmd} {name}: {stderr}");
+                    assert!(stderr.contains(says) && stderr.lines().count() == 1, "{cmd} {name}: {stderr}");
+                    assert!(!stderr.contains("panicked"), "{stderr}");
+                }
+                _ => unreachable!(),
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn outputs_are_never_written_through_links_or_into_shared_directories() {
+    let dir = scratch("outputs");
+    let trace = dir.join("t.ngc");
+    synthetic(&trace, 100, false);
+    let before = records(&trace).0;
+    let link = dir.join("link.html");
+    std::os::unix::fs::symlink("/etc/neurogc-must-not-exist", &link).unwrap();
+    let shared = dir.join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    for (out, says) in [
+        (link.clone(), "symbolic link"),
+        (shared.join("r.html"), "written by other users"),
+        (trace.clone(), "is the trace being read"),
+    ] {
+        let run = agent().arg("report").arg(&trace).arg("--html").arg(&out).output().unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+    }
+    assert!(!Path::new("/etc/neurogc-must-not-exist").exists());
+    assert!(!shared.join("r.html").exists());
+    assert_eq!(records(&trace).0, before, "the trace is untouched");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn replay_runs_a_model_over_recorded_windows() {
+    let dir = scratch("replay");
+    let trace = dir.join("t.ngc");
+    synthetic(&trace, 2000, false);
+    let started = Instant::now();
+    let out = agent()
+        .arg("replay")
+        .arg(&trace)
+        .args(["--json", "--model", &fixture("always-25000.onnx"), "--confirm", "1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines =
+        json_lines(&String::from_utf8_lossy(&out.stdout).lines().map(String::from).collect::<Vec<_>>());
+    let decisions: Vec<&Value> = lines.iter().filter(|l| l["type"] == "decision").collect();
+    let windows = lines.iter().filter(|l| l["type"] == "window").count();
+    assert_eq!(decisions.len(), windows);
+    assert!(windows >= 100, "{windows} windows replayed in {:?}", started.elapsed());
+    // The guard lets the model's proposal through once, then holds it.
+    let changes: Vec<&&Value> = decisions.iter().filter(|d| d["change"] == true).collect();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(changes[0]["thresholds"], serde_json::json!([25000, 20, 10]));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A recording that fills its disk stops the agent with the reason (exit 1), leaves a file that
+/// reads up to its last complete block.
+#[test]
+fn a_full_disk_ends_the_recording_cleanly() {
+    let py = python("debian-bookworm-3.11");
+    let dir = scratch("full");
+    let small = dir.join("small");
+    std::fs::create_dir(&small).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k,mode=0700", "neurogc-full"])
+        .arg(&small)
+        .status()
+        .unwrap();
+    assert!(mounted.success(), "mount a 256 KiB tmpfs");
+    let trace = small.join("full.ngc");
+    let out = agent()
+        .args(["record", "-o"])
+        .arg(&trace)
+        .args(["--mode", "observe", "--duration", "60", "--"])
+        .args(py.command(&["--seconds", "8", "--threshold", "100"]))
+        .stdout(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let (report, rep) = report_json(&trace, &[]);
+    let _ = Command::new("umount").arg(&small).status();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+    assert!(rep.status.success(), "{}", String::from_utf8_lossy(&rep.stderr));
+    assert!(report["collections"].as_u64().unwrap() > 0, "{report}");
+}

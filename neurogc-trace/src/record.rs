@@ -1,0 +1,288 @@
+//! The one record type. The live `--json` stream, the `.ngc` recording, `report`, `replay` and
+//! training (training/train.py) all speak it: one JSON object per record, tagged by `"type"`.
+//!
+//! Compatibility: fields are only ever added, with a default, so every older recording still
+//! reads; a change that cannot be read that way bumps [`FORMAT`], and a reader refuses a trace
+//! whose `attach` record declares a newer format than its own.
+use serde::{Deserialize, Serialize};
+
+/// The trace format this build writes and the newest it reads. Recordings made before the field
+/// existed (plain `--json` streams of the first agents) are format 1.
+pub const FORMAT: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum Record {
+    /// First record of every stream: what was observed, by what, how.
+    Attach(Attach),
+    /// One garbage collection.
+    Gc(Collection),
+    /// One feature window (closes every `--interval`).
+    Window(Window),
+    /// What the policy decided at the end of a window (advise and act modes).
+    Decision(Decision),
+    /// What the actuator did (act mode): hook ready, thresholds applied, restored, …
+    Actuation(Actuation),
+    /// Last record when the agent stopped in order (absent when it was killed).
+    Summary(Summary),
+}
+
+fn format_one() -> u32 {
+    1
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attach {
+    #[serde(default = "format_one")]
+    pub format: u32,
+    pub pid: i32,
+    /// CPython version, e.g. "3.12.8".
+    pub python: String,
+    /// "usdt" or "uprobe".
+    pub probe: String,
+    /// "observe", "advise" or "act".
+    pub mode: String,
+    /// Feature schema of the window records (see the agent's features module).
+    pub schema: u32,
+    pub features: Vec<String>,
+    /// The target when observation began: opens the first window.
+    pub sample: Sample,
+    /// The interpreter build: its file, and whether it is free-threaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<Build>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// "neurogc-agent 0.1.0".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Window length, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard: Option<GuardConfig>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Build {
+    /// The file holding `_PyRuntime`: the executable, or libpython.
+    pub file: String,
+    pub free_threaded: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    /// "embedded" or the path given with --model.
+    pub source: String,
+    /// FNV-1a 64 of the model file, hex: tells two models apart.
+    pub digest: String,
+    pub provider: String,
+    pub actions: Vec<[i64; 3]>,
+}
+
+/// The guardrails' settings: what the agent's guard runs with, and what the attach record says
+/// it ran with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GuardConfig {
+    pub min: [i64; 3],
+    pub max: [i64; 3],
+    /// Windows to wait after a change before the next one.
+    pub cooldown: u64,
+    /// Consecutive windows a new proposal must be made before it is taken.
+    pub confirm: u32,
+    /// RSS may grow this fraction over its value at attach; beyond it the agent steps back.
+    pub max_rss_growth: f64,
+    pub allow_disable: bool,
+}
+
+/// The target at one instant. Fields the agent could not read are absent.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Nanoseconds since the Unix epoch.
+    pub ts_ns: u64,
+    pub thresholds: Option<[i64; 3]>,
+    pub count0: Option<i64>,
+    pub rss_bytes: u64,
+    /// CPU time of all the target's threads so far.
+    pub cpu_ns: u64,
+    pub freeze_count: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Collection {
+    /// Start of the collection, nanoseconds since the Unix epoch.
+    pub ts_ns: u64,
+    pub pid: u32,
+    pub tid: u32,
+    /// 0, 1 or 2; −1 only when neither the GC state nor the probe told the generation.
+    pub r#gen: i8,
+    pub duration_ns: u64,
+    pub collected: i64,
+    /// −1 when unknown (no GC state: the probe reports collected + uncollectable together).
+    pub uncollectable: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    pub schema: u32,
+    /// Start and end of the window (the end sample's timestamp).
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub collections: [u64; 3],
+    pub features: Vec<f64>,
+    pub sample: Sample,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    pub ts_ns: u64,
+    /// The model's choice, after the guard.
+    pub thresholds: [i64; 3],
+    /// The guard let a change through.
+    pub change: bool,
+    /// Act mode: the change was handed to the actuator (its "actuation" record confirms it).
+    pub requested: bool,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Actuation {
+    pub ts_ns: u64,
+    /// waiting, ready, applied, app-changed, failed or finished.
+    pub event: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<[i64; 3]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested: Option<[i64; 3]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub pid: i32,
+    pub python: String,
+    pub probe: String,
+    /// duration, SIGINT, SIGTERM, SIGHUP, target-exited, output-closed or act-failed.
+    pub stopped: String,
+    pub elapsed_s: f64,
+    pub attach_ms: f64,
+    pub collections: u64,
+    pub gc_time_share: f64,
+    pub lost_events: u64,
+    pub unpaired_events: u64,
+    pub generations: Vec<GenSummary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_exit_status: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<PolicySummary>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PauseSummary {
+    pub total: u64,
+    pub p50: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GenSummary {
+    pub r#gen: i8,
+    pub collections: u64,
+    pub collected: i64,
+    pub uncollectable: i64,
+    pub pause_ns: PauseSummary,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub p50: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicySummary {
+    pub mode: String,
+    pub provider: String,
+    pub decisions: u64,
+    pub changes_applied: u64,
+    pub inference_ns: LatencySummary,
+    /// From the window's close (drain, sample, features, inference, guard) to the decision.
+    pub window_to_decision_ns: LatencySummary,
+    /// From the decision to the target's confirmation of a change (act mode).
+    pub apply_ns: LatencySummary,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub injection_ms: Option<f64>,
+    /// Act mode: nothing neurogc set is left in the target (see `restore`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored: Option<bool>,
+    /// Act mode: what the restore found and did, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore: Option<String>,
+}
+
+/// FNV-1a, 64 bits: a model's identity in the attach record (not a security measure).
+pub fn digest(bytes: &[u8]) -> String {
+    let h =
+        bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    format!("{h:016x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tag_comes_first_and_names_the_variant() {
+        let c =
+            Collection { ts_ns: 5, pid: 1, tid: 2, r#gen: 1, duration_ns: 9, collected: 3, uncollectable: 0 };
+        let line = serde_json::to_string(&Record::Gc(c)).unwrap();
+        // The reader's fast path relies on this prefix.
+        assert!(line.starts_with(r#"{"type":"gc","#), "{line}");
+        assert_eq!(serde_json::from_str::<Record>(&line).unwrap(), Record::Gc(c));
+    }
+
+    #[test]
+    fn a_first_generation_attach_line_still_reads() {
+        // As written by the agent before the format field existed.
+        let old = r#"{"type":"attach","pid":7,"python":"3.12.8","probe":"usdt","mode":"observe","schema":1,
+            "features":["gen0_per_s"],"sample":{"ts_ns":1,"thresholds":[700,10,10],"count0":3,
+            "rss_bytes":100,"cpu_ns":5,"freeze_count":null}}"#;
+        let Record::Attach(a) = serde_json::from_str(old).unwrap() else { panic!("not attach") };
+        assert_eq!((a.format, a.pid, a.host), (1, 7, None));
+    }
+
+    #[test]
+    fn window_features_come_back_bit_for_bit() {
+        // replay compares recomputed windows with recorded ones by equality: parsing must be exact.
+        let mut x = 0x853c_49e6_748f_ea9bu64;
+        let features: Vec<f64> = (0..10_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                f64::from_bits(x >> 2) * if x & 1 == 0 { 1.0 } else { 1e-300 }
+            })
+            .filter(|f| f.is_finite())
+            .collect();
+        let sample =
+            Sample { ts_ns: 1, thresholds: None, count0: None, rss_bytes: 0, cpu_ns: 0, freeze_count: None };
+        let w = Record::Window(Window {
+            schema: 1,
+            start_ns: 0,
+            end_ns: 1,
+            collections: [0; 3],
+            features,
+            sample,
+        });
+        let back: Record = serde_json::from_str(&serde_json::to_string(&w).unwrap()).unwrap();
+        assert_eq!(back, w);
+    }
+}
