@@ -251,7 +251,7 @@ impl Steering {
                     return Ok(decision);
                 }
             };
-        let verdict = guard.decide(proposed, window.sample.rss_bytes);
+        let verdict = guard.decide(proposed, window.sample.rss_bytes, window.collections.iter().sum());
         decision.thresholds = verdict.thresholds;
         decision.change = verdict.change;
         decision.reason = verdict.reason;

@@ -46,6 +46,21 @@ pub enum Which {
         #[arg(long, default_value = "10")]
         seconds: u32,
     },
+    /// Steering against defaults, the static recipe and GC off, on a cache-heavy HTTP service
+    Steer {
+        /// Interleaved rounds (each runs every configuration once)
+        #[arg(long, default_value = "5")]
+        rounds: usize,
+        /// Seconds of load per run
+        #[arg(long, default_value = "20")]
+        seconds: f64,
+        /// Requests per second (open loop)
+        #[arg(long, default_value = "100")]
+        rate: f64,
+        /// Interpreter running the service
+        #[arg(long, default_value = "/usr/bin/python3.11")]
+        python: PathBuf,
+    },
     /// `report` on a large synthetic trace: wall time and peak RSS
     Report {
         /// Collections in the trace
@@ -63,6 +78,9 @@ pub fn run(which: Which) -> Result<()> {
             overhead(rounds, iterations, threshold, &python)
         }
         Which::Policy { sessions, seconds } => policy(sessions, seconds),
+        Which::Steer { rounds, seconds, rate, python } => {
+            crate::bench_steer::run(rounds, seconds, rate, &python)
+        }
         Which::Report { collections, rounds } => crate::bench_report::run(collections, rounds),
     }
 }

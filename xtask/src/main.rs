@@ -2,6 +2,7 @@
 //! run the same commands as a developer's warm machine.
 mod bench;
 mod bench_report;
+mod bench_steer;
 mod pythons;
 mod setup;
 mod train;

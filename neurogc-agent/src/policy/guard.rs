@@ -21,6 +21,10 @@ pub struct Guard {
     window: u64,
     last_change: Option<u64>,
     streak: Option<([i64; 3], u32)>,
+    /// Set once raised thresholds took RSS over the ceiling: no threshold goes above these again
+    /// (memory wins over everything, and without this the model's next proposal would take the
+    /// target straight back over: 700 → 2000 → 1183 → 910 → 2000…).
+    cap: Option<[i64; 3]>,
 }
 
 /// One step from `from` halfway (geometrically) to `to`, arriving when close.
@@ -31,7 +35,16 @@ fn step_toward(from: i64, to: i64) -> i64 {
 
 impl Guard {
     pub fn new(cfg: GuardConfig, original: [i64; 3], baseline_rss: u64) -> Guard {
-        Guard { cfg, original, baseline_rss, current: original, window: 0, last_change: None, streak: None }
+        Guard {
+            cfg,
+            original,
+            baseline_rss,
+            current: original,
+            window: 0,
+            last_change: None,
+            streak: None,
+            cap: None,
+        }
     }
 
     fn ceiling(&self) -> u64 {
@@ -49,19 +62,24 @@ impl Guard {
         Verdict { thresholds: self.current, change: false, reason }
     }
 
-    /// One window: the model proposes, the guard disposes.
-    pub fn decide(&mut self, proposed: [i64; 3], rss: u64) -> Verdict {
+    /// One window: the model proposes, the guard disposes. `collections`: how many the window
+    /// saw (a quiet process gets no change).
+    pub fn decide(&mut self, proposed: [i64; 3], rss: u64, collections: u64) -> Verdict {
         self.window += 1;
         let mib = |b: u64| b as f64 / 1048576.0;
         if self.baseline_rss > 0 && rss > self.ceiling() {
-            if self.current == self.original {
+            // Only ever lower: a step "toward the original" from below it would raise thresholds,
+            // and memory the application grows at its own settings is not neurogc's to chase.
+            let back = [0, 1, 2].map(|g| step_toward(self.current[g], self.original[g]).min(self.current[g]));
+            if back == self.current {
                 return self.keep(format!(
-                    "RSS {:.1} MiB over the ceiling {:.1} MiB, already at the original thresholds",
+                    "RSS {:.1} MiB over the ceiling {:.1} MiB at or below the application's own thresholds: \
+                     the growth is not neurogc's, nothing to step back",
                     mib(rss),
                     mib(self.ceiling())
                 ));
             }
-            let back = [0, 1, 2].map(|g| step_toward(self.current[g], self.original[g]));
+            self.cap = Some(back);
             return self.change(
                 back,
                 format!(
@@ -71,9 +89,24 @@ impl Guard {
                 ),
             );
         }
+        if collections == 0 {
+            self.streak = None;
+            return self.keep("quiet: no collection in this window, nothing to improve".to_owned());
+        }
         let floor = if self.cfg.allow_disable { 0 } else { 1 };
-        let target =
+        let mut target =
             [0, 1, 2].map(|g| proposed[g].clamp(self.cfg.min[g].max(floor), self.cfg.max[g].max(floor)));
+        if let Some(cap) = self.cap {
+            let capped = [0, 1, 2].map(|g| target[g].min(cap[g].max(self.current[g])));
+            if capped == self.current && target != self.current {
+                self.streak = None;
+                return self.keep(format!(
+                    "held at {:?}: higher thresholds took RSS over the ceiling earlier (memory comes first)",
+                    self.current
+                ));
+            }
+            target = capped;
+        }
         if target == self.current {
             self.streak = None;
             return self.keep("the model proposes the same thresholds again".to_owned());
@@ -113,41 +146,69 @@ mod tests {
     #[test]
     fn changes_need_confirmation_and_respect_the_cooldown() {
         let mut g = Guard::new(cfg(), [700, 10, 10], 100 << 20);
-        assert!(!g.decide([5000, 10, 10], 100 << 20).change);
-        assert!(g.decide([5000, 10, 10], 100 << 20).change);
-        assert!(!g.decide([2000, 10, 10], 100 << 20).change);
+        assert!(!g.decide([5000, 10, 10], 100 << 20, 10).change);
+        assert!(g.decide([5000, 10, 10], 100 << 20, 10).change);
+        assert!(!g.decide([2000, 10, 10], 100 << 20, 10).change);
         // Confirmed, but within the cooldown.
-        let v = g.decide([2000, 10, 10], 100 << 20);
+        let v = g.decide([2000, 10, 10], 100 << 20, 10);
         assert!(!v.change && v.reason.starts_with("cooldown"), "{v:?}");
-        let v = g.decide([2000, 10, 10], 100 << 20);
+        let v = g.decide([2000, 10, 10], 100 << 20, 10);
         assert_eq!((v.change, v.thresholds), (true, [2000, 10, 10]));
     }
 
     #[test]
     fn bounds_and_zero() {
         let mut g = Guard::new(GuardConfig { min: [0, 0, 0], confirm: 1, ..cfg() }, [700, 10, 10], 0);
-        assert_eq!(g.decide([0, 0, 10_000], 0).thresholds, [1, 1, 100]);
+        assert_eq!(g.decide([0, 0, 10_000], 0, 10).thresholds, [1, 1, 100]);
         let mut g = Guard::new(
             GuardConfig { min: [0, 0, 0], confirm: 1, allow_disable: true, ..cfg() },
             [700, 10, 10],
             0,
         );
-        assert_eq!(g.decide([0, 10, 10], 0).thresholds, [0, 10, 10]);
+        assert_eq!(g.decide([0, 10, 10], 0, 10).thresholds, [0, 10, 10]);
     }
 
     #[test]
     fn memory_ceiling_walks_back_to_the_original() {
         let mut g = Guard::new(GuardConfig { confirm: 1, ..cfg() }, [700, 10, 10], 100 << 20);
-        assert!(g.decide([50_000, 10, 10], 100 << 20).change);
+        assert!(g.decide([50_000, 10, 10], 100 << 20, 10).change);
         let mut steps = Vec::new();
         for _ in 0..10 {
-            let v = g.decide([50_000, 10, 10], 200 << 20);
+            let v = g.decide([50_000, 10, 10], 200 << 20, 10);
             steps.push(v.thresholds[0]);
             if v.thresholds == [700, 10, 10] {
                 break;
             }
         }
         assert_eq!(steps, [5916, 2035, 1194, 914, 800, 700]);
-        assert!(!g.decide([50_000, 10, 10], 200 << 20).change, "no increase while over the ceiling");
+        assert!(!g.decide([50_000, 10, 10], 200 << 20, 10).change, "no increase while over the ceiling");
+        // Back under the ceiling, the model asks again: the thresholds that broke the budget
+        // are not tried again.
+        for _ in 0..10 {
+            let v = g.decide([50_000, 10, 10], 100 << 20, 10);
+            assert_eq!(v.thresholds, [700, 10, 10], "{v:?}");
+        }
+    }
+
+    #[test]
+    fn the_applications_own_growth_never_raises_thresholds() {
+        let mut g = Guard::new(GuardConfig { confirm: 1, cooldown: 0, ..cfg() }, [700, 10, 10], 100 << 20);
+        assert!(g.decide([300, 10, 10], 100 << 20, 10).change);
+        // A leak: RSS over the ceiling with thresholds below the application's.
+        for _ in 0..5 {
+            let v = g.decide([300, 10, 10], 300 << 20, 10);
+            assert_eq!((v.change, v.thresholds), (false, [300, 10, 10]), "{v:?}");
+            assert!(v.reason.contains("not neurogc's"), "{v:?}");
+        }
+    }
+
+    #[test]
+    fn a_quiet_process_gets_no_change() {
+        let mut g = Guard::new(GuardConfig { confirm: 1, cooldown: 0, ..cfg() }, [700, 10, 10], 100 << 20);
+        for _ in 0..5 {
+            let v = g.decide([50_000, 10, 10], 100 << 20, 0);
+            assert_eq!((v.change, v.thresholds), (false, [700, 10, 10]), "{v:?}");
+        }
+        assert!(g.decide([50_000, 10, 10], 100 << 20, 3).change);
     }
 }

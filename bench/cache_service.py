@@ -1,0 +1,115 @@
+"""A cache-heavy HTTP service for `cargo xtask bench steer` (standard library only).
+
+It holds a large warm heap (--entries cache entries, three tracked containers each: ≈ 1.2M
+tracked objects by default) and answers GET /work by building per-request cyclic garbage and
+touching the cache, so that full collections walk the whole heap while requests wait.
+
+  python cache_service.py [--entries N] [--garbage K] [--recipe none|static|gc-off]
+
+--recipe static: after warm-up, gc.freeze() and gc.set_threshold(50_000, 20, 20) (the hand-tuned
+production recipe the agent is compared against); gc-off: gc.disable() (a bound, not a recipe).
+Prints "ready PORT" once it listens. GET /stats answers the collector's own counts and the
+process's peak RSS (VmHWM).
+"""
+import argparse
+import gc
+import json
+import os
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+
+class Node:
+    __slots__ = ("peer", "payload", "__weakref__")
+
+    def __init__(self):
+        self.peer = None
+        self.payload = None
+
+
+CACHE = {}
+ARGS = None
+SERVED = [0]
+
+
+def build_cache(entries):
+    for n in range(entries):
+        CACHE[n] = (str(n), [n, n + 1], {"v": n})
+
+
+def work(i):
+    # Request-scoped garbage in cycles: only the collector frees it.
+    nodes = [Node() for _ in range(ARGS.garbage)]
+    for a, b in zip(nodes, nodes[1:] + nodes[:1]):
+        a.peer = b
+        a.payload = {"id": i, "tags": [i, "x"]}
+    # Touch the cache like a service would: replace a few entries.
+    for k in range(4):
+        key = (i * 7919 + k) % ARGS.entries
+        CACHE[key] = (str(key), [key, i], {"v": i})
+    return len(nodes)
+
+
+def peak_rss_bytes():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+class Server(HTTPServer):
+    # Open-loop load queues connections while a collection stops the world: keep them all.
+    request_queue_size = 1024
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"
+
+    def do_GET(self):
+        if self.path == "/stats":
+            body = json.dumps({
+                "pid": os.getpid(),
+                "served": SERVED[0],
+                "gc": gc.get_stats(),
+                "thresholds": gc.get_threshold(),
+                "freeze_count": gc.get_freeze_count() if hasattr(gc, "get_freeze_count") else None,
+                "peak_rss_bytes": peak_rss_bytes(),
+            }).encode()
+        else:
+            SERVED[0] += 1
+            body = json.dumps({"n": work(SERVED[0])}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def main():
+    global ARGS
+    p = argparse.ArgumentParser()
+    p.add_argument("--entries", type=int, default=400_000)
+    p.add_argument("--garbage", type=int, default=300)
+    p.add_argument("--recipe", choices=["none", "static", "gc-off"], default="none")
+    ARGS = p.parse_args()
+    build_cache(ARGS.entries)
+    # Warm-up: a few hundred requests' worth of garbage, as a service has after start.
+    for i in range(300):
+        work(i)
+    if ARGS.recipe == "static":
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(50_000, 20, 20)
+    elif ARGS.recipe == "gc-off":
+        gc.disable()
+    server = Server(("127.0.0.1", 0), Handler)
+    print(f"ready {server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
