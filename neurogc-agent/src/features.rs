@@ -84,6 +84,16 @@ impl Windower {
     }
 }
 
+/// CPU share below which a window without collections counts as idle.
+const IDLE_CPU_SHARE: f64 = 0.05;
+
+/// The target neither collected nor ran (under 5% of a CPU) in this window. A process that is
+/// busy without collecting (acyclic churn frees what it allocates) is not idle.
+pub fn idle(window: &Window) -> bool {
+    let cpu = index("cpu_share").and_then(|i| window.features.get(i)).copied().unwrap_or(0.0);
+    window.collections.iter().sum::<u64>() == 0 && cpu < IDLE_CPU_SHARE
+}
+
 /// The target's RSS and CPU time from /proc (threads summed; schedstat is in ns).
 pub fn read_proc(pid: i32) -> Option<(u64, u64)> {
     let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;

@@ -110,7 +110,7 @@ pub fn run(opts: &Options) -> Result<()> {
                     (None, None) => None,
                 };
                 if let Some(g) = guard {
-                    let verdict = g.decide(proposed, rss, window.collections.iter().sum());
+                    let verdict = g.decide(proposed, rss, features::idle(&window));
                     (would.thresholds, would.change, would.reason) =
                         (verdict.thresholds, verdict.change, verdict.reason);
                 }

@@ -251,7 +251,7 @@ impl Steering {
                     return Ok(decision);
                 }
             };
-        let verdict = guard.decide(proposed, window.sample.rss_bytes, window.collections.iter().sum());
+        let verdict = guard.decide(proposed, window.sample.rss_bytes, crate::features::idle(window));
         decision.thresholds = verdict.thresholds;
         decision.change = verdict.change;
         decision.reason = verdict.reason;

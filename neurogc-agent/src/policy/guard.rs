@@ -62,9 +62,9 @@ impl Guard {
         Verdict { thresholds: self.current, change: false, reason }
     }
 
-    /// One window: the model proposes, the guard disposes. `collections`: how many the window
-    /// saw (a quiet process gets no change).
-    pub fn decide(&mut self, proposed: [i64; 3], rss: u64, collections: u64) -> Verdict {
+    /// One window: the model proposes, the guard disposes. `idle`: the target neither collected
+    /// nor ran in this window (see `features::idle`): an idle process gets no change.
+    pub fn decide(&mut self, proposed: [i64; 3], rss: u64, idle: bool) -> Verdict {
         self.window += 1;
         let mib = |b: u64| b as f64 / 1048576.0;
         if self.baseline_rss > 0 && rss > self.ceiling() {
@@ -89,9 +89,9 @@ impl Guard {
                 ),
             );
         }
-        if collections == 0 {
+        if idle {
             self.streak = None;
-            return self.keep("quiet: no collection in this window, nothing to improve".to_owned());
+            return self.keep("idle: no collection and no CPU in this window, nothing to improve".to_owned());
         }
         let floor = if self.cfg.allow_disable { 0 } else { 1 };
         let mut target =
@@ -146,46 +146,46 @@ mod tests {
     #[test]
     fn changes_need_confirmation_and_respect_the_cooldown() {
         let mut g = Guard::new(cfg(), [700, 10, 10], 100 << 20);
-        assert!(!g.decide([5000, 10, 10], 100 << 20, 10).change);
-        assert!(g.decide([5000, 10, 10], 100 << 20, 10).change);
-        assert!(!g.decide([2000, 10, 10], 100 << 20, 10).change);
+        assert!(!g.decide([5000, 10, 10], 100 << 20, false).change);
+        assert!(g.decide([5000, 10, 10], 100 << 20, false).change);
+        assert!(!g.decide([2000, 10, 10], 100 << 20, false).change);
         // Confirmed, but within the cooldown.
-        let v = g.decide([2000, 10, 10], 100 << 20, 10);
+        let v = g.decide([2000, 10, 10], 100 << 20, false);
         assert!(!v.change && v.reason.starts_with("cooldown"), "{v:?}");
-        let v = g.decide([2000, 10, 10], 100 << 20, 10);
+        let v = g.decide([2000, 10, 10], 100 << 20, false);
         assert_eq!((v.change, v.thresholds), (true, [2000, 10, 10]));
     }
 
     #[test]
     fn bounds_and_zero() {
         let mut g = Guard::new(GuardConfig { min: [0, 0, 0], confirm: 1, ..cfg() }, [700, 10, 10], 0);
-        assert_eq!(g.decide([0, 0, 10_000], 0, 10).thresholds, [1, 1, 100]);
+        assert_eq!(g.decide([0, 0, 10_000], 0, false).thresholds, [1, 1, 100]);
         let mut g = Guard::new(
             GuardConfig { min: [0, 0, 0], confirm: 1, allow_disable: true, ..cfg() },
             [700, 10, 10],
             0,
         );
-        assert_eq!(g.decide([0, 10, 10], 0, 10).thresholds, [0, 10, 10]);
+        assert_eq!(g.decide([0, 10, 10], 0, false).thresholds, [0, 10, 10]);
     }
 
     #[test]
     fn memory_ceiling_walks_back_to_the_original() {
         let mut g = Guard::new(GuardConfig { confirm: 1, ..cfg() }, [700, 10, 10], 100 << 20);
-        assert!(g.decide([50_000, 10, 10], 100 << 20, 10).change);
+        assert!(g.decide([50_000, 10, 10], 100 << 20, false).change);
         let mut steps = Vec::new();
         for _ in 0..10 {
-            let v = g.decide([50_000, 10, 10], 200 << 20, 10);
+            let v = g.decide([50_000, 10, 10], 200 << 20, false);
             steps.push(v.thresholds[0]);
             if v.thresholds == [700, 10, 10] {
                 break;
             }
         }
         assert_eq!(steps, [5916, 2035, 1194, 914, 800, 700]);
-        assert!(!g.decide([50_000, 10, 10], 200 << 20, 10).change, "no increase while over the ceiling");
+        assert!(!g.decide([50_000, 10, 10], 200 << 20, false).change, "no increase while over the ceiling");
         // Back under the ceiling, the model asks again: the thresholds that broke the budget
         // are not tried again.
         for _ in 0..10 {
-            let v = g.decide([50_000, 10, 10], 100 << 20, 10);
+            let v = g.decide([50_000, 10, 10], 100 << 20, false);
             assert_eq!(v.thresholds, [700, 10, 10], "{v:?}");
         }
     }
@@ -193,22 +193,22 @@ mod tests {
     #[test]
     fn the_applications_own_growth_never_raises_thresholds() {
         let mut g = Guard::new(GuardConfig { confirm: 1, cooldown: 0, ..cfg() }, [700, 10, 10], 100 << 20);
-        assert!(g.decide([300, 10, 10], 100 << 20, 10).change);
+        assert!(g.decide([300, 10, 10], 100 << 20, false).change);
         // A leak: RSS over the ceiling with thresholds below the application's.
         for _ in 0..5 {
-            let v = g.decide([300, 10, 10], 300 << 20, 10);
+            let v = g.decide([300, 10, 10], 300 << 20, false);
             assert_eq!((v.change, v.thresholds), (false, [300, 10, 10]), "{v:?}");
             assert!(v.reason.contains("not neurogc's"), "{v:?}");
         }
     }
 
     #[test]
-    fn a_quiet_process_gets_no_change() {
+    fn an_idle_process_gets_no_change() {
         let mut g = Guard::new(GuardConfig { confirm: 1, cooldown: 0, ..cfg() }, [700, 10, 10], 100 << 20);
         for _ in 0..5 {
-            let v = g.decide([50_000, 10, 10], 100 << 20, 0);
+            let v = g.decide([50_000, 10, 10], 100 << 20, true);
             assert_eq!((v.change, v.thresholds), (false, [700, 10, 10]), "{v:?}");
         }
-        assert!(g.decide([50_000, 10, 10], 100 << 20, 3).change);
+        assert!(g.decide([50_000, 10, 10], 100 << 20, false).change);
     }
 }
