@@ -3,9 +3,10 @@
 //! entry per window (for changes, rates and plots), and a coarse timeline for the plots.
 use std::{cmp::Reverse, collections::BinaryHeap};
 
-use hdrhistogram::Histogram;
 use neurogc_trace::{Attach, Collection, Record, Summary, Window};
 use serde::Serialize;
+
+use crate::aggregate::Aggregate;
 
 /// GC time per second is kept for this many seconds (48 days); longer traces get no worst minute
 /// beyond it.
@@ -142,10 +143,8 @@ pub struct Analysis {
     pub summary: Option<Summary>,
     start_ns: u64,
     pub last_ns: u64,
-    pub pauses: [Histogram<u64>; GENS],
-    pub collected: [i64; GENS],
-    pub uncollectable: [i64; GENS],
-    pub pause_ns: [u64; GENS],
+    /// Per-generation totals and pause histograms: the live agent's own aggregate.
+    pub agg: Aggregate,
     longest: BinaryHeap<Reverse<Longest>>,
     /// GC time (µs) per second since the start.
     per_second_us: Vec<u32>,
@@ -167,10 +166,6 @@ struct FeatureAt {
     alloc_per_s: Option<usize>,
 }
 
-fn histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 3_600 * 1_000_000_000, 3).expect("valid histogram")
-}
-
 impl Analysis {
     pub fn new() -> Analysis {
         Analysis {
@@ -178,10 +173,7 @@ impl Analysis {
             summary: None,
             start_ns: 0,
             last_ns: 0,
-            pauses: [histogram(), histogram(), histogram(), histogram()],
-            collected: [0; GENS],
-            uncollectable: [0; GENS],
-            pause_ns: [0; GENS],
+            agg: Aggregate::default(),
             longest: BinaryHeap::with_capacity(11),
             per_second_us: Vec::new(),
             timeline: Timeline { width_ns: 100_000_000, buckets: Vec::new() },
@@ -224,10 +216,7 @@ impl Analysis {
     fn collection(&mut self, c: &Collection) {
         let g = slot(c.r#gen);
         let d = c.duration_ns;
-        self.pauses[g].saturating_record(d.max(1));
-        self.collected[g] += c.collected;
-        self.uncollectable[g] += c.uncollectable.max(0);
-        self.pause_ns[g] += d;
+        self.agg.record(c);
         self.last_ns = self.last_ns.max(c.ts_ns.saturating_add(d));
         let entry =
             Longest { duration_ns: d, ts_ns: c.ts_ns, tid: c.tid, r#gen: c.r#gen, collected: c.collected };

@@ -17,7 +17,7 @@ use neurogc_trace::{Attach, Summary};
 use serde::Serialize;
 
 use self::analysis::{Analysis, ChangedBy, HISTOGRAM_BOUNDS_NS, Pause};
-use crate::bail_user;
+use crate::{aggregate::GenTotals, bail_user, view::duration};
 
 pub struct Options {
     pub trace: PathBuf,
@@ -148,8 +148,8 @@ impl ThresholdChange {
             pct(a.gc_share),
             b.collections_per_s,
             a.collections_per_s,
-            ms((b.max_pause_us * 1e3) as u64),
-            ms((a.max_pause_us * 1e3) as u64)
+            duration((b.max_pause_us * 1e3) as u64),
+            duration((a.max_pause_us * 1e3) as u64)
         )
     }
 }
@@ -221,32 +221,34 @@ fn refuse_same_file(input: &Path, output: &Path) -> Result<()> {
 
 fn build(a: &Analysis, trace: TraceInfo) -> Report {
     let attach = a.attach.clone().expect("the reader returns an attach record first");
-    let counts: Vec<u64> = a.pauses.iter().map(|h| h.len()).collect();
-    let collections: u64 = counts.iter().sum();
-    let pause_total: u64 = a.pause_ns.iter().sum();
+    // Generations 0, 1, 2, then unknown: the slots of the histogram's counts too.
+    let totals: Vec<&GenTotals> = a.agg.all().collect();
+    let collections = a.agg.collections();
+    let pause_total = a.agg.pause_ns();
     let span_s = a.span_s().max(1e-9);
     let generations: Vec<GenReport> = (0..4)
-        .filter(|&g| g < 3 || counts[g] > 0)
+        .filter(|&g| g < 3 || totals[g].collections > 0)
         .map(|g| {
-            let h = &a.pauses[g];
+            let t = totals[g];
+            let h = &t.pauses;
             let q = |q: f64| if h.is_empty() { 0 } else { h.value_at_quantile(q) };
             GenReport {
                 r#gen: if g < 3 { g as i8 } else { -1 },
-                collections: counts[g],
-                share_of_collections: ratio(counts[g] as f64, collections as f64),
-                pause_total_ns: a.pause_ns[g],
-                share_of_pause_time: ratio(a.pause_ns[g] as f64, pause_total as f64),
+                collections: t.collections,
+                share_of_collections: ratio(t.collections as f64, collections as f64),
+                pause_total_ns: t.pause_ns,
+                share_of_pause_time: ratio(t.pause_ns as f64, pause_total as f64),
                 p50_ns: q(0.5),
                 p90_ns: q(0.9),
                 p99_ns: q(0.99),
                 p999_ns: q(0.999),
                 max_ns: h.max(),
-                collected: a.collected[g],
-                uncollectable: a.uncollectable[g],
+                collected: t.collected,
+                uncollectable: t.uncollectable,
             }
         })
         .collect();
-    let histogram = histogram(a);
+    let histogram = histogram(&totals);
     let worst_minute = a.worst_minute().map(|(start, share)| WorstMinute {
         start_s: start as f64,
         length_s: span_s.min(60.0),
@@ -279,14 +281,14 @@ fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 { a / b } else { 0.0 }
 }
 
-fn histogram(a: &Analysis) -> Vec<HistogramBucket> {
+fn histogram(totals: &[&GenTotals]) -> Vec<HistogramBucket> {
     let mut lo = 0u64;
     HISTOGRAM_BOUNDS_NS
         .iter()
         .map(|&hi| {
             // hdrhistogram counts values in (lo, hi] at its resolution (3 significant digits).
             let counts = [0, 1, 2, 3].map(|g| {
-                let h = &a.pauses[g];
+                let h = &totals[g].pauses;
                 if h.is_empty() || lo > h.max() {
                     return 0;
                 }
@@ -367,10 +369,6 @@ fn effect(windows: &[analysis::WindowStat]) -> Effect {
     }
 }
 
-fn ms(ns: u64) -> String {
-    crate::view::duration(ns)
-}
-
 /// Plain-language findings, the most important first.
 fn findings(r: &Report, a: &Analysis) -> Vec<String> {
     let mut out = Vec::new();
@@ -426,7 +424,7 @@ fn findings(r: &Report, a: &Analysis) -> Vec<String> {
     {
         out.push(format!(
             "The longest pause was {} (gen{} at +{:.1} s, thread {}): every thread of the process waited for it.",
-            ms(p.duration_ns),
+            duration(p.duration_ns),
             p.r#gen,
             p.at_s,
             p.tid
