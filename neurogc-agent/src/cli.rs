@@ -7,8 +7,11 @@ use anyhow::Result;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::{
-    actuate::ActuatorKind, bail_user, policy::guard::GuardConfig, policy::model::ExecutionProvider,
-    steer::Mode, target::ProbeChoice,
+    actuate::ActuatorKind,
+    bail_user,
+    policy::{Policy, guard::GuardConfig, model::ExecutionProvider},
+    steer::Mode,
+    target::ProbeChoice,
 };
 
 const AFTER_HELP: &str = "\
@@ -265,14 +268,6 @@ pub struct Options {
     pub actuator: ActuatorKind,
     pub policy: Policy,
     pub probe: ProbeChoice,
-}
-
-/// The model and guard settings.
-#[derive(Clone)]
-pub struct Policy {
-    pub model: Option<PathBuf>,
-    pub ep: ExecutionProvider,
-    pub guard: GuardConfig,
 }
 
 impl Cli {

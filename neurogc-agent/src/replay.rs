@@ -9,16 +9,18 @@
 use std::{
     io::{BufWriter, Write},
     path::PathBuf,
+    time::Instant,
 };
 
 use anyhow::Result;
 use neurogc_trace::{Decision, Record};
 
 use crate::{
+    actuate::ActuatorKind,
     bail_user,
-    cli::Policy,
     features::{self, Windower},
-    policy::{guard::Guard, model::Model},
+    policy::{Policy, model::Model},
+    steer::{Mode, Steering},
 };
 
 pub struct Options {
@@ -51,15 +53,17 @@ pub fn run(opts: &Options) -> Result<()> {
     let read_error = |e| crate::input::trace_error(&opts.trace, e);
     // The trace's own errors come before the model's: its first record is read first.
     let mut first = reader.next().map_err(read_error)?;
-    let mut model = Model::load(opts.policy.model.as_deref(), opts.policy.ep)?;
+    let model = Model::load(opts.policy.model.as_deref(), opts.policy.ep)?;
+    // Advise mode: the live agent's own model-then-guard step, with no actuator behind it.
+    let mut steer = Steering::new(Mode::Advise, model, opts.policy.guard.clone(), ActuatorKind::Hook);
+    let source = steer.describe().0.source;
     let mut out = BufWriter::new(crate::output::LineWriter::new(std::io::stdout()));
     let mut windower: Option<Windower> = None;
-    let mut guard: Option<Guard> = None;
     let mut start_ns = 0;
     let mut row: Option<Row> = None;
     let mut tally = Tally::default();
     if !opts.json {
-        writeln!(out, "{:>9}  {:<17} {:<28} replayed ({})", "window", "in force", "recorded", model.source)?;
+        writeln!(out, "{:>9}  {:<17} {:<28} replayed ({source})", "window", "in force", "recorded")?;
     }
     while let Some(record) = match first.take() {
         Some(r) => Some(r),
@@ -90,30 +94,8 @@ pub fn run(opts: &Options) -> Result<()> {
                 let window = windower.as_mut().expect("attach first").close(recorded.sample);
                 tally.windows += 1;
                 tally.identical += u64::from(window.features == recorded.features);
-                let proposed = model.propose(&window.features)?;
                 let in_force = window.sample.thresholds;
-                let mut would = Decision {
-                    ts_ns: window.end_ns,
-                    thresholds: proposed,
-                    change: false,
-                    requested: false,
-                    reason:
-                        "the recorded thresholds are unknown (GC state not located): nothing to compare with"
-                            .to_owned(),
-                };
-                let rss = window.sample.rss_bytes;
-                let guard = match (&mut guard, in_force) {
-                    (Some(g), _) => Some(g),
-                    (None, Some(original)) => {
-                        Some(guard.insert(Guard::new(opts.policy.guard.clone(), original, rss)))
-                    }
-                    (None, None) => None,
-                };
-                if let Some(g) = guard {
-                    let verdict = g.decide(proposed, rss, features::idle(&window));
-                    (would.thresholds, would.change, would.reason) =
-                        (verdict.thresholds, verdict.change, verdict.reason);
-                }
+                let would = steer.decide(&window, Instant::now())?;
                 tally.would_change += u64::from(would.change);
                 if opts.json {
                     serde_json::to_writer(&mut out, &Record::Window(window))?;
