@@ -5,11 +5,15 @@
 use std::{
     fs::File,
     io::{self, Write},
-    os::unix::fs::{MetadataExt, OpenOptionsExt},
     path::Path,
 };
 
 use anyhow::{Context, Result};
+use nix::{
+    errno::Errno,
+    fcntl::{OFlag, open, openat},
+    sys::stat::{Mode, fstat},
+};
 
 use crate::bail_user;
 
@@ -74,12 +78,14 @@ pub fn create(path: &Path, what: &str) -> Result<File> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let dir_meta = match std::fs::metadata(dir) {
-        Ok(m) if m.is_dir() => m,
-        Ok(_) => bail_user!("{what} {}: {} is not a directory", path.display(), dir.display()),
-        Err(e) => bail_user!("{what} {}: {}: {e}", path.display(), dir.display()),
+    // The directory is opened once and everything after is relative to that descriptor: the
+    // directory checked is the directory written, whatever happens to its path meanwhile.
+    let dir_fd = match open(dir, OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::ENOTDIR) => bail_user!("{what} {}: {} is not a directory", path.display(), dir.display()),
+        Err(e) => bail_user!("{what} {}: {}: {}", path.display(), dir.display(), io::Error::from(e)),
     };
-    if dir_meta.mode() & 0o022 != 0 {
+    if fstat(&dir_fd)?.st_mode & 0o022 != 0 {
         bail_user!(
             "{what} {}: the directory {} can be written by other users, and neurogc-agent (running as root) \
              does not create files there; write it to a directory only its owner can write",
@@ -87,18 +93,13 @@ pub fn create(path: &Path, what: &str) -> Result<File> {
             dir.display()
         );
     }
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(dir.join(name));
-    let file = match file {
-        Ok(f) => f,
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+    let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+    let file = match openat(&dir_fd, name, flags, Mode::from_bits_truncate(0o644)) {
+        Ok(fd) => File::from(fd),
+        Err(Errno::ELOOP) => {
             bail_user!("{what} {}: is a symbolic link, which neurogc-agent does not follow", path.display())
         }
-        Err(e) => bail_user!("cannot create {what} {}: {e}", path.display()),
+        Err(e) => bail_user!("cannot create {what} {}: {}", path.display(), io::Error::from(e)),
     };
     let meta = file.metadata().with_context(|| format!("{}", path.display()))?;
     if !meta.is_file() {
