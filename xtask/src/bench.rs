@@ -244,7 +244,7 @@ fn ensure_bpftrace() -> Result<()> {
 
 /// Reads `child`'s stream on a thread; the channel gets each line, and the stream is drained to
 /// the end so the writer never blocks.
-fn lines(stream: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
+pub fn lines(stream: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stream).lines().map_while(Result::ok) {
@@ -254,7 +254,7 @@ fn lines(stream: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> 
     rx
 }
 
-fn wait_for(rx: &mpsc::Receiver<String>, needle: &str, what: &str) -> Result<String> {
+pub fn wait_for(rx: &mpsc::Receiver<String>, needle: &str, what: &str) -> Result<String> {
     let deadline = Instant::now() + Duration::from_secs(30);
     while let Some(left) = deadline.checked_duration_since(Instant::now()) {
         match rx.recv_timeout(left) {
@@ -364,7 +364,7 @@ fn one_run(mode: Mode, agent: &Path, python: &Path, iterations: u64, threshold: 
     Ok(Sample { elapsed_s: report["elapsed_s"].as_f64().unwrap(), target_cpu_s, collections, agent })
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     if v.is_empty() { f64::NAN } else { v[v.len() / 2] }
 }

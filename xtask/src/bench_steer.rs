@@ -19,7 +19,10 @@ use std::{
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-use crate::{build_release_agent, workspace_root};
+use crate::{
+    bench::{lines, median, wait_for},
+    build_release_agent, workspace_root,
+};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Config {
@@ -148,12 +151,9 @@ fn one_run(config: Config, python: &Path, agent: &Path, rate: f64, seconds: f64)
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .spawn()?;
-            let mut err = BufReader::new(child.stderr.take().unwrap());
-            let mut line = String::new();
-            while err.read_line(&mut line)? > 0 && !line.contains("observing") {
-                line.clear();
-            }
-            std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+            // Read to the end by its own thread, so the agent never blocks on a full pipe.
+            let err = lines(child.stderr.take().unwrap());
+            wait_for(&err, "observing", "neurogc-agent")?;
             Some(child)
         }
         _ => None,
@@ -219,12 +219,7 @@ pub fn run(rounds: usize, seconds: f64, rate: f64, python: &Path) -> Result<()> 
         }
     }
     let of = |c: Config| runs.iter().filter(move |(k, _)| *k == c).map(|(_, r)| r);
-    let med = |v: Vec<f64>| {
-        let mut v = v;
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-    };
-    let base_p99 = med(of(Config::Defaults).map(|r| quantile(&r.latencies_ms, 0.99)).collect());
+    let base_p99 = median(of(Config::Defaults).map(|r| quantile(&r.latencies_ms, 0.99)).collect());
     let mut md = format!(
         "# neurogc steering benchmark: cache service\n\n{} · {} · {rounds} rounds × {seconds:.0} s at {rate:.0} requests/s, \
          interleaved · medians (min–max)\n\n| configuration | p50 ms | p99 ms | p99.9 ms | p99 vs defaults | \
@@ -234,7 +229,7 @@ pub fn run(rounds: usize, seconds: f64, rate: f64, python: &Path) -> Result<()> 
     );
     for c in CONFIGS {
         let q = |q: f64| of(c).map(|r| quantile(&r.latencies_ms, q)).collect::<Vec<_>>();
-        let p99 = med(q(0.99));
+        let p99 = median(q(0.99));
         md += &format!(
             "| {} | {} | {} | {} | {:.3}× | {} | {} | {} | {:.0}/{:.0}/{:.0} |\n",
             c.label(),
@@ -245,9 +240,9 @@ pub fn run(rounds: usize, seconds: f64, rate: f64, python: &Path) -> Result<()> 
             spread(of(c).map(|r| r.latencies_ms.len() as f64 / r.seconds).collect(), 1),
             of(c).map(|r| r.errors).sum::<u64>(),
             spread(of(c).map(|r| r.peak_rss_mib).collect(), 0),
-            med(of(c).map(|r| r.collections[0] as f64).collect()),
-            med(of(c).map(|r| r.collections[1] as f64).collect()),
-            med(of(c).map(|r| r.collections[2] as f64).collect()),
+            median(of(c).map(|r| r.collections[0] as f64).collect()),
+            median(of(c).map(|r| r.collections[1] as f64).collect()),
+            median(of(c).map(|r| r.collections[2] as f64).collect()),
         );
     }
     let report = dir.join("report.md");
