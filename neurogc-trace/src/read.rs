@@ -303,7 +303,7 @@ impl<R: Read> TraceReader<R> {
 }
 
 fn is_known(tag: &serde_json::Value) -> bool {
-    ["attach", "gc", "window", "decision", "actuation", "summary"].iter().any(|k| tag == k)
+    crate::record::TAGS.iter().any(|k| tag == k)
 }
 
 #[cfg(test)]

@@ -27,6 +27,10 @@ pub enum Record {
     Summary(Summary),
 }
 
+/// The `"type"` of each variant above, in order: a reader skips records of any other type (a
+/// newer agent's) and refuses a known type it cannot parse.
+pub const TAGS: [&str; 6] = ["attach", "gc", "window", "decision", "actuation", "summary"];
+
 fn format_one() -> u32 {
     1
 }
