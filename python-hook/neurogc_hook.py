@@ -15,16 +15,19 @@ custodian updates in the same write sequences as the thresholds (the agent finds
 id() and checks the object's type before writing):
   0:4  magic b"NGC4"             4:8   active (1 while an agent steers)   8:12  agent pid (host)
   16:28 values neurogc set, A    28:40 values neurogc set, B              40:52 the original
+  52:56 frozen: gc.get_freeze_count() after neurogc's gc.freeze() (0: neurogc froze nothing)
+  56:60 undone: set once unfreeze.py ran
   (int32 little-endian; A and B both hold what is in force, or the old and new value of a change)
 In the child, each field that holds A or B goes back to the original; a field the application set
-itself is left alone.
+itself is left alone; a heap neurogc froze is unfrozen (unless the application froze more since).
+The freeze and its undo are python-hook/freeze.py and unfreeze.py, queued like boot.py.
 
 What stays for the life of the process: the guard class, its record and one os.register_at_fork()
 callback (CPython cannot unregister it), once per process however many agents come. Nothing in
 sys.modules (gc and _socket leave it as soon as they are imported, when the hook brought them
 in), no thread, no file descriptor, nothing in gc.callbacks or __main__.
 
-The answer: "hello 4 PID VERSION T0 T1 T2 FREEZE RECORD_ID ACTIVE AGENT_PID". Runs on 3.8-3.14.
+The answer: "hello 5 PID VERSION T0 T1 T2 FREEZE RECORD_ID ACTIVE AGENT_PID". Runs on 3.8-3.14.
 """
 import sys
 
@@ -37,8 +40,8 @@ if not _HAD_GC:
     del sys.modules["gc"]
 import posix  # noqa: E402
 
-PROTOCOL = 4
-_MAGIC = b"NGC4"
+PROTOCOL = 5
+_MAGIC = b"NGC5"
 _RECORD = 64
 # MSG_NOSIGNAL: a send to a vanished agent must not raise SIGPIPE (fatal where it is SIG_DFL).
 _NOSIGNAL = 0x4000
@@ -64,6 +67,11 @@ def _guard():
         def child():
             cls = _NeurogcForkGuard
             r = cls.record
+            frozen = int.from_bytes(r[52:56], "little")
+            if frozen:
+                r[52:56] = bytes(4)
+                if cls.gc.get_freeze_count() <= frozen:
+                    cls.gc.unfreeze()
             if r[4:8] == bytes(4):
                 return
             r[4:8] = bytes(4)  # this child is nobody's to steer (same length: the buffer stays)

@@ -24,7 +24,7 @@ def constant(index, history=HISTORY, n_features=F):
 
 
 out = sys.argv[1]
-for t0 in (25000, 60000):
+for t0 in (700, 25000, 60000):
     onnx.save(constant([a[0] for a in ACTIONS].index(t0)), os.path.join(out, f"always-{t0}.onnx"))
 onnx.save(constant(0, n_features=F - 1), os.path.join(out, "wrong-shape.onnx"))
 with open(os.path.join(out, "corrupt.onnx"), "wb") as f:

@@ -149,10 +149,31 @@ pub struct PolicyArgs {
     #[arg(long, value_name = "WINDOWS", default_value = "2", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub confirm: u32,
 
-    /// Percent the target's RSS may grow over its value at attach before the agent steps the
-    /// thresholds back toward the original ones (more than 0, at most 10000)
-    #[arg(long, value_name = "PCT", default_value = "25", value_parser = percent)]
-    pub max_rss_growth: f64,
+    /// Memory budget, first of the budgets: RSS growth over its value when neurogc first changed
+    /// anything ("15%", 1% to 1000%; at least 16 MiB of growth), or an absolute RSS ("512MiB",
+    /// "2GiB"; 16MiB to 1TiB).
+    /// Over it, neurogc undoes its freeze and steps thresholds back toward the application's
+    #[arg(long, value_name = "PCT%|SIZE", default_value = "15%", value_parser = memory_budget)]
+    pub memory_budget: MemoryBudget,
+
+    /// Pause budget: the longest collection allowed in a window ("10ms"; 100us to 10s, or
+    /// "off"). Over it: freeze a warm heap, make full collections rarer, shrink gen0
+    #[arg(long, value_name = "DURATION", default_value = "10ms", value_parser = pause_budget)]
+    pub pause_budget: Budget<u64>,
+
+    /// GC budget: share of wall time spent collecting, over the last 10 windows ("2%"; 0.1% to
+    /// 50%, or "off"). Over it: fewer young collections
+    #[arg(long, value_name = "PCT%", default_value = "2%", value_parser = gc_budget)]
+    pub gc_budget: Budget<f64>,
+
+    /// Seconds to watch before gc.freeze() may be used (a warm heap: freezing start-up garbage
+    /// would keep it forever); 0 to 86400
+    #[arg(long, value_name = "SECONDS", default_value = "5", value_parser = secs(0.0, 86_400.0))]
+    pub freeze_after: f64,
+
+    /// Never call gc.freeze() in the target
+    #[arg(long)]
+    pub no_freeze: bool,
 
     /// Allow a threshold of 0 (which disables that part of the collector)
     #[arg(long)]
@@ -344,7 +365,17 @@ impl PolicyArgs {
                 max: self.threshold_max,
                 cooldown: self.cooldown,
                 confirm: self.confirm,
-                max_rss_growth: self.max_rss_growth / 100.0,
+                memory_budget: match self.memory_budget {
+                    MemoryBudget::Growth(f) => f,
+                    MemoryBudget::Bytes(_) => 0.0,
+                },
+                memory_limit_bytes: match self.memory_budget {
+                    MemoryBudget::Bytes(b) => Some(b),
+                    MemoryBudget::Growth(_) => None,
+                },
+                pause_budget_ns: self.pause_budget.0,
+                gc_budget: self.gc_budget.0,
+                freeze_after_s: (!self.no_freeze).then_some(self.freeze_after),
                 allow_disable: self.allow_disable,
             },
         })
@@ -375,11 +406,70 @@ fn secs(lo: f64, hi: f64) -> impl Fn(&str) -> Result<f64, String> + Clone + Send
     }
 }
 
-fn percent(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 && v <= 10_000.0 => Ok(v),
-        _ => Err(format!("expected a percentage above 0 and at most 10000, got {s:?}")),
+/// A budget, or "off".
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Budget<T>(pub Option<T>);
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MemoryBudget {
+    /// A fraction of RSS.
+    Growth(f64),
+    Bytes(u64),
+}
+
+/// "15%" or "15": a fraction within [lo, hi] percent.
+fn fraction(s: &str, lo: f64, hi: f64) -> Result<f64, String> {
+    let t = s.trim();
+    match t.strip_suffix('%').unwrap_or(t).trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (lo..=hi).contains(&v) => Ok(v / 100.0),
+        _ => Err(format!("expected a percentage from {lo}% to {hi}%, got {s:?}")),
     }
+}
+
+fn memory_budget(s: &str) -> Result<MemoryBudget, String> {
+    let t = s.trim();
+    let units = [("KiB", 1u64 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("TiB", 1 << 40)];
+    if let Some((number, unit)) = units.iter().find_map(|(u, m)| t.strip_suffix(u).map(|n| (n, *m))) {
+        return match number.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() && v > 0.0 => {
+                let bytes = v * unit as f64;
+                if (16.0 * 1048576.0..=1099511627776.0).contains(&bytes) {
+                    Ok(MemoryBudget::Bytes(bytes as u64))
+                } else {
+                    Err(format!("{s:?}: an absolute memory budget must be from 16MiB to 1TiB"))
+                }
+            }
+            _ => Err(format!("expected a size such as 512MiB or 2GiB, got {s:?}")),
+        };
+    }
+    fraction(s, 1.0, 1000.0).map(MemoryBudget::Growth).map_err(|e| format!("{e} (or a size such as 512MiB)"))
+}
+
+fn pause_budget(s: &str) -> Result<Budget<u64>, String> {
+    let t = s.trim();
+    if t == "off" {
+        return Ok(Budget(None));
+    }
+    let bad = || {
+        format!("expected a duration from 100us to 10s (\"10ms\", \"500us\", \"0.2s\") or \"off\", got {s:?}")
+    };
+    let (number, scale) = [("us", 1e3), ("ms", 1e6), ("s", 1e9)]
+        .iter()
+        .find_map(|(u, k)| t.strip_suffix(u).map(|n| (n, *k)))
+        .ok_or_else(bad)?;
+    match number.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (100e3..=10e9).contains(&(v * scale)) => {
+            Ok(Budget(Some((v * scale) as u64)))
+        }
+        _ => Err(bad()),
+    }
+}
+
+fn gc_budget(s: &str) -> Result<Budget<f64>, String> {
+    if s.trim() == "off" {
+        return Ok(Budget(None));
+    }
+    fraction(s, 0.1, 50.0).map(|f| Budget(Some(f))).map_err(|e| format!("{e} (or \"off\")"))
 }
 
 #[cfg(test)]
@@ -397,9 +487,20 @@ mod tests {
         assert!(triple("1,2,2147483648").is_err());
         assert!(triple("-1,2,3").is_err());
         assert_eq!(triple(" 700, 10 ,10"), Ok([700, 10, 10]));
-        for bad in ["0", "-5", "1e9", "nan"] {
-            assert!(percent(bad).is_err(), "{bad}");
+        for bad in ["0", "0%", "-5%", "1e9", "nan", "inf%", "5MB", "8MiB", "2TiB", "%", "x%"] {
+            assert!(memory_budget(bad).is_err(), "{bad}");
         }
+        assert_eq!(memory_budget("15%"), Ok(MemoryBudget::Growth(0.15)));
+        assert_eq!(memory_budget(" 512MiB "), Ok(MemoryBudget::Bytes(512 << 20)));
+        for bad in ["0ms", "10", "50us", "11s", "nan ms", "-1ms", "ms", "on"] {
+            assert!(pause_budget(bad).is_err(), "{bad}");
+        }
+        assert_eq!(pause_budget("10ms"), Ok(Budget(Some(10_000_000))));
+        assert_eq!(pause_budget("off"), Ok(Budget(None)));
+        for bad in ["0%", "0.01%", "51%", "nan", ""] {
+            assert!(gc_budget(bad).is_err(), "{bad}");
+        }
+        assert_eq!(gc_budget("2%"), Ok(Budget(Some(0.02))));
     }
 
     #[test]

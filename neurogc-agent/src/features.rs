@@ -89,9 +89,29 @@ const IDLE_CPU_SHARE: f64 = 0.05;
 
 /// The target neither collected nor ran (under 5% of a CPU) in this window. A process that is
 /// busy without collecting (acyclic churn frees what it allocates) is not idle.
-pub fn idle(window: &Window) -> bool {
-    let cpu = index("cpu_share").and_then(|i| window.features.get(i)).copied().unwrap_or(0.0);
-    window.collections.iter().sum::<u64>() == 0 && cpu < IDLE_CPU_SHARE
+fn idle(window: &Window) -> bool {
+    window.collections.iter().sum::<u64>() == 0 && feature(window, "cpu_share") < IDLE_CPU_SHARE
+}
+
+fn feature(window: &Window, name: &str) -> f64 {
+    index(name).and_then(|i| window.features.get(i)).copied().unwrap_or(0.0)
+}
+
+/// The window as the guard's budgets read it.
+pub fn reading(window: &Window) -> crate::policy::guard::Reading {
+    let (worst, max_us) = ["gen0_max_us", "gen1_max_us", "gen2_max_us"]
+        .iter()
+        .map(|n| feature(window, n))
+        .enumerate()
+        .fold((0, 0.0), |best, (g, us)| if us > best.1 { (g, us) } else { best });
+    crate::policy::guard::Reading {
+        ts_ns: window.end_ns,
+        pause_max_ns: (max_us * 1e3) as u64,
+        pause_gen: worst as u8,
+        gc_share: feature(window, "gc_share"),
+        rss: window.sample.rss_bytes,
+        idle: idle(window),
+    }
 }
 
 /// The target's RSS and CPU time from /proc (threads summed; schedstat is in ns).

@@ -150,6 +150,7 @@ impl Steering {
             requested: None,
             latency_ns: None,
             restored: None,
+            freeze_count: None,
             detail: None,
         };
         let handle = match std::mem::replace(&mut self.actuator, Actuator::None) {
@@ -181,6 +182,19 @@ impl Steering {
                 rec.thresholds = Some(now);
                 rec.requested = Some(requested);
                 rec.latency_ns = Some(latency.as_nanos() as u64);
+                Actuator::Ready(h)
+            }
+            (Event::Freeze { outcome, count, latency, detail }, Some(h)) => {
+                rec.event = outcome.to_owned();
+                if outcome == "not-frozen" {
+                    tracing::warn!("act mode: {detail}");
+                    if let Some(g) = &mut self.guard {
+                        g.freeze_failed();
+                    }
+                }
+                rec.freeze_count = count;
+                rec.latency_ns = Some(latency.as_nanos() as u64);
+                rec.detail = Some(detail);
                 Actuator::Ready(h)
             }
             (Event::AppChanged { now }, h) => {
@@ -219,7 +233,7 @@ impl Steering {
     /// One window. `opened` is when the window's processing began (for the latency figure).
     pub fn decide(&mut self, window: &Window, opened: Instant) -> Result<Decision> {
         let started = Instant::now();
-        let proposed = self.model.propose(&window.features)?;
+        let (proposed, scores) = self.model.propose(&window.features)?;
         self.inference_ns.saturating_record(started.elapsed().as_nanos().max(1) as u64);
         let mut decision = Decision {
             ts_ns: window.end_ns,
@@ -227,6 +241,13 @@ impl Steering {
             change: false,
             requested: false,
             reason: String::new(),
+            what: None,
+            freeze: None,
+            budget: None,
+            given_up: None,
+            observed: None,
+            scores,
+            effect: None,
         };
         // The guard compares with the thresholds the application had: the hook's (or memory's)
         // reading in act mode, the sample otherwise.
@@ -237,9 +258,7 @@ impl Steering {
         let guard =
             match (&mut self.guard, original) {
                 (Some(g), _) => g,
-                (None, Some(original)) => {
-                    self.guard.insert(Guard::new(self.guard_cfg.clone(), original, window.sample.rss_bytes))
-                }
+                (None, Some(original)) => self.guard.insert(Guard::new(self.guard_cfg.clone(), original)),
                 (None, None) => {
                     decision.reason = match (&self.actuator, self.mode) {
                     (Actuator::Halted(_, why), _) => format!("not steering: {why}"),
@@ -251,15 +270,40 @@ impl Steering {
                     return Ok(decision);
                 }
             };
-        let verdict = guard.decide(proposed, window.sample.rss_bytes, crate::features::idle(window));
+        // Freezing needs code run in the target (the hook actuator) and an empty permanent
+        // generation: gc.unfreeze() releases all of it, so neurogc could not undo only its own
+        // freeze (CPython 3.12 starts with 375 objects there: no freeze on 3.12). Act mode
+        // has the hook's gc.get_freeze_count(); advise mode only the sample's reading.
+        if !guard.frozen() {
+            let app_froze = match self.mode {
+                Mode::Act => {
+                    self.actuator_kind != ActuatorKind::Hook || self.freeze_count.is_none_or(|n| n > 0)
+                }
+                _ => window.sample.freeze_count.is_some_and(|n| n > 0),
+            };
+            guard.allow_freeze(!app_froze);
+        }
+        let before = guard.thresholds();
+        let verdict = guard.decide(proposed, &crate::features::reading(window));
         decision.thresholds = verdict.thresholds;
         decision.change = verdict.change;
         decision.reason = verdict.reason;
+        decision.what = verdict.what;
+        decision.freeze = verdict.freeze;
+        decision.budget = verdict.budget.map(str::to_owned);
+        decision.given_up = verdict.given_up;
+        decision.observed = Some(verdict.observed);
+        decision.effect = verdict.effect;
         self.decision_ns.saturating_record(opened.elapsed().as_nanos().max(1) as u64);
         if verdict.change {
             match &self.actuator {
                 Actuator::Ready(h) => {
-                    h.send(Command::Apply(verdict.thresholds));
+                    if let Some(freeze) = verdict.freeze {
+                        h.send(Command::Freeze(freeze));
+                    }
+                    if verdict.thresholds != before {
+                        h.send(Command::Apply(verdict.thresholds));
+                    }
                     decision.requested = true;
                 }
                 Actuator::Halted(_, why) => decision.reason = format!("not steering: {why}"),

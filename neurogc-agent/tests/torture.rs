@@ -1,9 +1,11 @@
 //! The torture harness: act mode against real targets in every state (tests/workloads/target.py),
 //! with the agent SIGKILLed, SIGTERMed or interrupted at uniformly random moments and at moments
 //! aimed at each step of an injection (custodian started, stub queued, hook installed, first
-//! change applied). After each trial the target must have finished its work, hold the
-//! application's own thresholds (its forked children too), and have nothing of neurogc left:
-//! no module, thread, descriptor or name, no file in its /tmp, no custodian still running.
+//! change applied, heap frozen). The target churns cyclic garbage over a warm heap and the pause
+//! budget is 2 ms, so the agent freezes it at its first long full collection. After each trial
+//! the target must have finished its work, hold the application's own thresholds (its forked
+//! children too), have nothing frozen, and have nothing of neurogc left: no module, thread,
+//! descriptor or name, no file in its /tmp, no custodian still running.
 //!
 //! Per injection path: the 32-slot ring (3.8–3.12) and the counted queue (3.13+). CI runs a few
 //! trials per path (this test, within `cargo xtask test`); `cargo xtask torture --trials 200`
@@ -26,7 +28,9 @@ const PATHS: [(&str, [&str; 2]); 2] = [
 ];
 const STATES: [&str; 8] = ["busy", "sleep", "stdin", "asyncio", "shadow", "sigpipe", "fork", "appset"];
 /// Where a kill is aimed: a line the agent prints (debug log or JSON) at that step.
-const AIMS: [&str; 4] = ["custodian started", "hook queued", "hook installed", "\"event\":\"applied\""];
+const FROZEN: &str = "\"event\":\"frozen\"";
+const AIMS: [&str; 5] =
+    ["custodian started", "hook queued", "hook installed", "\"event\":\"applied\"", FROZEN];
 const SECONDS: f64 = 4.0;
 
 /// xorshift64*: reproducible from the printed seed, no dependency.
@@ -53,6 +57,8 @@ struct Counts {
     files_left: u32,
     leftovers: u32,
     custodians_left: u32,
+    /// Trials in which the agent froze the target's heap before it was stopped.
+    froze: u32,
     failures: Vec<String>,
 }
 
@@ -78,20 +84,26 @@ fn custodians() -> usize {
         .count()
 }
 
-fn trial(py: &Python, rng: &mut Rng, c: &mut Counts) {
+/// `freeze`: aim at the freeze (so every run covers it, whatever the draw).
+fn trial(py: &Python, rng: &mut Rng, c: &mut Counts, freeze: bool) {
     let state = STATES[rng.below(STATES.len() as u64) as usize];
     let sig = ["-KILL", "-KILL", "-KILL", "-TERM", "-INT"][rng.below(5) as usize];
     let aim = (rng.below(3) != 0).then(|| AIMS[rng.below(AIMS.len() as u64) as usize]);
+    let aim = if freeze { Some(FROZEN) } else { aim };
     let jitter = Duration::from_micros(rng.below(3000));
     let uniform = Duration::from_millis(rng.below(2500));
+    // 700 is the application's own: only the pause budget acts (a freeze at the first long full
+    // collection). 25000: the model's change first, then the budgets.
+    let model = ["always-700.onnx", "always-25000.onnx"][rng.below(2) as usize];
+    let model = if freeze { "always-700.onnx" } else { model };
     let what = format!(
-        "{} {state} {sig} {}",
+        "{} {state} {model} {sig} {}",
         py.name,
         aim.map_or(format!("at {uniform:?}"), |a| format!("after {a:?} +{jitter:?}"))
     );
     let before = tmp_listing(py);
     let secs = SECONDS.to_string();
-    let mut args = vec![state, "--seconds", &secs];
+    let mut args = vec![state, "--seconds", &secs, "--cycles"];
     if state == "appset" {
         args.extend(["--set-at", "2"]);
     }
@@ -101,7 +113,9 @@ fn trial(py: &Python, rng: &mut Rng, c: &mut Counts) {
     let write2: OwnedFd = write.try_clone().unwrap();
     let mut agent = agent()
         .args(["--pid", &t.pid.to_string(), "--mode", "act", "--json", "--interval", "0.5", "--confirm", "1"])
-        .args(["--model", &fixture("always-25000.onnx")])
+        .args(["--model", &fixture(model)])
+        // Budgets that freeze at once: every trial also covers a freeze and its undo.
+        .args(["--pause-budget", "2ms", "--gc-budget", "off", "--freeze-after", "0", "--cooldown", "1"])
         .env("NEUROGC_LOG", "debug")
         .stdout(Stdio::from(write))
         .stderr(Stdio::from(write2))
@@ -122,6 +136,9 @@ fn trial(py: &Python, rng: &mut Rng, c: &mut Counts) {
     }
     signal(agent.id(), sig);
     wait_exit(&mut agent, 20, &what);
+    if lines.rest(1).iter().any(|l| l.contains("\"event\":\"frozen\"")) {
+        c.froze += 1;
+    }
     if state == "stdin" {
         std::thread::sleep((Duration::from_secs_f64(SECONDS - 1.0)).saturating_sub(started.elapsed()));
         let _ = t.child.stdin.as_mut().unwrap().write_all(b"go\n");
@@ -131,8 +148,10 @@ fn trial(py: &Python, rng: &mut Rng, c: &mut Counts) {
     match t.final_report(30) {
         (Some(report), status) if status.success() => {
             let found = leftovers(&what, &report, &want);
-            let settings =
-                found.iter().filter(|e| e.contains("thresholds") || e.contains("forked child")).count();
+            let settings = found
+                .iter()
+                .filter(|e| ["thresholds", "forked child", "freeze"].iter().any(|k| e.contains(k)))
+                .count();
             if settings > 0 {
                 c.settings_left += 1;
             }
@@ -178,14 +197,16 @@ fn the_agent_killed_at_any_moment_leaves_the_target_whole() {
         let pythons: Vec<Python> = names.iter().map(|n| python(n)).collect();
         let mut c = Counts::default();
         for i in 0..per_path {
-            trial(&pythons[i as usize % pythons.len()], &mut rng, &mut c);
+            // Every fourth trial, on the path's first interpreter (not 3.12: it never freezes).
+            trial(&pythons[i as usize % pythons.len()], &mut rng, &mut c, i % 4 == 0);
         }
         println!(
-            "torture: {path}: {} trials ({} aimed, {} aims not reached), {} target deaths, {} with settings left, \
-             {} with files left, {} with other leftovers, {} custodians left",
+            "torture: {path}: {} trials ({} aimed, {} aims not reached, {} froze the heap), {} target deaths, \
+             {} with settings left, {} with files left, {} with other leftovers, {} custodians left",
             c.trials,
             c.aimed,
             c.aim_missed,
+            c.froze,
             c.deaths,
             c.settings_left,
             c.files_left,

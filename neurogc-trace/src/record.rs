@@ -85,8 +85,8 @@ pub struct ModelInfo {
     pub actions: Vec<[i64; 3]>,
 }
 
-/// The guardrails' settings: what the agent's guard runs with, and what the attach record says
-/// it ran with.
+/// The guardrails' settings and the budgets: what the agent's guard runs with, and what the
+/// attach record says it ran with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GuardConfig {
     pub min: [i64; 3],
@@ -95,9 +95,50 @@ pub struct GuardConfig {
     pub cooldown: u64,
     /// Consecutive windows a new proposal must be made before it is taken.
     pub confirm: u32,
-    /// RSS may grow this fraction over its value at attach; beyond it the agent steps back.
-    pub max_rss_growth: f64,
+    /// Memory budget: RSS may grow this fraction over its value when neurogc first changed
+    /// anything (recordings before budgets called it `max_rss_growth`, measured from attach).
+    #[serde(alias = "max_rss_growth")]
+    pub memory_budget: f64,
+    /// Memory budget in its absolute form: RSS in bytes (takes the place of the fraction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit_bytes: Option<u64>,
+    /// Pause budget: the longest collection allowed in a window, in nanoseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_budget_ns: Option<u64>,
+    /// GC budget: the share of wall time in collections, over the last 10 windows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc_budget: Option<f64>,
+    /// `gc.freeze()` may be used (never where the application froze anything itself), once the
+    /// agent has watched this many seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freeze_after_s: Option<f64>,
     pub allow_disable: bool,
+}
+
+/// What a decision looked at: the numbers the budgets are held against.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Observed {
+    /// The longest pause in the window (ms) and its generation.
+    pub pause_max_ms: f64,
+    pub pause_gen: u8,
+    /// GC share of wall time over the last 10 windows.
+    pub gc_share: f64,
+    pub rss_mib: f64,
+    /// The RSS the memory budget allows (absent before neurogc changed anything).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_limit_mib: Option<f64>,
+}
+
+/// What a change did, a few windows after it: the same measures before and after.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Effect {
+    /// The change this is the effect of (its decision's ts_ns) and its description.
+    pub of_ts_ns: u64,
+    pub change: String,
+    /// Longest pause per window, averaged over the windows before / after (ms).
+    pub pause_max_ms: [f64; 2],
+    pub gc_share: [f64; 2],
+    pub rss_mib: [f64; 2],
 }
 
 /// The target at one instant. Fields the agent could not read are absent.
@@ -138,7 +179,7 @@ pub struct Window {
     pub sample: Sample,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Decision {
     pub ts_ns: u64,
     /// The model's choice, after the guard.
@@ -148,12 +189,32 @@ pub struct Decision {
     /// Act mode: the change was handed to the actuator (its "actuation" record confirms it).
     pub requested: bool,
     pub reason: String,
+    /// The change in one line: "700/10/10 -> 50000/20/20 + freeze".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub what: Option<String>,
+    /// true: `gc.freeze()` with this change; false: neurogc's freeze undone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freeze: Option<bool>,
+    /// The budget that drove the decision: "memory", "pause" or "gc" (absent: the model's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<String>,
+    /// A budget the guard could not hold because a higher one comes first, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given_up: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<Observed>,
+    /// The model's score per action (the attach record lists the actions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scores: Vec<f32>,
+    /// What the last change did, reported once, a few windows after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<Effect>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Actuation {
     pub ts_ns: u64,
-    /// waiting, ready, applied, app-changed, failed or finished.
+    /// waiting, ready, applied, frozen, unfrozen, not-frozen, app-changed, failed or finished.
     pub event: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thresholds: Option<[i64; 3]>,
@@ -163,6 +224,9 @@ pub struct Actuation {
     pub latency_ns: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restored: Option<bool>,
+    /// frozen/unfrozen: objects in the permanent generation neurogc's freeze left.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freeze_count: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }

@@ -8,8 +8,8 @@ Profiles (each stresses the collector differently, so the best thresholds differ
   acyclic  container churn without cycles: the collector finds nothing, it is pure overhead
   bulky    cycles that hold large buffers: memory grows with threshold0
 
---report-thresholds SECS: print {"t": elapsed, "thresholds": gc.get_threshold()} every SECS
-(the act-mode tests read what the target itself sees). Prints a final JSON line with
+--report-thresholds SECS: print {"t": elapsed, "thresholds": gc.get_threshold(), "frozen":
+gc.get_freeze_count()} every SECS (the act-mode tests read what the target itself sees). Prints a final JSON line with
 {"profile", "iterations", "elapsed_s"} and exits with os._exit(0).
 """
 import argparse
@@ -80,7 +80,8 @@ def main():
         if now - started >= args.seconds:
             break
         if args.report_thresholds and now >= next_report:
-            print(json.dumps({"t": now - started, "thresholds": list(gc.get_threshold())}), flush=True)
+            print(json.dumps({"t": now - started, "thresholds": list(gc.get_threshold()),
+                              "frozen": gc.get_freeze_count()}), flush=True)
             next_report = now + args.report_thresholds
         for _ in range(200):
             step(state, i)

@@ -1,7 +1,7 @@
 """A target for neurogc's safety tests and torture harness: put into a given state, it reports
 at the end what an injected hook might have left behind.
 
-  python target.py STATE [--seconds S] [--report-thresholds SECS] [--set-at T]
+  python target.py STATE [--seconds S] [--report-thresholds SECS] [--set-at T] [--cycles]
 
 States (what the main thread does while the agent acts):
   busy      churns containers (the collector runs often)
@@ -16,9 +16,12 @@ States (what the main thread does while the agent acts):
   exec      like busy until S/2, then execs a fresh interpreter that prints its own
             thresholds after 1.5 s as {"exec_thresholds": [...]}
 
+--cycles: the churn leaves cyclic garbage over a 20,000-object long-lived heap, so the collector
+runs, full collections take milliseconds and a pause budget has the agent freeze the heap.
+
 It prints "ready <thresholds>" once set up and {"t", "thresholds"} lines with
 --report-thresholds, then one final JSON line:
-  thresholds, original, modules (names new in sys.modules since start), threads (OS threads
+  thresholds, original, frozen and frozen_at_start (gc.get_freeze_count()), modules (names new in sys.modules since start), threads (OS threads
   now minus at start), fds (descriptors new since start), at_fork (neurogc at-fork classes),
   main_names (names in __main__ that neurogc could have left), children (fork state: the
   thresholds each forked child saw after the hook's at-fork callback ran).
@@ -33,6 +36,8 @@ import sys
 import time
 
 ORIGINAL = list(gc.get_threshold())
+# Not always 0: CPython 3.12 starts with 375 objects in the permanent generation.
+FROZEN = gc.get_freeze_count()
 
 
 def snapshot():
@@ -46,9 +51,12 @@ def snapshot():
 def churn(state, seconds):
     end = time.monotonic() + seconds
     rows = None
+    cycles = state["cycles"]
     while time.monotonic() < end:
         for j in range(200):
             rows = [(j, {"j": j}) for _ in range(4)]
+            if cycles:
+                rows.append(rows)
         state["iterations"] = state.get("iterations", 0) + 200
         tick(state)
     return rows
@@ -92,6 +100,7 @@ def main():
     p.add_argument("--seconds", type=float, default=6.0)
     p.add_argument("--report-thresholds", type=float, default=0.0)
     p.add_argument("--set-at", type=float)
+    p.add_argument("--cycles", action="store_true")
     args = p.parse_args()
     if args.state == "sigpipe":
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
@@ -107,6 +116,8 @@ def main():
         "fork_every": 0.3 if args.state == "fork" else 0.0,
         "next_fork": started,
         "children": [],
+        "cycles": args.cycles,
+        "heap": [(i, [i], {"i": i}) for i in range(20_000 // 3)] if args.cycles else None,
     }
     print("ready", json.dumps(ORIGINAL), flush=True)
     rest = args.seconds
@@ -141,6 +152,8 @@ def main():
     report = {
         "thresholds": list(gc.get_threshold()),
         "original": ORIGINAL,
+        "frozen": gc.get_freeze_count(),
+        "frozen_at_start": FROZEN,
         "iterations": state.get("iterations", 0),
         "modules": sorted(after["modules"] - before["modules"]),
         "threads": after["threads"] - before["threads"],

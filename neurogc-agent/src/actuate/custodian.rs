@@ -71,9 +71,13 @@ enum Request {
         steps: Vec<Step>,
         atomic: bool,
     },
-    /// What to run (as independent steps) if the agent goes away without a "bye".
+    /// What to run if the agent goes away without a "bye": `steps` independently, then `queue`
+    /// all or nothing (a pending call to queue: its expectations prove the queue is as the agent
+    /// last saw it idle, so a queue that moved is left alone).
     OnExit {
         steps: Vec<Step>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        queue: Vec<Step>,
     },
     Bye,
 }
@@ -161,7 +165,7 @@ pub fn serve(pid: &str) -> ! {
         Ok(s) => s,
         Err(_) => std::process::exit(1),
     };
-    let mut on_exit: Vec<Step> = Vec::new();
+    let (mut on_exit, mut then_queue): (Vec<Step>, Vec<Step>) = Default::default();
     for line in BufReader::new(socket).lines() {
         let Ok(line) = line else { break };
         let reply = match serde_json::from_str::<Request>(&line) {
@@ -170,8 +174,8 @@ pub fn serve(pid: &str) -> ! {
                 Err(err) if err.is::<Moved>() => Reply { ok: false, written: 0, moved: true, error: None },
                 Err(err) => Reply { ok: false, written: 0, moved: false, error: Some(format!("{err:#}")) },
             },
-            Ok(Request::OnExit { steps }) => {
-                on_exit = steps;
+            Ok(Request::OnExit { steps, queue }) => {
+                (on_exit, then_queue) = (steps, queue);
                 Reply { ok: true, written: 0, moved: false, error: None }
             }
             Ok(Request::Bye) => std::process::exit(0),
@@ -187,6 +191,9 @@ pub fn serve(pid: &str) -> ! {
     }
     // The agent is gone without saying goodbye: undo what it left armed.
     let _ = run(&mem, &on_exit, false);
+    if !then_queue.is_empty() {
+        let _ = run(&mem, &then_queue, true);
+    }
     std::process::exit(0)
 }
 
@@ -262,7 +269,12 @@ impl Custodian {
 
     /// Replaces the program run if the agent disappears.
     pub fn on_exit(&mut self, steps: Vec<Step>) -> Result<()> {
-        self.request(&Request::OnExit { steps }).map(|_| ())
+        self.on_exit_then_queue(steps, Vec::new())
+    }
+
+    /// Replaces the program run if the agent disappears: `steps`, then the atomic `queue`.
+    pub fn on_exit_then_queue(&mut self, steps: Vec<Step>, queue: Vec<Step>) -> Result<()> {
+        self.request(&Request::OnExit { steps, queue }).map(|_| ())
     }
 
     /// The agent cleaned up itself: the custodian exits without running its exit program.

@@ -30,9 +30,14 @@ use crate::{
 };
 
 const BOOT: &str = include_str!("../../../python-hook/boot.py");
+const FREEZE: &str = include_str!("../../../python-hook/freeze.py");
+const UNFREEZE: &str = include_str!("../../../python-hook/unfreeze.py");
 /// The stub's fixed beginning: how a region holding one (live, or disarmed by a NUL over its
 /// first byte) is recognised.
 const STUB_HEAD: &str = "try:\n import builtins as _neurogc\n";
+/// The freeze and unfreeze stubs' beginning: not the boot stub's, so a page tail one of them was
+/// left in (the custodian queues the unfreeze and exits) never reads as an agent's pending hook.
+const ACTION_HEAD: &str = "try:\n import builtins as _neurogc_act\n";
 
 /// The Python literal for `text` (ASCII only).
 fn py_literal(text: &str) -> String {
@@ -50,12 +55,10 @@ fn py_literal(text: &str) -> String {
     out
 }
 
-/// The code the pending call runs: the boot code (blank lines and comments dropped), run in a
-/// namespace of its own, with the socket name and the agent's uid as the target sees it.
-pub fn stub(socket_name: &str, agent_uid: u32) -> String {
-    // Blank lines, comments and three of every four spaces of indentation go: the stub must fit
-    // a page tail.
-    let boot: String = BOOT
+/// Python source made small enough for a page tail: blank lines, comments and three of every
+/// four spaces of indentation go.
+fn compact(source: &str) -> String {
+    source
         .lines()
         .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
         .map(|l| format!("{l}\n"))
@@ -64,12 +67,33 @@ pub fn stub(socket_name: &str, agent_uid: u32) -> String {
         .replace(", ", ",")
         .replace(" = ", "=")
         .replace(" == ", "==")
-        .replace("@NAME@", socket_name)
-        .replace("@UID@", &agent_uid.to_string());
+}
+
+/// `code` run in a namespace of its own by a statement that cannot raise and binds one name in
+/// `__main__` (the one `head` imports builtins as) for an instant.
+fn wrap(head: &str, code: &str) -> String {
+    let name = head.trim_end().rsplit(' ').next().unwrap_or("_neurogc");
     format!(
-        "{STUB_HEAD} _neurogc.exec({}, {{'__builtins__': _neurogc}})\nexcept:\n pass\ntry:\n del _neurogc\nexcept:\n pass\n",
-        py_literal(&boot)
+        "{head} {name}.exec({}, {{'__builtins__': {name}}})\nexcept:\n pass\ntry:\n del {name}\nexcept:\n pass\n",
+        py_literal(code)
     )
+}
+
+/// The code the pending call runs: the boot code, with the socket name and the agent's uid as
+/// the target sees it.
+pub fn stub(socket_name: &str, agent_uid: u32) -> String {
+    let boot = compact(BOOT).replace("@NAME@", socket_name).replace("@UID@", &agent_uid.to_string());
+    wrap(STUB_HEAD, &boot)
+}
+
+/// python-hook/freeze.py as a stub.
+pub fn freeze_stub() -> String {
+    wrap(ACTION_HEAD, &compact(FREEZE))
+}
+
+/// python-hook/unfreeze.py as a stub.
+pub fn unfreeze_stub() -> String {
+    wrap(ACTION_HEAD, &compact(UNFREEZE))
 }
 
 /// Where the stub goes: a zeroed page tail past the end of a loaded segment, preferring
@@ -179,41 +203,58 @@ impl Injection {
         vec![Step::replace(self.region, &self.stub, &vec![0; self.stub.len()])]
     }
 
+    /// Writes `code` into an unused page tail without queueing it: a stub to queue later, maybe
+    /// by the custodian once the agent is gone.
+    pub fn place(
+        plan: &AttachPlan,
+        mem: &ProcMem,
+        custodian: &mut Custodian,
+        code: &str,
+    ) -> Result<Injection> {
+        let mut stub = code.as_bytes().to_vec();
+        stub.push(0);
+        let region = find_slack(mem, plan, stub.len())?;
+        let now = mem.read(region, stub.len())?;
+        anyhow::ensure!(
+            custodian.run_atomic(vec![Step::replace(region, &now, &stub)])?,
+            "the page tail at {region:#x} changed while the stub was written"
+        );
+        Ok(Injection { region, stub })
+    }
+
+    /// The writes that queue this (placed) stub on `queue`, all or nothing.
+    pub fn enqueue_steps(&self, plan: &AttachPlan, queue: &IdleQueue) -> Result<Vec<Step>> {
+        Ok(pending::enqueue_steps(queue, run_address(plan)?, self.region))
+    }
+
     /// Queues the stub if the queue is idle (and, on 3.8–3.12, the main thread is running: their
     /// eval breaker is shared by every thread, which keep checking it until the main thread runs
-    /// the call).
+    /// the call). The exit program covers the agent's death from before the first write: `exit`
+    /// and a disarm of this stub, then `then` queued once this call has run.
     pub fn try_queue(
         plan: &AttachPlan,
         mem: &ProcMem,
         custodian: &mut Custodian,
         layout: PendingLayout,
         code: &str,
+        exit: Vec<Step>,
+        then: Option<&Injection>,
     ) -> Result<std::result::Result<Injection, Deferred>> {
-        let runtime = plan.interpreter.runtime + plan.bias;
-        let main_ptr = match plan.gc.map(|g| g.location) {
-            Some(GcStateLocation::MainInterpreter { main_ptr, .. }) => Some(main_ptr),
-            _ => None,
-        };
-        let queue = match IdleQueue::read(mem, layout, runtime, main_ptr)? {
+        let queue = match idle_queue(plan, mem, layout)? {
             Ok(q) => q,
-            Err(not_idle) => return Ok(Err(Deferred::Queue(not_idle))),
+            Err(deferred) => return Ok(Err(deferred)),
         };
-        if matches!(layout.breaker, pending::Breaker::Int(_))
-            && let Some(why) = main_thread_blocked(plan.pid)
-        {
-            return Ok(Err(Deferred::MainThreadIdle(why)));
-        }
-        let elf = plan.reopen()?;
-        let run = elf
-            .symbol_address("PyRun_SimpleString")
-            .map(|a| a + plan.bias)
-            .with_context(|| format!("{} does not export PyRun_SimpleString", plan.file.display()))?;
+        let run = run_address(plan)?;
         let mut stub = code.as_bytes().to_vec();
         stub.push(0);
         let region = find_slack(mem, plan, stub.len())?;
         let injection = Injection { region, stub };
+        let after = match then {
+            Some(next) => next.enqueue_steps(plan, &queue.after_one())?,
+            None => Vec::new(),
+        };
         // Armed for the agent's death before anything is written.
-        custodian.on_exit(injection.disarm_steps())?;
+        custodian.on_exit_then_queue([exit, injection.disarm_steps()].concat(), after)?;
         let now = mem.read(region, injection.stub.len())?;
         let mut steps = vec![Step::replace(region, &now, &injection.stub)];
         steps.extend(pending::enqueue_steps(&queue, run, region));
@@ -223,6 +264,45 @@ impl Injection {
             false => Err(Deferred::Queue(NotIdle::Busy(1))),
         })
     }
+}
+
+fn run_address(plan: &AttachPlan) -> Result<u64> {
+    let elf = plan.reopen()?;
+    elf.symbol_address("PyRun_SimpleString")
+        .map(|a| a + plan.bias)
+        .with_context(|| format!("{} does not export PyRun_SimpleString", plan.file.display()))
+}
+
+/// The main thread's pending-call queue as it is now.
+pub fn read_queue(
+    plan: &AttachPlan,
+    mem: &ProcMem,
+    layout: PendingLayout,
+) -> Result<std::result::Result<IdleQueue, NotIdle>> {
+    let runtime = plan.interpreter.runtime + plan.bias;
+    let main_ptr = match plan.gc.map(|g| g.location) {
+        Some(GcStateLocation::MainInterpreter { main_ptr, .. }) => Some(main_ptr),
+        _ => None,
+    };
+    IdleQueue::read(mem, layout, runtime, main_ptr)
+}
+
+/// The main thread's pending-call queue, if a call can be queued on it now.
+pub fn idle_queue(
+    plan: &AttachPlan,
+    mem: &ProcMem,
+    layout: PendingLayout,
+) -> Result<std::result::Result<IdleQueue, Deferred>> {
+    let queue = match read_queue(plan, mem, layout)? {
+        Ok(q) => q,
+        Err(not_idle) => return Ok(Err(Deferred::Queue(not_idle))),
+    };
+    if matches!(layout.breaker, pending::Breaker::Int(_))
+        && let Some(why) = main_thread_blocked(plan.pid)
+    {
+        return Ok(Err(Deferred::MainThreadIdle(why)));
+    }
+    Ok(Ok(queue))
 }
 
 /// On 3.8–3.12 a call is queued only once the main thread has used CPU lately: a main thread
@@ -305,6 +385,11 @@ mod tests {
         // Exactly one statement binds a name in __main__, and it is deleted again.
         assert_eq!(s.matches("_neurogc").count(), 4, "{s}");
         assert!(s.contains("\\0neurogc-0123456789abcdef0123456789abcdef"));
+        for s in [freeze_stub(), unfreeze_stub()] {
+            assert!(s.starts_with(ACTION_HEAD) && !s.starts_with(STUB_HEAD), "{s}");
+            assert!(s.len() < 700 && s.is_ascii(), "{} bytes", s.len());
+            assert_eq!(s.matches("_neurogc_act").count(), 4, "{s}");
+        }
     }
 
     #[test]

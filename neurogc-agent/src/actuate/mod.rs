@@ -44,6 +44,8 @@ pub enum ActuatorKind {
 
 pub enum Command {
     Apply([i64; 3]),
+    /// true: `gc.freeze()` (hook actuator only); false: undo neurogc's freeze.
+    Freeze(bool),
     /// Give the application its settings back and end.
     Stop,
 }
@@ -61,6 +63,14 @@ pub enum Event {
         requested: [i64; 3],
         now: [i64; 3],
         latency: Duration,
+    },
+    /// What a freeze (or its undo) did: "frozen", "not-frozen", "unfrozen" or "unfreeze-pending";
+    /// `count` objects frozen (0 after an undo).
+    Freeze {
+        outcome: &'static str,
+        count: Option<i64>,
+        latency: Duration,
+        detail: String,
     },
     /// The application set thresholds of its own: neurogc stops steering and leaves them.
     AppChanged {
@@ -276,7 +286,7 @@ impl Worker {
         loop {
             match self.commands.try_recv() {
                 Ok(Command::Stop) | Err(mpsc::TryRecvError::Disconnected) => return true,
-                Ok(Command::Apply(_)) => continue, // nothing to apply to yet
+                Ok(Command::Apply(_) | Command::Freeze(_)) => continue, // nothing to apply to yet
                 Err(mpsc::TryRecvError::Empty) => return false,
             }
         }
@@ -319,7 +329,7 @@ impl Worker {
             }
             let (plan, mem) = (&self.plan, &self.mem);
             let custodian = self.custodian.as_mut().expect("custodian");
-            match Injection::try_queue(plan, mem, custodian, layout, &code)? {
+            match Injection::try_queue(plan, mem, custodian, layout, &code, Vec::new(), None)? {
                 Ok(injection) => break injection,
                 Err(Deferred::Queue(not_idle)) => {
                     say(self, format!("waiting to queue the hook: the target has {not_idle}"))
@@ -404,11 +414,10 @@ impl Worker {
     /// written over a value the application set), with the exit program covering the agent's
     /// death before, during and after it. `record`: the hook's fork guard, kept in step.
     fn steer(&mut self, f: Fields, record: Option<Record>) -> Result<Finish> {
-        let release =
-            |record: &Option<Record>| record.as_ref().map(Record::release_steps).unwrap_or_default();
         let mut ours = f.now(&self.mem)?;
-        if let Some(r) = &record {
-            self.custodian().on_exit([f.restore_steps(&[ours]), release(&record)].concat())?;
+        let mut fz = Freezer::default();
+        if let Some(r) = record {
+            self.arm(&f, &[ours], record, &mut fz)?;
             anyhow::ensure!(
                 self.custodian().run_atomic(r.activate_steps(std::process::id(), f.original, ours))?,
                 "the hook's record changed before neurogc could mark it"
@@ -420,21 +429,61 @@ impl Worker {
             freeze_count: self.freeze_count,
         });
         let mut halted = false;
+        let mut armed_at = Instant::now();
         loop {
-            let want = match self.next_command() {
-                None => continue,
-                Some(Command::Apply(_)) if halted => continue,
-                Some(Command::Apply(want)) => want,
-                Some(Command::Stop) => {
-                    self.custodian().run([f.restore_steps(&[ours]), release(&record)].concat())?;
+            // The undo's queue program must match the queue as it is: re-read it now and then.
+            if fz.undo.is_some() && armed_at.elapsed() > REARM {
+                self.arm(&f, &[ours], record, &mut fz)?;
+                armed_at = Instant::now();
+            }
+            let want = match (self.next_command(), record) {
+                (None, _) => continue,
+                (Some(Command::Freeze(true)), Some(r)) if !halted && fz.undo.is_none() && !fz.spent => {
+                    self.freeze(&f, ours, r, &mut fz)?;
+                    continue;
+                }
+                (Some(Command::Freeze(false)), Some(r)) => {
+                    if let Some(undo) = fz.undo.take() {
+                        let t = Instant::now();
+                        let (queued, ran) = self.unfreeze(&undo, r)?;
+                        fz.spent = true;
+                        if !queued {
+                            fz.undo = Some(undo); // still owed: at the stop, or by the custodian
+                        }
+                        self.arm(&f, &[ours], record, &mut fz)?;
+                        self.emit(Event::Freeze {
+                            outcome: if ran { "unfrozen" } else { "unfreeze-pending" },
+                            count: ran.then_some(0),
+                            latency: t.elapsed(),
+                            detail: undo_detail(queued, ran),
+                        });
+                    }
+                    continue;
+                }
+                (Some(Command::Freeze(_)), _) => continue,
+                (Some(Command::Apply(_)), _) if halted => continue,
+                (Some(Command::Apply(want)), _) => want,
+                (Some(Command::Stop), _) => {
+                    self.custodian().run([f.restore_steps(&[ours]), release(record)].concat())?;
+                    let mut finish = f.outcome(f.now(&self.mem)?, &[ours]);
+                    if let (Some(undo), Some(r)) = (fz.undo.take(), record) {
+                        let (queued, ran) = self.unfreeze(&undo, r)?;
+                        finish.restored &= ran;
+                        finish.detail = format!("{}; {}", finish.detail, undo_detail(queued, ran));
+                        if !queued {
+                            // Leave it to the custodian's exit program, exactly as if killed.
+                            drop(self.custodian.take());
+                            return Ok(finish);
+                        }
+                    }
                     self.custodian().on_exit(Vec::new())?;
-                    return Ok(f.outcome(f.now(&self.mem)?, &[ours]));
+                    return Ok(finish);
                 }
             };
             let t = Instant::now();
             // Covered for the agent's death before and after the write; a fork in between finds
             // both values in the guard's record.
-            self.custodian().on_exit([f.restore_steps(&[ours, want]), release(&record)].concat())?;
+            self.arm(&f, &[ours, want], record, &mut fz)?;
             if let Some(r) = &record {
                 self.custodian().run(r.values_steps(ours, want))?;
             }
@@ -449,8 +498,120 @@ impl Worker {
             if let Some(r) = &record {
                 self.custodian().run(r.values_steps(ours, ours))?;
             }
-            self.custodian().on_exit([f.restore_steps(&[ours]), release(&record)].concat())?;
+            self.arm(&f, &[ours], record, &mut fz)?;
         }
+    }
+
+    /// Sets the exit program: the thresholds in `values` back, the guard released, and the
+    /// freeze undone if neurogc owes that (queued on the queue as last seen idle).
+    fn arm(
+        &mut self,
+        f: &Fields,
+        values: &[[i64; 3]],
+        record: Option<Record>,
+        fz: &mut Freezer,
+    ) -> Result<()> {
+        let steps = [f.restore_steps(values), release(record)].concat();
+        if let Some(undo) = &fz.undo
+            && let Some(layout) = PendingLayout::for_interpreter(&self.plan.interpreter)
+            && let Ok(queue) = inject::read_queue(&self.plan, &self.mem, layout)?
+        {
+            fz.queue = undo.enqueue_steps(&self.plan, &queue)?;
+        }
+        let queue = if fz.undo.is_some() { fz.queue.clone() } else { Vec::new() };
+        self.custodian().on_exit_then_queue(steps, queue)
+    }
+
+    /// `gc.freeze()` in the target: the undo (python-hook/unfreeze.py) is placed first, and owed
+    /// from the moment the freeze is queued; the freeze stub then runs on the main thread.
+    fn freeze(&mut self, f: &Fields, ours: [i64; 3], r: Record, fz: &mut Freezer) -> Result<()> {
+        let t = Instant::now();
+        let layout =
+            PendingLayout::for_interpreter(&self.plan.interpreter).context("no pending-call layout")?;
+        let (plan, mem) = (&self.plan, &self.mem);
+        let custodian = self.custodian.as_mut().expect("custodian");
+        let undo = Injection::place(plan, mem, custodian, &inject::unfreeze_stub())?;
+        let exit = [f.restore_steps(&[ours]), r.release_steps()].concat();
+        let code = inject::freeze_stub();
+        let queued = loop {
+            match Injection::try_queue(plan, mem, custodian, layout, &code, exit.clone(), Some(&undo))? {
+                Ok(injection) => break Some(injection),
+                Err(_) if t.elapsed() > ACTION_WAIT => break None,
+                Err(_) => std::thread::sleep(RETRY),
+            }
+        };
+        let Some(injection) = queued else {
+            self.custodian().run(undo.retire_steps())?;
+            self.arm(f, &[ours], Some(r), fz)?;
+            self.emit(Event::Freeze {
+                outcome: "not-frozen",
+                count: None,
+                latency: t.elapsed(),
+                detail: format!(
+                    "not frozen: the call could not be queued within {ACTION_WAIT:?} ({})",
+                    inject::main_thread_state(self.plan.pid)
+                ),
+            });
+            return Ok(());
+        };
+        fz.undo = Some(undo);
+        let ran = Instant::now();
+        let mut count = r.frozen(&self.mem)?;
+        while count == 0 && ran.elapsed() < ACTION_WAIT {
+            std::thread::sleep(Duration::from_millis(5));
+            count = r.frozen(&self.mem)?;
+        }
+        if count == 0 {
+            // Not run yet: disarmed, so it cannot freeze later behind the agent's back (the undo
+            // stays owed all the same, in case it was already running).
+            self.custodian().run(injection.disarm_steps())?;
+            count = r.frozen(&self.mem)?;
+        } else {
+            self.custodian().run(injection.retire_steps())?;
+        }
+        self.arm(f, &[ours], Some(r), fz)?;
+        self.emit(Event::Freeze {
+            outcome: if count > 0 { "frozen" } else { "not-frozen" },
+            count: Some(count),
+            latency: t.elapsed(),
+            detail: if count > 0 {
+                format!("gc.freeze(): {count} objects moved to the permanent generation")
+            } else {
+                format!(
+                    "not frozen: the main thread did not run the call within {ACTION_WAIT:?} ({})",
+                    inject::main_thread_state(self.plan.pid)
+                )
+            },
+        });
+        Ok(())
+    }
+
+    /// Queues the undo of neurogc's freeze and waits (bounded) for it to run: (queued, ran).
+    fn unfreeze(&mut self, undo: &Injection, r: Record) -> Result<(bool, bool)> {
+        let t = Instant::now();
+        let layout =
+            PendingLayout::for_interpreter(&self.plan.interpreter).context("no pending-call layout")?;
+        loop {
+            if let Ok(queue) = inject::idle_queue(&self.plan, &self.mem, layout)? {
+                let steps = undo.enqueue_steps(&self.plan, &queue)?;
+                if self.custodian().run_atomic(steps)? {
+                    break;
+                }
+            }
+            if t.elapsed() > ACTION_WAIT {
+                return Ok((false, false));
+            }
+            std::thread::sleep(RETRY);
+        }
+        let ran = Instant::now();
+        while ran.elapsed() < ACTION_WAIT {
+            if r.undone(&self.mem)? {
+                self.custodian().run(undo.retire_steps())?;
+                return Ok((true, true));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok((true, false))
     }
 
     /// The next command, waiting at most [`POLL`]; a dropped handle means stop.
@@ -463,6 +624,35 @@ impl Worker {
     }
 }
 
+/// How long a freeze or its undo waits to be queued, and then to run.
+const ACTION_WAIT: Duration = Duration::from_secs(2);
+/// How often the exit program's queue expectations are refreshed while a freeze is owed.
+const REARM: Duration = Duration::from_secs(1);
+
+/// neurogc's freeze: the placed undo stub while one is owed, and the queue program that
+/// would run it.
+#[derive(Default)]
+struct Freezer {
+    undo: Option<Injection>,
+    queue: Vec<Step>,
+    /// Frozen and undone once (or failed): not again.
+    spent: bool,
+}
+
+fn undo_detail(queued: bool, ran: bool) -> String {
+    match (queued, ran) {
+        (_, true) => "neurogc's gc.freeze() undone".to_owned(),
+        (true, false) => "gc.unfreeze() is queued and runs when the main thread next runs Python".to_owned(),
+        (false, _) => {
+            "gc.unfreeze() could not be queued yet (the queue is busy or the main thread blocked)".to_owned()
+        }
+    }
+}
+
+fn release(record: Option<Record>) -> Vec<Step> {
+    record.as_ref().map(Record::release_steps).unwrap_or_default()
+}
+
 /// Whether `pid` is a running neurogc-agent (the owner of an "active" guard record).
 fn is_agent(pid: i32) -> bool {
     process::exists(pid)
@@ -472,6 +662,7 @@ fn is_agent(pid: i32) -> bool {
 /// The fork guard's record: the buffer of a 64-byte bytearray the hook created (layout in
 /// python-hook/neurogc_hook.py). Found from the object's `id()` and checked before any write:
 /// its type must be `PyByteArray_Type`, its size 64 and its buffer must start with the magic.
+#[derive(Debug, Clone, Copy)]
 struct Record {
     buffer: u64,
 }
@@ -481,7 +672,7 @@ const BYTEARRAY_TYPE: u64 = 8;
 const BYTEARRAY_SIZE: u64 = 16;
 const BYTEARRAY_START: u64 = 40;
 const RECORD_LEN: i64 = 64;
-const RECORD_MAGIC: &[u8; 4] = b"NGC4";
+const RECORD_MAGIC: &[u8; 4] = b"NGC5";
 
 impl Record {
     fn locate(mem: &ProcMem, plan: &AttachPlan, id: u64) -> Result<Record> {
@@ -516,6 +707,16 @@ impl Record {
         Ok([0, 1, 2].map(|i| i64::from(crate::memory::i32_at(&b, 4 * i))))
     }
 
+    /// The freeze count neurogc's gc.freeze() left (0: not frozen by neurogc).
+    fn frozen(&self, mem: &ProcMem) -> Result<i64> {
+        Ok(i64::from(u32::from_le_bytes(mem.read(self.buffer + 52, 4)?.try_into().expect("4 bytes"))))
+    }
+
+    /// The undo (python-hook/unfreeze.py) ran.
+    fn undone(&self, mem: &ProcMem) -> Result<bool> {
+        Ok(mem.read(self.buffer + 56, 4)? != [0; 4])
+    }
+
     /// Marks the record as steered by this agent, with the application's values.
     fn activate_steps(&self, agent: u32, original: [i64; 3], now: [i64; 3]) -> Vec<Step> {
         vec![
@@ -524,6 +725,7 @@ impl Record {
                 self.buffer + 16,
                 &[Self::triple(now), Self::triple(now), Self::triple(original)].concat(),
             ),
+            Step::write(self.buffer + 56, &[0; 4]),
             Step::write(self.buffer + 8, &agent.to_le_bytes()),
             Step::write(self.buffer + 4, &1u32.to_le_bytes()),
         ]

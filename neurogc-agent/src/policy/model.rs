@@ -206,11 +206,12 @@ impl Model {
         Ok(scores.to_vec())
     }
 
-    /// The action with the highest score for this window (the next in the model's history).
-    pub fn propose(&mut self, features: &[f64]) -> Result<[i64; 3]> {
+    /// The action with the highest score for this window (the next in the model's history), and
+    /// every action's score.
+    pub fn propose(&mut self, features: &[f64]) -> Result<([i64; 3], Vec<f32>)> {
         let scores = self.score(features)?;
         let best = scores.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |(i, _)| i);
-        Ok(self.actions[best])
+        Ok((self.actions[best], scores))
     }
 }
 

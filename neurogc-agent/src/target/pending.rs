@@ -254,6 +254,18 @@ impl IdleQueue {
     }
 }
 
+impl IdleQueue {
+    /// The queue as it will be, idle again, once the call queued on this one has been run: the
+    /// main thread advances `first` past it (and, 3.13+, clears its slot).
+    pub fn after_one(&self) -> IdleQueue {
+        let slots = match self.layout.queue {
+            Queue::Ring { .. } => RING_SLOTS,
+            Queue::Counted { .. } => COUNTED_SLOTS,
+        };
+        IdleQueue { slot: (self.slot + 1) % slots, ..self.clone() }
+    }
+}
+
 /// The writes that queue `func(arg)` on an idle queue: the expectations that prove it is still
 /// idle, the slot, then the single write that makes the call visible (`last` on a ring,
 /// `npending` after `next` on 3.13+), then the eval breaker.

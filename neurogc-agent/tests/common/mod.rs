@@ -428,6 +428,12 @@ impl Target {
 /// `neurogc-agent --pid PID --mode act --json` with a fast window, confirming at once.
 pub fn act_agent(pid: i32, model: &str, extra: &[&str]) -> (Child, Lines, Lines) {
     let mut args = vec!["--mode", "act", "--json", "--interval", "0.5", "--confirm", "1", "--model", model];
+    // The model's path alone, unless a test states these budgets.
+    for budget in ["--pause-budget", "--gc-budget"] {
+        if !extra.contains(&budget) {
+            args.extend([budget, "off"]);
+        }
+    }
     args.extend_from_slice(extra);
     attach_agent(pid, &args, "act agent")
 }
@@ -461,6 +467,12 @@ pub fn leftovers(what: &str, report: &Value, want: &[i64]) -> Vec<String> {
     let mut errors = Vec::new();
     if thresholds(report) != want {
         errors.push(format!("{what}: thresholds {:?}, expected {want:?}", report["thresholds"]));
+    }
+    if report["frozen"] != report["frozen_at_start"] {
+        errors.push(format!(
+            "{what}: gc.get_freeze_count() {} at the end, {} at the start",
+            report["frozen"], report["frozen_at_start"]
+        ));
     }
     for (key, empty) in [("modules", true), ("fds", true), ("main_names", true)] {
         if empty && !report[key].as_array().unwrap().is_empty() {
