@@ -476,7 +476,25 @@ impl Observer<'_> {
                     (Mode::Advise, false) => "advice",
                     _ => "decision",
                 };
-                format!("{verb} {}/{}/{}: {}", d.thresholds[0], d.thresholds[1], d.thresholds[2], d.reason)
+                let what = d.what.clone().unwrap_or_else(|| crate::policy::guard::fmt(d.thresholds));
+                let budget = d.budget.as_ref().map_or(String::new(), |b| format!(" [{b} budget]"));
+                let mut line = format!("{verb} {what}{budget}: {}", d.reason);
+                if let Some(given_up) = &d.given_up {
+                    line.push_str(&format!(" (given up: {given_up})"));
+                }
+                if let Some(e) = self.steer.as_ref().and_then(|s| s.last_effect.as_ref()) {
+                    line.push_str(&format!(
+                        "\neffect of {}: longest pause {:.1} -> {:.1} ms · GC {:.1}% -> {:.1}% · RSS {:.0} -> {:.0} MiB",
+                        e.change,
+                        e.pause_max_ms[0],
+                        e.pause_max_ms[1],
+                        e.gc_share[0] * 100.0,
+                        e.gc_share[1] * 100.0,
+                        e.rss_mib[0],
+                        e.rss_mib[1]
+                    ));
+                }
+                line
             });
         let frame = view::Frame {
             pid: self.plan.pid,

@@ -63,6 +63,8 @@ pub struct Steering {
     pub changes: u64,
     pub injected_in: Option<Duration>,
     pub last: Option<Decision>,
+    /// The most recent change's measured effect (shown until the next one).
+    pub last_effect: Option<neurogc_trace::Effect>,
     /// Act mode could not start (why, and whether it is the user's to fix): the agent ends with it.
     pub failed_to_start: Option<(String, bool)>,
 }
@@ -101,6 +103,7 @@ impl Steering {
             changes: 0,
             injected_in: None,
             last: None,
+            last_effect: None,
             failed_to_start: None,
         }
     }
@@ -294,6 +297,9 @@ impl Steering {
         decision.given_up = verdict.given_up;
         decision.observed = Some(verdict.observed);
         decision.effect = verdict.effect;
+        if decision.effect.is_some() {
+            self.last_effect = decision.effect.clone();
+        }
         self.decision_ns.saturating_record(opened.elapsed().as_nanos().max(1) as u64);
         if verdict.change {
             match &self.actuator {

@@ -134,7 +134,7 @@ pub fn line(f: &Frame) -> String {
         f.lost
     );
     if let Some(decision) = f.decision {
-        let _ = write!(s, " | {decision}");
+        let _ = write!(s, " | {}", decision.replace('\n', " | "));
     }
     s
 }

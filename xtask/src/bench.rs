@@ -54,6 +54,10 @@ pub enum Which {
         /// Seconds of load per run
         #[arg(long, default_value = "20")]
         seconds: f64,
+        /// Seconds of the same load before the measured part, in every configuration: the
+        /// agent's budgets converge in this time (the "after convergence, ≤ 10 s")
+        #[arg(long, default_value = "10")]
+        warmup: f64,
         /// Requests per second (open loop)
         #[arg(long, default_value = "100")]
         rate: f64,
@@ -78,8 +82,8 @@ pub fn run(which: Which) -> Result<()> {
             overhead(rounds, iterations, threshold, &python)
         }
         Which::Policy { sessions, seconds } => policy(sessions, seconds),
-        Which::Steer { rounds, seconds, rate, python } => {
-            crate::bench_steer::run(rounds, seconds, rate, &python)
+        Which::Steer { rounds, seconds, warmup, rate, python } => {
+            crate::bench_steer::run(rounds, seconds, warmup, rate, &python)
         }
         Which::Report { collections, rounds } => crate::bench_report::run(collections, rounds),
     }

@@ -54,6 +54,23 @@ struct Run {
     peak_rss_mib: f64,
     /// gc.get_stats() collections per generation during the run.
     collections: [u64; 3],
+    /// Act mode: windows of the measured part, and how many held the default pause (10 ms) and
+    /// GC (2%) budgets, from the agent's own decision records.
+    budgets: Option<(usize, usize, usize)>,
+}
+
+/// (windows, pause budget held, GC budget held) among the decisions at or after `from_ns`.
+fn budgets_held(jsonl: &Path, from_ns: u64) -> Option<(usize, usize, usize)> {
+    let text = std::fs::read_to_string(jsonl).ok()?;
+    let observed: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "decision" && v["ts_ns"].as_u64().is_some_and(|t| t >= from_ns))
+        .filter_map(|v| v.get("observed").cloned())
+        .collect();
+    let held =
+        |key: &str, max: f64| observed.iter().filter(|o| o[key].as_f64().is_some_and(|x| x <= max)).count();
+    Some((observed.len(), held("pause_max_ms", 10.0), held("gc_share", 0.02)))
 }
 
 fn start_service(python: &Path, config: Config) -> Result<(Child, u16)> {
@@ -137,7 +154,7 @@ fn collections(stats: &Value) -> [u64; 3] {
     [0, 1, 2].map(|g| stats["gc"][g]["collections"].as_u64().unwrap_or(0))
 }
 
-fn one_run(config: Config, python: &Path, agent: &Path, rate: f64, seconds: f64) -> Result<Run> {
+fn one_run(config: Config, python: &Path, agent: &Path, rate: f64, seconds: f64, warmup: f64) -> Result<Run> {
     let (mut service, port) = start_service(python, config)?;
     let pid = service.id().to_string();
     let mut observer = match config {
@@ -158,8 +175,12 @@ fn one_run(config: Config, python: &Path, agent: &Path, rate: f64, seconds: f64)
         }
         _ => None,
     };
+    if warmup > 0.0 {
+        load(port, rate, warmup);
+    }
     let before = collections(&stats(port)?);
     let started = Instant::now();
+    let from_ns = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_nanos() as u64;
     let (latencies_ms, errors) = load(port, rate, seconds);
     let seconds = started.elapsed().as_secs_f64();
     let after = stats(port)?;
@@ -170,7 +191,11 @@ fn one_run(config: Config, python: &Path, agent: &Path, rate: f64, seconds: f64)
     let _ = service.kill();
     let _ = service.wait();
     let now = collections(&after);
+    let budgets = (config == Config::Act)
+        .then(|| budgets_held(&workspace_root().join("target/bench-steer/last-act.jsonl"), from_ns))
+        .flatten();
     Ok(Run {
+        budgets,
         latencies_ms,
         errors,
         seconds,
@@ -196,7 +221,7 @@ fn spread(mut v: Vec<f64>, digits: usize) -> String {
     }
 }
 
-pub fn run(rounds: usize, seconds: f64, rate: f64, python: &Path) -> Result<()> {
+pub fn run(rounds: usize, seconds: f64, warmup: f64, rate: f64, python: &Path) -> Result<()> {
     let agent = build_release_agent()?;
     let dir: PathBuf = workspace_root().join("target/bench-steer");
     std::fs::create_dir_all(&dir)?;
@@ -204,7 +229,7 @@ pub fn run(rounds: usize, seconds: f64, rate: f64, python: &Path) -> Result<()> 
     for round in 0..rounds {
         for i in 0..CONFIGS.len() {
             let config = CONFIGS[(i + round) % CONFIGS.len()];
-            let mut r = one_run(config, python, &agent, rate, seconds)
+            let mut r = one_run(config, python, &agent, rate, seconds, warmup)
                 .with_context(|| format!("round {round}, {}", config.label()))?;
             r.latencies_ms.sort_by(f64::total_cmp);
             eprintln!(
@@ -221,8 +246,8 @@ pub fn run(rounds: usize, seconds: f64, rate: f64, python: &Path) -> Result<()> 
     let of = |c: Config| runs.iter().filter(move |(k, _)| *k == c).map(|(_, r)| r);
     let base_p99 = median(of(Config::Defaults).map(|r| quantile(&r.latencies_ms, 0.99)).collect());
     let mut md = format!(
-        "# neurogc steering benchmark: cache service\n\n{} · {} · {rounds} rounds × {seconds:.0} s at {rate:.0} requests/s, \
-         interleaved · medians (min–max)\n\n| configuration | p50 ms | p99 ms | p99.9 ms | p99 vs defaults | \
+        "# neurogc steering benchmark: cache service\n\n{} · {} · {rounds} rounds × {seconds:.0} s at {rate:.0} requests/s after {warmup:.0} s of \
+         the same load, interleaved · medians (min–max)\n\n| configuration | p50 ms | p99 ms | p99.9 ms | p99 vs defaults | \
          throughput req/s | errors | peak RSS MiB | gen0/gen1/gen2 collections |\n|---|---|---|---|---|---|---|---|---|\n",
         python.display(),
         std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim()
@@ -243,6 +268,17 @@ pub fn run(rounds: usize, seconds: f64, rate: f64, python: &Path) -> Result<()> 
             median(of(c).map(|r| r.collections[0] as f64).collect()),
             median(of(c).map(|r| r.collections[1] as f64).collect()),
             median(of(c).map(|r| r.collections[2] as f64).collect()),
+        );
+    }
+    let held: Vec<(usize, usize, usize)> = of(Config::Act).filter_map(|r| r.budgets).collect();
+    let (windows, pause, gc) = held.iter().fold((0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2));
+    if windows > 0 {
+        md += &format!(
+            "\nAct, measured part ({windows} windows over {} runs): pause budget (10 ms) held in {:.1}% of windows, \
+             GC budget (2%) in {:.1}%.\n",
+            held.len(),
+            100.0 * pause as f64 / windows as f64,
+            100.0 * gc as f64 / windows as f64
         );
     }
     let report = dir.join("report.md");
