@@ -591,8 +591,11 @@ impl Worker {
         let t = Instant::now();
         let layout =
             PendingLayout::for_interpreter(&self.plan.interpreter).context("no pending-call layout")?;
+        // No wait for the main thread to use CPU (as for the hook): a server's main thread idles in
+        // select() between requests, and the undo is owed now. Queued regardless, as the
+        // custodian would queue it, it runs when the main thread next runs Python.
         loop {
-            if let Ok(queue) = inject::idle_queue(&self.plan, &self.mem, layout)? {
+            if let Ok(queue) = inject::read_queue(&self.plan, &self.mem, layout)? {
                 let steps = undo.enqueue_steps(&self.plan, &queue)?;
                 if self.custodian().run_atomic(steps)? {
                     break;
