@@ -476,7 +476,7 @@ impl Observer<'_> {
                     (Mode::Advise, false) => "advice",
                     _ => "decision",
                 };
-                let what = d.what.clone().unwrap_or_else(|| crate::policy::guard::fmt(d.thresholds));
+                let what = d.what.clone().unwrap_or_else(|| view::thresholds(d.thresholds));
                 let budget = d.budget.as_ref().map_or(String::new(), |b| format!(" [{b} budget]"));
                 let mut line = format!("{verb} {what}{budget}: {}", d.reason);
                 if let Some(given_up) = &d.given_up {

@@ -153,7 +153,7 @@ fn flush_row(out: &mut impl Write, row: Option<Row>, json: bool, tally: &mut Tal
         writeln!(out)?;
         return Ok(());
     }
-    let t = |t: [i64; 3]| format!("{}/{}/{}", t[0], t[1], t[2]);
+    let t = crate::view::thresholds;
     let verdict =
         |d: &Decision| if d.change { format!("change to {}", t(d.thresholds)) } else { "keep".to_owned() };
     writeln!(

@@ -202,8 +202,8 @@ impl Steering {
             }
             (Event::AppChanged { now }, h) => {
                 let why = format!(
-                    "the application set its own thresholds ({}/{}/{}): neurogc stops steering and leaves them",
-                    now[0], now[1], now[2]
+                    "the application set its own thresholds ({}): neurogc stops steering and leaves them",
+                    crate::view::thresholds(now)
                 );
                 tracing::warn!("{why}");
                 rec.event = "app-changed".to_owned();

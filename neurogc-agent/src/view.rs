@@ -44,9 +44,14 @@ pub fn count(n: f64) -> String {
     }
 }
 
+/// Thresholds as people write them: "700/10/10".
+pub fn thresholds(t: [i64; 3]) -> String {
+    format!("{}/{}/{}", t[0], t[1], t[2])
+}
+
 fn settings_text(f: &Frame) -> String {
     match f.settings {
-        Some((t, count0)) => format!("thresholds {}/{}/{} · gen0 count {count0}", t[0], t[1], t[2]),
+        Some((t, count0)) => format!("thresholds {} · gen0 count {count0}", thresholds(t.map(i64::from))),
         None => "thresholds unknown (GC state not located)".to_owned(),
     }
 }

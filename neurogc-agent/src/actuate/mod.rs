@@ -32,6 +32,7 @@ use crate::{
     bail_user,
     memory::{ProcMem, read_bytes, read_u64},
     target::{AttachPlan, cpython::GcStateLocation, layout::GcState, pending::PendingLayout, process},
+    view::thresholds,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -262,9 +263,9 @@ impl Fields {
         Finish {
             restored: !ours_left,
             detail: if kept {
-                format!("the application's own values kept where it changed them; now {}", fmt(now))
+                format!("the application's own values kept where it changed them; now {}", thresholds(now))
             } else {
-                format!("original thresholds {} back", fmt(now))
+                format!("original thresholds {} back", thresholds(now))
             },
         }
     }
@@ -387,8 +388,8 @@ impl Worker {
             anyhow::bail!(
                 "gc.get_threshold() in the target says {} but the GC state read from memory says {}: \
                  not writing a layout that disagrees with the interpreter",
-                fmt(installed.thresholds),
-                fmt(in_memory)
+                thresholds(installed.thresholds),
+                thresholds(in_memory)
             );
         }
         if installed.active {
@@ -402,7 +403,7 @@ impl Worker {
             fields.original = record.original(&self.mem)?;
             tracing::warn!(
                 "taking over from a neurogc agent that ended without cleaning up; the application's thresholds were {}",
-                fmt(fields.original)
+                thresholds(fields.original)
             );
         }
         self.injected_in = Some(started.elapsed());
@@ -745,8 +746,4 @@ impl Record {
     fn release_steps(&self) -> Vec<Step> {
         vec![Step::replace(self.buffer + 4, &1u32.to_le_bytes(), &0u32.to_le_bytes())]
     }
-}
-
-fn fmt(t: [i64; 3]) -> String {
-    format!("{}/{}/{}", t[0], t[1], t[2])
 }

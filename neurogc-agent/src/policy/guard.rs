@@ -15,6 +15,8 @@ use std::collections::VecDeque;
 pub use neurogc_trace::GuardConfig;
 use neurogc_trace::{Effect, Observed};
 
+use crate::view::thresholds;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
     pub thresholds: [i64; 3],
@@ -91,10 +93,6 @@ pub struct Guard {
 fn step_toward(from: i64, to: i64) -> i64 {
     let mid = ((from.max(1) as f64) * (to.max(1) as f64)).sqrt().round() as i64;
     if (mid - to).abs() * 10 <= to.abs().max(1) { to } else { mid }
-}
-
-pub fn fmt(t: [i64; 3]) -> String {
-    format!("{}/{}/{}", t[0], t[1], t[2])
 }
 
 fn mib(b: u64) -> f64 {
@@ -234,8 +232,11 @@ impl Guard {
         let to = if m.to[0] < 0 { self.current } else { m.to };
         let change = to != self.current || m.freeze.is_some();
         let what = change.then(|| {
-            let mut w =
-                if to != self.current { format!("{} -> {}", fmt(self.current), fmt(to)) } else { fmt(to) };
+            let mut w = if to != self.current {
+                format!("{} -> {}", thresholds(self.current), thresholds(to))
+            } else {
+                thresholds(to)
+            };
             match m.freeze {
                 Some(true) => w.push_str(" + freeze"),
                 Some(false) => w.push_str(" + unfreeze"),
@@ -443,7 +444,11 @@ impl Guard {
             self.streak = None;
             let held = target != proposed && self.cap.iter().any(|&c| c < i64::MAX);
             return Move::keep(if held {
-                format!("held at {}: the budgets limit the model's {}", fmt(self.current), fmt(proposed))
+                format!(
+                    "held at {}: the budgets limit the model's {}",
+                    thresholds(self.current),
+                    thresholds(proposed)
+                )
             } else {
                 "the model proposes the same thresholds again".to_owned()
             });
@@ -456,14 +461,14 @@ impl Guard {
         if streak < self.cfg.confirm {
             return Move::keep(format!(
                 "proposal {} seen {streak}/{} windows",
-                fmt(target),
+                thresholds(target),
                 self.cfg.confirm
             ));
         }
         if let Some(ago) = self.cooling() {
             return Move::keep(format!("cooldown: last change {ago} windows ago"));
         }
-        Move::to(target, None, format!("model proposes {}", fmt(target)))
+        Move::to(target, None, format!("model proposes {}", thresholds(target)))
     }
 }
 

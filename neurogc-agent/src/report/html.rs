@@ -6,9 +6,9 @@ use std::fmt::Write;
 use super::{
     Report,
     analysis::{Analysis, Timeline},
-    fmt3, pct,
+    pct,
 };
-use crate::view::duration;
+use crate::view::{duration, thresholds};
 
 /// Generation 0, 1, 2 and unknown; the test finds these colours in a screenshot.
 pub const GEN_COLORS: [&str; 4] = ["#1f77b4", "#ff7f0e", "#d62728", "#7f7f7f"];
@@ -96,7 +96,7 @@ impl Plot {
                 H - PAD_B,
                 x + 3.0,
                 PAD_T + 12.0,
-                fmt3(c.to)
+                thresholds(c.to)
             );
         }
     }
@@ -305,8 +305,8 @@ th:first-child,td:first-child{{text-align:left}}svg text{{font-size:11px;fill:#4
                 s,
                 "<tr><td>+{:.1} s</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 c.at_s,
-                fmt3(c.from),
-                fmt3(c.to),
+                thresholds(c.from),
+                thresholds(c.to),
                 c.who(),
                 esc(&c.effect())
             );

@@ -458,8 +458,8 @@ fn findings(r: &Report, a: &Analysis) -> Vec<String> {
                 "At +{:.0} s {} set the thresholds {} → {}: {}.",
                 c.at_s,
                 c.who(),
-                fmt3(c.from),
-                fmt3(c.to),
+                crate::view::thresholds(c.from),
+                crate::view::thresholds(c.to),
                 c.effect()
             ));
         }
@@ -477,8 +477,4 @@ fn findings(r: &Report, a: &Analysis) -> Vec<String> {
 
 pub fn pct(x: f64) -> String {
     if x >= 0.1 { format!("{:.0}%", x * 100.0) } else { format!("{:.2}%", x * 100.0) }
-}
-
-pub fn fmt3(t: [i64; 3]) -> String {
-    format!("{}/{}/{}", t[0], t[1], t[2])
 }

@@ -75,7 +75,7 @@ impl<W: Write> Writer<W> {
                 if let Some(t) = w.sample.thresholds
                     && self.thresholds.is_some_and(|old| old != t)
                 {
-                    let name = format!("thresholds {}/{}/{}", t[0], t[1], t[2]);
+                    let name = format!("thresholds {}", crate::view::thresholds(t));
                     self.event(
                         &json!({"name": name, "ph": "i", "s": "p", "pid": pid, "tid": pid, "ts": raw(&ts)}),
                     )?;

@@ -1,8 +1,8 @@
 //! The report for a terminal: KPIs first, then the detail an analyst reads next.
 use std::fmt::Write;
 
-use super::{Report, fmt3, pct};
-use crate::view::duration;
+use super::{Report, pct};
+use crate::view::{duration, thresholds};
 
 fn bound(ns: u64) -> String {
     if ns == u64::MAX { "longer".to_owned() } else { format!("≤ {}", duration(ns)) }
@@ -91,8 +91,8 @@ pub fn render(r: &Report) -> String {
                 s,
                 "  +{:.1} s  {} → {} by {}: {}",
                 c.at_s,
-                fmt3(c.from),
-                fmt3(c.to),
+                thresholds(c.from),
+                thresholds(c.to),
                 c.who(),
                 c.effect()
             );
