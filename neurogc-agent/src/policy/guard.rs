@@ -106,7 +106,8 @@ fn mean(xs: impl Iterator<Item = f64>) -> f64 {
 
 /// What a verdict decided, before the guard adds its observations.
 struct Move {
-    to: [i64; 3],
+    /// None: keep what is in force.
+    to: Option<[i64; 3]>,
     freeze: Option<bool>,
     reason: String,
     budget: Option<&'static str>,
@@ -115,11 +116,11 @@ struct Move {
 
 impl Move {
     fn keep(reason: String) -> Move {
-        Move { to: [-1; 3], freeze: None, reason, budget: None, given_up: None }
+        Move { to: None, freeze: None, reason, budget: None, given_up: None }
     }
 
     fn to(to: [i64; 3], budget: Option<&'static str>, reason: String) -> Move {
-        Move { to, freeze: None, reason, budget, given_up: None }
+        Move { to: Some(to), freeze: None, reason, budget, given_up: None }
     }
 
     fn giving_up(mut self, what: Option<String>) -> Move {
@@ -227,9 +228,9 @@ impl Guard {
             self.history.pop_front();
         }
         let observed = self.observed(r);
-        let effect = self.effect(r);
+        let effect = self.effect();
         let m = self.choose(proposed, r);
-        let to = if m.to[0] < 0 { self.current } else { m.to };
+        let to = m.to.unwrap_or(self.current);
         let change = to != self.current || m.freeze.is_some();
         let what = change.then(|| {
             let mut w = if to != self.current {
@@ -285,14 +286,13 @@ impl Guard {
         [mean(last().map(|h| h[0])), mean(last().map(|h| h[1])), mean(last().map(|h| h[2]))]
     }
 
-    fn effect(&mut self, r: &Reading) -> Option<Effect> {
+    fn effect(&mut self) -> Option<Effect> {
         let due = self.pending.as_ref().is_some_and(|p| self.window >= p.window + EFFECT_WINDOWS);
         if !due {
             return None;
         }
         let p = self.pending.take()?;
         let after = self.before();
-        let _ = r;
         Some(Effect {
             of_ts_ns: p.ts_ns,
             change: p.what,
@@ -366,7 +366,7 @@ impl Guard {
         if let Some(ago) = self.cooling() {
             return Move::keep(format!("{over}; cooldown: last change {ago} windows ago"));
         }
-        let first = *self.first_ts.get_or_insert(r.ts_ns);
+        let first = self.first_ts.unwrap_or(r.ts_ns);
         let warm =
             self.cfg.freeze_after_s.is_some_and(|after| r.ts_ns.saturating_sub(first) as f64 / 1e9 >= after);
         if g >= 1 && warm && self.freeze_allowed && !self.frozen && !self.freeze_spent {
