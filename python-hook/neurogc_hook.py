@@ -16,11 +16,15 @@ id() and checks the object's type before writing):
   0:4  magic b"NGC4"             4:8   active (1 while an agent steers)   8:12  agent pid (host)
   16:28 values neurogc set, A    28:40 values neurogc set, B              40:52 the original
   52:56 frozen: gc.get_freeze_count() after neurogc's gc.freeze() (0: neurogc froze nothing)
-  56:60 undone: set once unfreeze.py ran
+  56:60 undone: set once unfreeze() ran
   (int32 little-endian; A and B both hold what is in force, or the old and new value of a change)
 In the child, each field that holds A or B goes back to the original; a field the application set
 itself is left alone; a heap neurogc froze is unfrozen (unless the application froze more since).
-The freeze and its undo are python-hook/freeze.py and unfreeze.py, queued like boot.py.
+freeze() and unfreeze() are queued like boot.py, by python-hook/action.py; unfreeze() also runs
+in a forked child. neurogc freezes only while an agent steers, only when nothing is frozen yet
+(gc.unfreeze() releases everything, so the undo could not spare what someone else froze), and
+only once; the undo releases only what neurogc froze: a permanent generation holding more than
+neurogc left there (the application froze too) stays frozen.
 
 What stays for the life of the process: the guard class, its record and one os.register_at_fork()
 callback (CPython cannot unregister it), once per process however many agents come. Nothing in
@@ -67,11 +71,7 @@ def _guard():
         def child():
             cls = _NeurogcForkGuard
             r = cls.record
-            frozen = int.from_bytes(r[52:56], "little")
-            if frozen:
-                r[52:56] = bytes(4)
-                if cls.gc.get_freeze_count() <= frozen:
-                    cls.gc.unfreeze()
+            cls.unfreeze()
             if r[4:8] == bytes(4):
                 return
             r[4:8] = bytes(4)  # this child is nobody's to steer (same length: the buffer stays)
@@ -80,6 +80,25 @@ def _guard():
             back = [original[i] if now[i] != original[i] and now[i] in (a[i], b[i]) else now[i] for i in range(3)]
             if back != now:
                 cls.gc.set_threshold(*back)
+
+        @staticmethod
+        def freeze():
+            cls = _NeurogcForkGuard
+            r = cls.record
+            if r[4:8] != bytes(4) and r[52:56] == bytes(4) and cls.gc.get_freeze_count() == 0:
+                cls.gc.freeze()
+                r[52:56] = max(cls.gc.get_freeze_count(), 1).to_bytes(4, "little")
+
+        @staticmethod
+        def unfreeze():
+            cls = _NeurogcForkGuard
+            r = cls.record
+            frozen = int.from_bytes(r[52:56], "little")
+            if frozen:
+                r[52:56] = bytes(4)
+                if cls.gc.get_freeze_count() <= frozen:
+                    cls.gc.unfreeze()
+            r[56:60] = (1).to_bytes(4, "little")
 
     posix.register_at_fork(after_in_child=_NeurogcForkGuard.child)
     return _NeurogcForkGuard

@@ -30,8 +30,7 @@ use crate::{
 };
 
 const BOOT: &str = include_str!("../../../python-hook/boot.py");
-const FREEZE: &str = include_str!("../../../python-hook/freeze.py");
-const UNFREEZE: &str = include_str!("../../../python-hook/unfreeze.py");
+const ACTION: &str = include_str!("../../../python-hook/action.py");
 /// The stub's fixed beginning: how a region holding one (live, or disarmed by a NUL over its
 /// first byte) is recognised.
 const STUB_HEAD: &str = "try:\n import builtins as _neurogc\n";
@@ -86,14 +85,9 @@ pub fn stub(socket_name: &str, agent_uid: u32) -> String {
     wrap(STUB_HEAD, &boot)
 }
 
-/// python-hook/freeze.py as a stub.
-pub fn freeze_stub() -> String {
-    wrap(ACTION_HEAD, &compact(FREEZE))
-}
-
-/// python-hook/unfreeze.py as a stub.
-pub fn unfreeze_stub() -> String {
-    wrap(ACTION_HEAD, &compact(UNFREEZE))
+/// python-hook/action.py as a stub calling the fork guard's `freeze()` or `unfreeze()`.
+pub fn action_stub(freeze: bool) -> String {
+    wrap(ACTION_HEAD, &compact(ACTION).replace("@ACTION@", if freeze { "freeze" } else { "unfreeze" }))
 }
 
 /// Where the stub goes: a zeroed page tail past the end of a loaded segment, preferring
@@ -385,7 +379,7 @@ mod tests {
         // Exactly one statement binds a name in __main__, and it is deleted again.
         assert_eq!(s.matches("_neurogc").count(), 4, "{s}");
         assert!(s.contains("\\0neurogc-0123456789abcdef0123456789abcdef"));
-        for s in [freeze_stub(), unfreeze_stub()] {
+        for s in [action_stub(true), action_stub(false)] {
             assert!(s.starts_with(ACTION_HEAD) && !s.starts_with(STUB_HEAD), "{s}");
             assert!(s.len() < 700 && s.is_ascii(), "{} bytes", s.len());
             assert_eq!(s.matches("_neurogc_act").count(), 4, "{s}");

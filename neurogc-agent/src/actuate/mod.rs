@@ -523,7 +523,7 @@ impl Worker {
         self.custodian().on_exit_then_queue(steps, queue)
     }
 
-    /// `gc.freeze()` in the target: the undo (python-hook/unfreeze.py) is placed first, and owed
+    /// `gc.freeze()` in the target: the undo (the guard's unfreeze()) is placed first, and owed
     /// from the moment the freeze is queued; the freeze stub then runs on the main thread.
     fn freeze(&mut self, f: &Fields, ours: [i64; 3], r: Record, fz: &mut Freezer) -> Result<()> {
         let t = Instant::now();
@@ -531,9 +531,9 @@ impl Worker {
             PendingLayout::for_interpreter(&self.plan.interpreter).context("no pending-call layout")?;
         let (plan, mem) = (&self.plan, &self.mem);
         let custodian = self.custodian.as_mut().expect("custodian");
-        let undo = Injection::place(plan, mem, custodian, &inject::unfreeze_stub())?;
+        let undo = Injection::place(plan, mem, custodian, &inject::action_stub(false))?;
         let exit = [f.restore_steps(&[ours]), r.release_steps()].concat();
-        let code = inject::freeze_stub();
+        let code = inject::action_stub(true);
         let queued = loop {
             match Injection::try_queue(plan, mem, custodian, layout, &code, exit.clone(), Some(&undo))? {
                 Ok(injection) => break Some(injection),
@@ -716,7 +716,7 @@ impl Record {
         Ok(i64::from(u32::from_le_bytes(mem.read(self.buffer + 52, 4)?.try_into().expect("4 bytes"))))
     }
 
-    /// The undo (python-hook/unfreeze.py) ran.
+    /// The undo (the guard's unfreeze()) ran.
     fn undone(&self, mem: &ProcMem) -> Result<bool> {
         Ok(mem.read(self.buffer + 56, 4)? != [0; 4])
     }
