@@ -2,14 +2,18 @@
 
 It holds a large warm heap (--entries cache entries, three tracked containers each: ≈ 1.2M
 tracked objects by default) and answers GET /work by building per-request cyclic garbage and
-touching the cache, so that full collections walk the whole heap while requests wait.
+touching the cache, so that full collections walk the whole heap while requests wait. GET /burst
+builds three times the garbage (the phases workload's burst).
 
-  python cache_service.py [--entries N] [--garbage K] [--recipe none|static|gc-off]
+  python cache_service.py [--entries N] [--garbage K] [--payload BYTES] [--recipe none|static|gc-off]
+
+--payload: each garbage node also carries BYTES of untracked data. The collector's thresholds
+count tracked allocations only, so rarer collections let this pile up: the memory-risk workload.
 
 --recipe static: after warm-up, gc.freeze() and gc.set_threshold(50_000, 20, 20) (the hand-tuned
 production recipe the agent is compared against); gc-off: gc.disable() (a bound, not a recipe).
-Prints "ready PORT" once it listens. GET /stats answers the collector's own counts and the
-process's peak RSS (VmHWM).
+Prints "ready PORT" once it listens. GET /stats answers the collector's own counts, pauses per
+generation (bench/workload.py) and the process's peak RSS (VmHWM).
 """
 import argparse
 import gc
@@ -17,6 +21,8 @@ import json
 import os
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import workload
 
 
 class Node:
@@ -37,25 +43,20 @@ def build_cache(entries):
         CACHE[n] = (str(n), [n, n + 1], {"v": n})
 
 
-def work(i):
+def work(i, scale=1):
     # Request-scoped garbage in cycles: only the collector frees it.
-    nodes = [Node() for _ in range(ARGS.garbage)]
+    nodes = [Node() for _ in range(ARGS.garbage * scale)]
     for a, b in zip(nodes, nodes[1:] + nodes[:1]):
         a.peer = b
         a.payload = {"id": i, "tags": [i, "x"]}
+        if ARGS.payload:
+            a.payload["blob"] = bytes(ARGS.payload)
     # Touch the cache like a service would: replace a few entries.
     for k in range(4):
         key = (i * 7919 + k) % ARGS.entries
         CACHE[key] = (str(key), [key, i], {"v": i})
     return len(nodes)
 
-
-def peak_rss_bytes():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 class Server(HTTPServer):
@@ -74,11 +75,12 @@ class Handler(BaseHTTPRequestHandler):
                 "gc": gc.get_stats(),
                 "thresholds": gc.get_threshold(),
                 "freeze_count": gc.get_freeze_count() if hasattr(gc, "get_freeze_count") else None,
-                "peak_rss_bytes": peak_rss_bytes(),
+                "peak_rss_bytes": workload.peak_rss_bytes(),
+                "pauses": workload.stats(),
             }).encode()
         else:
             SERVED[0] += 1
-            body = json.dumps({"n": work(SERVED[0])}).encode()
+            body = json.dumps({"n": work(SERVED[0], 3 if self.path == "/burst" else 1)}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -94,18 +96,15 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--entries", type=int, default=400_000)
     p.add_argument("--garbage", type=int, default=300)
+    p.add_argument("--payload", type=int, default=0)
     p.add_argument("--recipe", choices=["none", "static", "gc-off"], default="none")
     ARGS = p.parse_args()
+    workload.install()
     build_cache(ARGS.entries)
     # Warm-up: a few hundred requests' worth of garbage, as a service has after start.
     for i in range(300):
         work(i)
-    if ARGS.recipe == "static":
-        gc.collect()
-        gc.freeze()
-        gc.set_threshold(50_000, 20, 20)
-    elif ARGS.recipe == "gc-off":
-        gc.disable()
+    workload.apply_recipe(ARGS.recipe)
     server = Server(("127.0.0.1", 0), Handler)
     print(f"ready {server.server_address[1]}", flush=True)
     server.serve_forever()

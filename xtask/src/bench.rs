@@ -46,21 +46,43 @@ pub enum Which {
         #[arg(long, default_value = "10")]
         seconds: u32,
     },
-    /// Steering against defaults, the static recipe and GC off, on a cache-heavy HTTP service
+    /// Steering against defaults, the static recipe and GC off, on four workloads from bench/
     Steer {
+        /// Workloads to run (all four unless given)
+        #[arg(long, value_enum, value_delimiter = ',')]
+        workload: Vec<crate::bench_steer::Workload>,
         /// Interleaved rounds (each runs every configuration once)
-        #[arg(long, default_value = "5")]
-        rounds: usize,
-        /// Seconds of load per run
-        #[arg(long, default_value = "20")]
+        #[arg(long, default_value = "5", value_parser = clap::value_parser!(u32).range(1..=100))]
+        rounds: u32,
+        /// Seconds of load per run (the batch job: 500 steps per second given)
+        #[arg(long, default_value = "12", value_parser = seconds_arg)]
         seconds: f64,
         /// Seconds of the same load before the measured part, in every configuration: the
         /// agent's budgets converge in this time (the "after convergence, ≤ 10 s")
-        #[arg(long, default_value = "10")]
+        #[arg(long, default_value = "10", value_parser = seconds_arg)]
         warmup: f64,
-        /// Requests per second (open loop)
-        #[arg(long, default_value = "100")]
-        rate: f64,
+        /// Multiplies each workload's request rate (50–70% of capacity under defaults at 1)
+        #[arg(long, default_value = "1", value_parser = seconds_arg)]
+        load: f64,
+        /// Interpreter running the workloads
+        #[arg(long, default_value = "/usr/bin/python3.11")]
+        python: PathBuf,
+        /// Model for act mode (default: the embedded one)
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// Folder for report.md, the SVG plots and the agent's last records
+        #[arg(long, default_value = "target/bench-steer")]
+        out: PathBuf,
+    },
+    /// The locust experiment's shape (-u 100 -r 10 --run-time 1m) on the cache service, with
+    /// and without the agent: RPS, P95/P99 and GC events
+    Locust {
+        /// Interleaved rounds (each runs defaults, the static recipe and act once)
+        #[arg(long, default_value = "2", value_parser = clap::value_parser!(u32).range(1..=100))]
+        rounds: u32,
+        /// locust's --run-time
+        #[arg(long, default_value = "1m")]
+        run_time: String,
         /// Interpreter running the service
         #[arg(long, default_value = "/usr/bin/python3.11")]
         python: PathBuf,
@@ -76,14 +98,38 @@ pub enum Which {
     },
 }
 
+/// A positive number of seconds (or a load multiplier), at most a day.
+fn seconds_arg(s: &str) -> std::result::Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!("{s:?}: expected a number above 0 and at most 86400")),
+    }
+}
+
 pub fn run(which: Which) -> Result<()> {
     match which {
         Which::Overhead { rounds, iterations, threshold, python } => {
             overhead(rounds, iterations, threshold, &python)
         }
         Which::Policy { sessions, seconds } => policy(sessions, seconds),
-        Which::Steer { rounds, seconds, warmup, rate, python } => {
-            crate::bench_steer::run(rounds, seconds, warmup, rate, &python)
+        Which::Locust { rounds, run_time, python } => {
+            crate::bench_locust::run_locust(rounds as usize, &run_time, &python)
+        }
+        Which::Steer { workload, rounds, seconds, warmup, load, python, model, out } => {
+            crate::bench_steer::run(crate::bench_steer::Options {
+                workloads: if workload.is_empty() {
+                    crate::bench_steer::WORKLOADS.to_vec()
+                } else {
+                    workload
+                },
+                rounds: rounds as usize,
+                seconds,
+                warmup,
+                load,
+                python,
+                model,
+                out: workspace_root().join(out),
+            })
         }
         Which::Report { collections, rounds } => crate::bench_report::run(collections, rounds),
     }

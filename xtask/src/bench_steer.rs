@@ -1,31 +1,39 @@
-//! `cargo xtask bench steer`: does steering win? A cache-heavy HTTP service (bench/
-//! cache_service.py, standard library) under open-loop load, in every configuration, interleaved
+//! `cargo xtask bench steer`: does steering win? Four workloads from bench/ (a cache-heavy HTTP
+//! service, a training-loop-like batch job, a memory-risk service whose garbage carries untracked
+//! payloads, and a service whose load changes shape), each in every configuration, interleaved
 //! round by round: CPython defaults, the hand-tuned static recipe (freeze + 50000/20/20), GC
-//! disabled (a bound), the agent observing, the agent acting with the embedded model.
+//! disabled (a bound), the agent observing, the agent acting with the embedded model (or
+//! `--model`). None of these workloads is among the training profiles: the model meets them here
+//! for the first time.
 //!
 //! Open loop: request i is due at start + i/rate whatever happened before, and its latency is
 //! measured from that due time (coordinated omission corrected): a request that waited behind a
-//! stop-the-world collection counts the wait. The service is pinned to CPU 0, the load generator
+//! stop-the-world collection counts the wait. The workload is pinned to CPU 0, the load generator
 //! and the agent to CPU 1.
 use std::{
     io::{BufRead, BufReader, Read, Write},
     net::TcpStream,
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
-    sync::{Arc, Mutex, mpsc},
-    time::{Duration, Instant},
+    process::{Child, ChildStdout, Command, Stdio},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+        mpsc,
+    },
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
 use anyhow::{Context, Result, bail};
+use neurogc_trace::{Record, TraceReader};
 use serde_json::Value;
 
 use crate::{
-    bench::{lines, median, wait_for},
-    build_release_agent, workspace_root,
+    bench::{lines, wait_for},
+    bench_steer_report, build_release_agent, workspace_root,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Config {
+pub enum Config {
     Defaults,
     Static,
     GcOff,
@@ -33,67 +41,223 @@ enum Config {
     Act,
 }
 
-const CONFIGS: [Config; 5] = [Config::Defaults, Config::Static, Config::GcOff, Config::Observe, Config::Act];
+pub const CONFIGS: [Config; 5] =
+    [Config::Defaults, Config::Static, Config::GcOff, Config::Observe, Config::Act];
 
 impl Config {
-    fn label(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             Config::Defaults => "CPython defaults",
             Config::Static => "static recipe (freeze + 50000/20/20)",
             Config::GcOff => "GC disabled (bound)",
             Config::Observe => "neurogc-agent --mode observe",
-            Config::Act => "neurogc-agent --mode act (embedded model)",
+            Config::Act => "neurogc-agent --mode act",
+        }
+    }
+
+    pub fn short(self) -> &'static str {
+        match self {
+            Config::Defaults => "defaults",
+            Config::Static => "static",
+            Config::GcOff => "gc-off",
+            Config::Observe => "observe",
+            Config::Act => "act",
+        }
+    }
+
+    fn recipe(self) -> &'static str {
+        match self {
+            Config::Static => "static",
+            Config::GcOff => "gc-off",
+            _ => "none",
         }
     }
 }
 
-struct Run {
-    latencies_ms: Vec<f64>,
-    errors: u64,
-    seconds: f64,
-    peak_rss_mib: f64,
-    /// gc.get_stats() collections per generation during the run.
-    collections: [u64; 3],
-    /// Act mode: windows of the measured part, and how many held the default pause (10 ms) and
-    /// GC (2%) budgets, from the agent's own decision records.
-    budgets: Option<(usize, usize, usize)>,
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub enum Workload {
+    /// HTTP, ≈1.2M long-lived tracked objects, cyclic garbage per request
+    Cache,
+    /// Training-loop-like steps building autograd-like graphs over ≈0.9M long-lived objects
+    Batch,
+    /// HTTP, a small heap, cyclic garbage carrying 8 KiB untracked payloads
+    Memory,
+    /// HTTP whose load changes shape: steady, burst (3× garbage per request), idle, steady
+    Phases,
 }
 
-/// (windows, pause budget held, GC budget held) among the decisions at or after `from_ns`.
-fn budgets_held(jsonl: &Path, from_ns: u64) -> Option<(usize, usize, usize)> {
-    let text = std::fs::read_to_string(jsonl).ok()?;
-    let observed: Vec<Value> = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["type"] == "decision" && v["ts_ns"].as_u64().is_some_and(|t| t >= from_ns))
-        .filter_map(|v| v.get("observed").cloned())
-        .collect();
-    let held =
-        |key: &str, max: f64| observed.iter().filter(|o| o[key].as_f64().is_some_and(|x| x <= max)).count();
-    Some((observed.len(), held("pause_max_ms", 10.0), held("gc_share", 0.02)))
+pub const WORKLOADS: [Workload; 4] = [Workload::Cache, Workload::Batch, Workload::Memory, Workload::Phases];
+
+/// One stretch of the measured load: its share of the run, rate relative to the workload's, path.
+pub struct Phase {
+    pub name: &'static str,
+    pub share: f64,
+    pub rate: f64,
+    pub path: &'static str,
 }
 
-fn start_service(python: &Path, config: Config) -> Result<(Child, u16)> {
-    let recipe = match config {
-        Config::Static => "static",
-        Config::GcOff => "gc-off",
-        _ => "none",
-    };
-    let mut child = Command::new("taskset")
-        .args(["-c", "0"])
-        .arg(python)
-        .arg(workspace_root().join("bench/cache_service.py"))
-        .args(["--recipe", recipe])
-        .stdout(Stdio::piped())
-        .spawn()
-        .context("starting bench/cache_service.py")?;
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line)?;
-    let port = line.strip_prefix("ready ").and_then(|p| p.trim().parse().ok());
-    match port {
-        Some(p) => Ok((child, p)),
-        None => bail!("the service did not start: {line:?}"),
+impl Workload {
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Cache => "cache",
+            Workload::Batch => "batch",
+            Workload::Memory => "memory",
+            Workload::Phases => "phases",
+        }
     }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Workload::Cache => "cache service",
+            Workload::Batch => "training-loop-like batch job",
+            Workload::Memory => "memory risk",
+            Workload::Phases => "phases",
+        }
+    }
+
+    pub fn is_batch(self) -> bool {
+        self == Workload::Batch
+    }
+
+    fn command(self, python: &Path, config: Config) -> Command {
+        let mut c = Command::new("taskset");
+        let script = if self.is_batch() { "bench/batch_job.py" } else { "bench/cache_service.py" };
+        c.args(["-c", "0"])
+            .arg(python)
+            .arg(workspace_root().join(script))
+            .args(["--recipe", config.recipe()]);
+        match self {
+            Workload::Memory => c.args(["--entries", "150000", "--garbage", "100", "--payload", "8192"]),
+            Workload::Phases => c.args(["--entries", "250000", "--garbage", "200"]),
+            Workload::Cache | Workload::Batch => &mut c,
+        };
+        c
+    }
+
+    /// Requests per second at the load multiplier 1: 50–70% of what the service sustains under
+    /// CPython defaults on the benchmark machine (2 cores).
+    fn rate(self) -> f64 {
+        match self {
+            Workload::Cache => 100.0,
+            Workload::Memory => 150.0,
+            Workload::Phases => 100.0,
+            Workload::Batch => 0.0,
+        }
+    }
+
+    pub fn phases(self) -> Vec<Phase> {
+        let p = |name, share, rate, path| Phase { name, share, rate, path };
+        match self {
+            Workload::Phases => vec![
+                p("steady", 0.35, 1.0, "/work"),
+                p("burst", 0.25, 1.5, "/burst"),
+                p("idle", 0.2, 0.0, "/work"),
+                p("steady", 0.2, 1.0, "/work"),
+            ],
+            _ => vec![p("steady", 1.0, 1.0, "/work")],
+        }
+    }
+}
+
+/// Per generation: collections, total pause (ms), longest pause (ms), from bench/workload.py.
+pub type Pauses = [(u64, f64, f64); 3];
+
+#[derive(Default, Clone, Copy)]
+pub struct Held {
+    pub windows: usize,
+    pub pause: usize,
+    pub gc: usize,
+    pub memory: usize,
+}
+
+pub struct Timeline {
+    /// (seconds since the run's start, generation, pause ms)
+    pub pauses: Vec<(f64, i8, f64)>,
+    /// (seconds since the run's start, what changed)
+    pub changes: Vec<(f64, String)>,
+}
+
+pub struct Run {
+    /// Request latency from its due time, or the batch job's step time (ms), sorted.
+    pub latencies_ms: Vec<f64>,
+    pub errors: u64,
+    /// Measured wall time (the batch job: its total time for a fixed number of steps).
+    pub seconds: f64,
+    pub peak_rss_mib: f64,
+    /// Median RSS over the measured part.
+    pub steady_rss_mib: f64,
+    pub collections: [u64; 3],
+    pub pauses: Pauses,
+    /// Act: windows of the measured part and how many held each budget, from the agent's records.
+    pub held: Option<Held>,
+    /// RSS (MiB) every 100 ms since the run's start, and where the measured part began (s).
+    pub rss: Vec<(f64, f64)>,
+    pub measured_from_s: f64,
+    pub timeline: Option<Timeline>,
+}
+
+impl Run {
+    pub fn quantile(&self, q: f64) -> f64 {
+        quantile(&self.latencies_ms, q)
+    }
+}
+
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1]
+}
+
+fn epoch_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+}
+
+/// Budgets as the agent's defaults state them (10 ms, 2%, the memory limit it reports), held or
+/// not in every decision window at or after `from_ns`; and the act run's timeline.
+fn agent_records(jsonl: &Path, start_ns: u64, from_ns: u64) -> Result<(Held, Timeline)> {
+    let file = std::fs::File::open(jsonl).with_context(|| format!("opening {}", jsonl.display()))?;
+    let mut reader = TraceReader::new(BufReader::new(file))?;
+    let mut held = Held::default();
+    let mut timeline = Timeline { pauses: Vec::new(), changes: Vec::new() };
+    let at = |ts_ns: u64| ts_ns.saturating_sub(start_ns) as f64 / 1e9;
+    while let Some(record) = reader.next()? {
+        match record {
+            Record::Gc(c) => timeline.pauses.push((at(c.ts_ns), c.r#gen, c.duration_ns as f64 / 1e6)),
+            Record::Decision(d) => {
+                if d.change {
+                    timeline.changes.push((at(d.ts_ns), d.what.clone().unwrap_or_default()));
+                }
+                if let Some(o) = d.observed.filter(|_| d.ts_ns >= from_ns) {
+                    held.windows += 1;
+                    held.pause += (o.pause_max_ms <= 10.0) as usize;
+                    held.gc += (o.gc_share <= 0.02) as usize;
+                    held.memory += o.rss_limit_mib.is_none_or(|limit| o.rss_mib <= limit) as usize;
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok((held, timeline))
+}
+
+/// VmRSS of `pid` every 100 ms until `done`, as (seconds since `start`, MiB).
+fn sample_rss(pid: u32, start: Instant, done: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<(f64, f64)>> {
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        while !done.load(Ordering::Relaxed) {
+            let kib = std::fs::read_to_string(format!("/proc/{pid}/status")).ok().and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("VmRSS:"))
+                    .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            });
+            if let Some(kib) = kib {
+                out.push((start.elapsed().as_secs_f64(), kib as f64 / 1024.0));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        out
+    })
 }
 
 fn get(port: u16, path: &str) -> Result<String> {
@@ -106,13 +270,14 @@ fn get(port: u16, path: &str) -> Result<String> {
     Ok(body.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default())
 }
 
-fn stats(port: u16) -> Result<Value> {
+pub fn stats(port: u16) -> Result<Value> {
     Ok(serde_json::from_str(&get(port, "/stats")?)?)
 }
 
-/// Open-loop load: `rate` requests/s for `seconds`, each timed from its due time.
-fn load(port: u16, rate: f64, seconds: f64) -> (Vec<f64>, u64) {
-    let (tx, rx) = mpsc::channel::<Instant>();
+/// Open-loop load: each phase's rate × `rate` requests/s for its share of `seconds`, every
+/// request timed from its due time.
+fn load(port: u16, rate: f64, seconds: f64, phases: &[Phase]) -> (Vec<f64>, u64) {
+    let (tx, rx) = mpsc::channel::<(Instant, &'static str)>();
     let rx = Arc::new(Mutex::new(rx));
     let results = Arc::new(Mutex::new((Vec::new(), 0u64)));
     // Enough connections in flight to ride out a long pause without delaying any send.
@@ -121,11 +286,11 @@ fn load(port: u16, rate: f64, seconds: f64) -> (Vec<f64>, u64) {
             let (rx, results) = (Arc::clone(&rx), Arc::clone(&results));
             std::thread::spawn(move || {
                 loop {
-                    let due = match rx.lock().unwrap().recv() {
+                    let (due, path) = match rx.lock().unwrap().recv() {
                         Ok(d) => d,
                         Err(_) => return,
                     };
-                    let ok = get(port, "/work").is_ok();
+                    let ok = get(port, path).is_ok();
                     let ms = due.elapsed().as_secs_f64() * 1e3;
                     let mut r = results.lock().unwrap();
                     if ok { r.0.push(ms) } else { r.1 += 1 }
@@ -133,14 +298,21 @@ fn load(port: u16, rate: f64, seconds: f64) -> (Vec<f64>, u64) {
             })
         })
         .collect();
-    let start = Instant::now();
-    let n = (rate * seconds) as u64;
-    for i in 0..n {
-        let due = start + Duration::from_secs_f64(i as f64 / rate);
-        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+    let mut phase_start = Instant::now();
+    for phase in phases {
+        let (length, r) = (seconds * phase.share, rate * phase.rate);
+        let n = (r * length) as u64;
+        for i in 0..n {
+            let due = phase_start + Duration::from_secs_f64(i as f64 / r);
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+            let _ = tx.send((due, phase.path));
+        }
+        phase_start += Duration::from_secs_f64(length);
+        if let Some(wait) = phase_start.checked_duration_since(Instant::now()) {
             std::thread::sleep(wait);
         }
-        let _ = tx.send(due);
     }
     drop(tx);
     for w in workers {
@@ -150,139 +322,235 @@ fn load(port: u16, rate: f64, seconds: f64) -> (Vec<f64>, u64) {
     (r.0.clone(), r.1)
 }
 
-fn collections(stats: &Value) -> [u64; 3] {
+fn pauses(before: &Value, after: &Value) -> Pauses {
+    [0, 1, 2].map(|g| {
+        let v = |s: &Value, i: usize| s[g][i].as_f64().unwrap_or(0.0);
+        ((v(after, 0) - v(before, 0)) as u64, (v(after, 1) - v(before, 1)) / 1e6, v(after, 2) / 1e6)
+    })
+}
+
+pub fn collections(stats: &Value) -> [u64; 3] {
     [0, 1, 2].map(|g| stats["gc"][g]["collections"].as_u64().unwrap_or(0))
 }
 
-fn one_run(config: Config, python: &Path, agent: &Path, rate: f64, seconds: f64, warmup: f64) -> Result<Run> {
-    let (mut service, port) = start_service(python, config)?;
-    let pid = service.id().to_string();
-    let mut observer = match config {
-        Config::Observe | Config::Act => {
-            let mode = if config == Config::Act { "act" } else { "observe" };
-            let mut child = Command::new("taskset")
-                .args(["-c", "1"])
-                .arg(agent)
-                .args(["--pid", &pid, "--mode", mode, "--json", "-o"])
-                .arg(workspace_root().join(format!("target/bench-steer/last-{mode}.jsonl")))
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()?;
-            // Read to the end by its own thread, so the agent never blocks on a full pipe.
-            let err = lines(child.stderr.take().unwrap());
-            wait_for(&err, "observing", "neurogc-agent")?;
-            Some(child)
-        }
-        _ => None,
-    };
-    if warmup > 0.0 {
-        load(port, rate, warmup);
+/// What a measured part produced, before the harness adds RSS and the agent's records.
+struct Measured {
+    latencies_ms: Vec<f64>,
+    errors: u64,
+    seconds: f64,
+    peak_rss_mib: f64,
+    collections: [u64; 3],
+    pauses: Pauses,
+}
+
+fn first_line(stdout: &mut BufReader<ChildStdout>, what: &str) -> Result<String> {
+    let mut line = String::new();
+    stdout.read_line(&mut line)?;
+    anyhow::ensure!(!line.is_empty(), "{what} exited early");
+    Ok(line.trim_end().to_owned())
+}
+
+/// The HTTP workloads: the same open-loop load for `warmup` s, then the measured phases.
+fn measure_http(
+    port: u16,
+    workload: Workload,
+    opts: &Options,
+    measured_from: &mut dyn FnMut(),
+) -> Result<Measured> {
+    let rate = workload.rate() * opts.load;
+    if opts.warmup > 0.0 {
+        load(port, rate, opts.warmup, &workload.phases()[..1]);
     }
-    let before = collections(&stats(port)?);
+    let before = stats(port)?;
+    measured_from();
     let started = Instant::now();
-    let from_ns = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_nanos() as u64;
-    let (latencies_ms, errors) = load(port, rate, seconds);
+    let (latencies_ms, errors) = load(port, rate, opts.seconds, &workload.phases());
     let seconds = started.elapsed().as_secs_f64();
     let after = stats(port)?;
-    if let Some(child) = observer.as_mut() {
-        let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-        let _ = child.wait();
-    }
-    let _ = service.kill();
-    let _ = service.wait();
-    let now = collections(&after);
-    let budgets = (config == Config::Act)
-        .then(|| budgets_held(&workspace_root().join("target/bench-steer/last-act.jsonl"), from_ns))
-        .flatten();
-    Ok(Run {
-        budgets,
+    let (b, a) = (collections(&before), collections(&after));
+    Ok(Measured {
         latencies_ms,
         errors,
         seconds,
         peak_rss_mib: after["peak_rss_bytes"].as_f64().unwrap_or(0.0) / 1048576.0,
-        collections: [0, 1, 2].map(|g| now[g] - before[g]),
+        collections: [0, 1, 2].map(|g| a[g] - b[g]),
+        pauses: pauses(&before["pauses"], &after["pauses"]),
     })
 }
 
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    sorted[((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1]
-}
-
-/// "median (min–max)".
-fn spread(mut v: Vec<f64>, digits: usize) -> String {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => "-".to_owned(),
-        1 => format!("{:.digits$}", v[0]),
-        n => format!("{:.digits$} ({:.digits$}–{:.digits$})", v[n / 2], v[0], v[n - 1]),
-    }
-}
-
-pub fn run(rounds: usize, seconds: f64, warmup: f64, rate: f64, python: &Path) -> Result<()> {
-    let agent = build_release_agent()?;
-    let dir: PathBuf = workspace_root().join("target/bench-steer");
-    std::fs::create_dir_all(&dir)?;
-    let mut runs: Vec<(Config, Run)> = Vec::new();
-    for round in 0..rounds {
-        for i in 0..CONFIGS.len() {
-            let config = CONFIGS[(i + round) % CONFIGS.len()];
-            let mut r = one_run(config, python, &agent, rate, seconds, warmup)
-                .with_context(|| format!("round {round}, {}", config.label()))?;
-            r.latencies_ms.sort_by(f64::total_cmp);
-            eprintln!(
-                "bench: round {round} {:<44} p50 {:>8.2} ms  p99 {:>8.2} ms  RSS {:>6.1} MiB  gen2 {}",
-                config.label(),
-                quantile(&r.latencies_ms, 0.5),
-                quantile(&r.latencies_ms, 0.99),
-                r.peak_rss_mib,
-                r.collections[2]
-            );
-            runs.push((config, r));
-        }
-    }
-    let of = |c: Config| runs.iter().filter(move |(k, _)| *k == c).map(|(_, r)| r);
-    let base_p99 = median(of(Config::Defaults).map(|r| quantile(&r.latencies_ms, 0.99)).collect());
-    let mut md = format!(
-        "# neurogc steering benchmark: cache service\n\n{} · {} · {rounds} rounds × {seconds:.0} s at {rate:.0} requests/s after {warmup:.0} s of \
-         the same load, interleaved · medians (min–max)\n\n| configuration | p50 ms | p99 ms | p99.9 ms | p99 vs defaults | \
-         throughput req/s | errors | peak RSS MiB | gen0/gen1/gen2 collections |\n|---|---|---|---|---|---|---|---|---|\n",
-        python.display(),
-        std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim()
+/// The batch job: unmeasured steps for `warmup` s, then a fixed number of steps (500 per second
+/// of `--seconds`: about that long under CPython defaults), timed by the job itself.
+fn measure_batch(
+    service: &mut Child,
+    stdout: &mut BufReader<ChildStdout>,
+    opts: &Options,
+    measured_from: &mut dyn FnMut(),
+) -> Result<Measured> {
+    let steps = (opts.seconds * 500.0) as u64;
+    writeln!(service.stdin.as_mut().context("the batch job's stdin")?, "go {} {steps}", opts.warmup)?;
+    anyhow::ensure!(
+        first_line(stdout, "the batch job")? == "measuring",
+        "the batch job did not start measuring"
     );
-    for c in CONFIGS {
-        let q = |q: f64| of(c).map(|r| quantile(&r.latencies_ms, q)).collect::<Vec<_>>();
-        let p99 = median(q(0.99));
-        md += &format!(
-            "| {} | {} | {} | {} | {:.3}× | {} | {} | {} | {:.0}/{:.0}/{:.0} |\n",
-            c.label(),
-            spread(q(0.5), 2),
-            spread(q(0.99), 1),
-            spread(q(0.999), 1),
-            p99 / base_p99,
-            spread(of(c).map(|r| r.latencies_ms.len() as f64 / r.seconds).collect(), 1),
-            of(c).map(|r| r.errors).sum::<u64>(),
-            spread(of(c).map(|r| r.peak_rss_mib).collect(), 0),
-            median(of(c).map(|r| r.collections[0] as f64).collect()),
-            median(of(c).map(|r| r.collections[1] as f64).collect()),
-            median(of(c).map(|r| r.collections[2] as f64).collect()),
-        );
+    measured_from();
+    let line = first_line(stdout, "the batch job")?;
+    let result: Value =
+        serde_json::from_str(line.strip_prefix("result ").context("the batch job's result line")?)?;
+    Ok(Measured {
+        latencies_ms: result["step_ms"].as_array().into_iter().flatten().filter_map(Value::as_f64).collect(),
+        errors: 0,
+        seconds: result["total_s"].as_f64().unwrap_or(f64::NAN),
+        peak_rss_mib: result["peak_rss_bytes"].as_f64().unwrap_or(0.0) / 1048576.0,
+        collections: [0, 1, 2].map(|g| result["collections"][g].as_u64().unwrap_or(0)),
+        pauses: pauses(&result["pauses_before"], &result["pauses"]),
+    })
+}
+
+/// A workload started in `config`'s recipe, after it said it is ready.
+pub struct Started {
+    pub child: Child,
+    stdout: BufReader<ChildStdout>,
+    /// The HTTP workloads' port; None for the batch job.
+    pub port: Option<u16>,
+}
+
+pub fn start_workload(workload: Workload, config: Config, python: &Path) -> Result<Started> {
+    let mut child = workload
+        .command(python, config)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting the workload")?;
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let ready = first_line(&mut stdout, "the workload")?;
+    let port = ready.strip_prefix("ready ").and_then(|p| p.parse().ok());
+    anyhow::ensure!(ready == "ready" || port.is_some(), "the workload did not start: {ready:?}");
+    Ok(Started { child, stdout, port })
+}
+
+/// The agent on CPU 1 in observe or act mode (None for the other configurations), once it is
+/// observing; its records go to `jsonl`.
+pub fn start_agent(
+    agent: &Path,
+    pid: u32,
+    config: Config,
+    jsonl: &Path,
+    model: Option<&Path>,
+) -> Result<Option<Child>> {
+    if !matches!(config, Config::Observe | Config::Act) {
+        return Ok(None);
     }
-    let held: Vec<(usize, usize, usize)> = of(Config::Act).filter_map(|r| r.budgets).collect();
-    let (windows, pause, gc) = held.iter().fold((0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2));
-    if windows > 0 {
-        md += &format!(
-            "\nAct, measured part ({windows} windows over {} runs): pause budget (10 ms) held in {:.1}% of windows, \
-             GC budget (2%) in {:.1}%.\n",
-            held.len(),
-            100.0 * pause as f64 / windows as f64,
-            100.0 * gc as f64 / windows as f64
-        );
+    let mut cmd = Command::new("taskset");
+    cmd.args(["-c", "1"])
+        .arg(agent)
+        .args(["--pid", &pid.to_string(), "--mode", config.short(), "--json", "-o"])
+        .arg(jsonl);
+    if let (Config::Act, Some(model)) = (config, model) {
+        cmd.arg("--model").arg(model);
     }
-    let report = dir.join("report.md");
-    std::fs::write(&report, &md)?;
-    println!("\n{md}\n(written to {})", report.display());
-    Ok(())
+    let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?;
+    // Read to the end by its own thread, so the agent never blocks on a full pipe.
+    let err = lines(child.stderr.take().unwrap());
+    wait_for(&err, "observing", "neurogc-agent")?;
+    Ok(Some(child))
+}
+
+/// SIGTERM, so that the agent restores the target, then the workload.
+pub fn stop(agent: Option<Child>, mut workload: Child) {
+    if let Some(mut child) = agent {
+        let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+        let _ = child.wait();
+    }
+    let _ = workload.kill();
+    let _ = workload.wait();
+}
+
+fn one_run(workload: Workload, config: Config, agent: &Path, opts: &Options) -> Result<Run> {
+    let Started { child: mut service, mut stdout, port } = start_workload(workload, config, &opts.python)?;
+    let pid = service.id();
+    let jsonl = opts.out.join(format!("last-{}-{}.jsonl", workload.name(), config.short()));
+    let observer = start_agent(agent, pid, config, &jsonl, opts.model.as_deref())?;
+    let (start, start_ns) = (Instant::now(), epoch_ns());
+    let done = Arc::new(AtomicBool::new(false));
+    let sampler = sample_rss(pid, start, Arc::clone(&done));
+    let (mut from_s, mut from_ns) = (0.0, 0);
+    let mut mark = || (from_s, from_ns) = (start.elapsed().as_secs_f64(), epoch_ns());
+    let measured = match port {
+        Some(port) => measure_http(port, workload, opts, &mut mark),
+        None => measure_batch(&mut service, &mut stdout, opts, &mut mark),
+    };
+    done.store(true, Ordering::Relaxed);
+    let rss = sampler.join().unwrap_or_default();
+    stop(observer, service);
+    let mut m = measured?;
+    let (held, timeline) = match config {
+        Config::Act => {
+            let (h, t) = agent_records(&jsonl, start_ns, from_ns)?;
+            (Some(h), Some(t))
+        }
+        _ => (None, None),
+    };
+    m.latencies_ms.sort_by(f64::total_cmp);
+    let mut steady: Vec<f64> = rss.iter().filter(|(t, _)| *t >= from_s).map(|(_, m)| *m).collect();
+    steady.sort_by(f64::total_cmp);
+    Ok(Run {
+        latencies_ms: m.latencies_ms,
+        errors: m.errors,
+        seconds: m.seconds,
+        peak_rss_mib: m.peak_rss_mib,
+        steady_rss_mib: steady.get(steady.len() / 2).copied().unwrap_or(f64::NAN),
+        collections: m.collections,
+        pauses: m.pauses,
+        held,
+        rss,
+        measured_from_s: from_s,
+        timeline,
+    })
+}
+
+pub struct Options {
+    pub workloads: Vec<Workload>,
+    pub rounds: usize,
+    pub seconds: f64,
+    pub warmup: f64,
+    /// Multiplies every workload's request rate.
+    pub load: f64,
+    pub python: PathBuf,
+    pub model: Option<PathBuf>,
+    pub out: PathBuf,
+}
+
+pub fn run(opts: Options) -> Result<()> {
+    if let Some(model) = &opts.model {
+        anyhow::ensure!(model.is_file(), "--model {}: no such file", model.display());
+    }
+    let agent = build_release_agent()?;
+    std::fs::create_dir_all(&opts.out).with_context(|| format!("creating {}", opts.out.display()))?;
+    let mut results = Vec::new();
+    for &workload in &opts.workloads {
+        let mut runs: Vec<(Config, Run)> = Vec::new();
+        for round in 0..opts.rounds {
+            for i in 0..CONFIGS.len() {
+                let config = CONFIGS[(i + round) % CONFIGS.len()];
+                let r = one_run(workload, config, &agent, &opts)
+                    .with_context(|| format!("{}, round {round}, {}", workload.name(), config.label()))?;
+                eprintln!(
+                    "bench: {:<7} round {round} {:<38} p50 {:>8.2} ms  p99 {:>8.2} ms  {:>6.2} s  RSS {:>6.1} MiB  gen2 {}",
+                    workload.name(),
+                    config.label(),
+                    r.quantile(0.5),
+                    r.quantile(0.99),
+                    r.seconds,
+                    r.peak_rss_mib,
+                    r.collections[2]
+                );
+                runs.push((config, r));
+            }
+        }
+        results.push((workload, runs));
+    }
+    if results.is_empty() {
+        bail!("no workload to run");
+    }
+    bench_steer_report::write(&opts, &results)
 }

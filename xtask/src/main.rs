@@ -1,11 +1,15 @@
 //! `cargo xtask …`: neurogc's developer tasks. Each step is idempotent, so CI and a fresh clone
 //! run the same commands as a developer's warm machine.
 mod bench;
+mod bench_locust;
+mod bench_plot;
 mod bench_report;
 mod bench_steer;
+mod bench_steer_report;
 mod pythons;
 mod setup;
 mod train;
+mod venv;
 
 use std::{
     path::{Path, PathBuf},

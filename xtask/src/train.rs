@@ -1,11 +1,11 @@
 //! `cargo xtask train`: records traces of tests/workloads/profiles.py under every action of the
 //! default model, then trains it (training/train.py, numpy + onnx in a private venv) and writes
 //! models/default.onnx and models/MODEL_CARD.md.
-use std::{path::PathBuf, process::Command};
+use std::process::Command;
 
 use anyhow::{Context, Result};
 
-use crate::{build_release_agent, pythons::cache_dir, run, workspace_root};
+use crate::{build_release_agent, run, workspace_root};
 
 const PROFILES: [&str; 4] = ["cycles", "cache", "acyclic", "bulky"];
 /// Must match ACTIONS in training/train.py.
@@ -13,21 +13,9 @@ const ACTIONS: [[u32; 3]; 6] =
     [[700, 10, 10], [2000, 10, 10], [5000, 10, 10], [10000, 10, 10], [25000, 20, 10], [60000, 20, 20]];
 const PACKAGES: [&str; 3] = ["numpy==2.4.6", "onnx==1.23.2", "zstandard==0.25.0"];
 
-fn venv() -> Result<PathBuf> {
-    let dir = cache_dir().join("train-venv");
-    let python = dir.join("bin/python");
-    let stamp = dir.join(".packages");
-    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(&PACKAGES.join(" ")) {
-        run(Command::new("python3").args(["-m", "venv"]).arg(&dir))?;
-        run(Command::new(&python).args(["-m", "pip", "install", "--quiet"]).args(PACKAGES))?;
-        std::fs::write(&stamp, PACKAGES.join(" "))?;
-    }
-    Ok(python)
-}
-
 pub fn run_training(python_target: &str, seconds: u32, repeats: u32) -> Result<()> {
     let agent = build_release_agent()?;
-    let python = venv()?;
+    let python = crate::venv::venv("train-venv", &PACKAGES)?;
     let traces = workspace_root().join("target/training-traces");
     let _ = std::fs::remove_dir_all(&traces);
     std::fs::create_dir_all(&traces)?;

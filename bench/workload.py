@@ -1,0 +1,54 @@
+"""What every benchmark workload does inside itself, the same way in every configuration (with
+and without the agent), so that the benchmark can compare them all: pauses per generation timed
+by gc.callbacks, peak RSS, and the recipes the agent is compared against.
+
+stats() answers, per generation, [collections, total ns, longest ns since the last stats()].
+"""
+import gc
+import time
+
+_count = [0, 0, 0]
+_total = [0, 0, 0]
+_max = [0, 0, 0]
+_start = [0]
+
+
+def _callback(phase, info):
+    if phase == "start":
+        _start[0] = time.perf_counter_ns()
+        return
+    g = info["generation"]
+    d = time.perf_counter_ns() - _start[0]
+    _count[g] += 1
+    _total[g] += d
+    if d > _max[g]:
+        _max[g] = d
+
+
+def install():
+    gc.callbacks.append(_callback)
+
+
+def stats():
+    out = [[_count[g], _total[g], _max[g]] for g in range(3)]
+    _max[:] = [0, 0, 0]
+    return out
+
+
+def apply_recipe(recipe):
+    """static: the hand-tuned production recipe (after warm-up: freeze the heap, rarer
+    collections); gc-off: the collector disabled (a bound, not a recipe)."""
+    if recipe == "static":
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(50_000, 20, 20)
+    elif recipe == "gc-off":
+        gc.disable()
+
+
+def peak_rss_bytes():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0

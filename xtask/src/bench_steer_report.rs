@@ -1,0 +1,205 @@
+//! The steering benchmark's report: per workload a table of medians (min–max over rounds), the
+//! issue's targets checked against them, and the plots (bench_plot.rs), all in one folder.
+use anyhow::Result;
+
+use crate::{
+    bench::median,
+    bench_plot,
+    bench_steer::{CONFIGS, Config, Options, Run, Workload},
+};
+
+/// "median (min–max)".
+fn spread(mut v: Vec<f64>, digits: usize) -> String {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => "-".to_owned(),
+        1 => format!("{:.digits$}", v[0]),
+        n => format!("{:.digits$} ({:.digits$}–{:.digits$})", v[n / 2], v[0], v[n - 1]),
+    }
+}
+
+struct Of<'a>(&'a [(Config, Run)]);
+
+impl Of<'_> {
+    fn runs(&self, c: Config) -> impl Iterator<Item = &Run> {
+        self.0.iter().filter(move |(k, _)| *k == c).map(|(_, r)| r)
+    }
+    fn values(&self, c: Config, f: impl Fn(&Run) -> f64) -> Vec<f64> {
+        self.runs(c).map(f).collect()
+    }
+    fn median(&self, c: Config, f: impl Fn(&Run) -> f64) -> f64 {
+        median(self.values(c, f))
+    }
+}
+
+fn table(workload: Workload, of: &Of) -> String {
+    let batch = workload.is_batch();
+    let (unit, rate) = if batch { ("step", "steps/s") } else { ("request", "req/s") };
+    let mut md = format!(
+        "| configuration | {unit} p50 ms | p99 ms | p99.9 ms | p99 vs defaults | {} | {rate} | errors | peak RSS MiB | \
+         steady RSS MiB | collections gen0/1/2 | mean pause ms gen0/1/2 | longest pause ms |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        if batch { "total s (vs defaults)" } else { "measured s" },
+    );
+    let base_p99 = of.median(Config::Defaults, |r| r.quantile(0.99));
+    let base_total = of.median(Config::Defaults, |r| r.seconds);
+    for c in CONFIGS {
+        if of.runs(c).next().is_none() {
+            continue;
+        }
+        let total = of.median(c, |r| r.seconds);
+        let mean_pause = |g: usize| of.median(c, |r| r.pauses[g].1 / r.pauses[g].0.max(1) as f64);
+        md += &format!(
+            "| {} | {} | {} | {} | {:.3}× | {}{} | {} | {} | {} | {} | {:.0}/{:.0}/{:.0} | {:.3}/{:.2}/{:.1} | {} |\n",
+            c.label(),
+            spread(of.values(c, |r| r.quantile(0.5)), 2),
+            spread(of.values(c, |r| r.quantile(0.99)), 1),
+            spread(of.values(c, |r| r.quantile(0.999)), 1),
+            of.median(c, |r| r.quantile(0.99)) / base_p99,
+            spread(of.values(c, |r| r.seconds), 2),
+            if batch { format!(" ({:.3}×)", total / base_total) } else { String::new() },
+            spread(of.values(c, |r| r.latencies_ms.len() as f64 / r.seconds), 1),
+            of.runs(c).map(|r| r.errors).sum::<u64>(),
+            spread(of.values(c, |r| r.peak_rss_mib), 0),
+            spread(of.values(c, |r| r.steady_rss_mib), 0),
+            of.median(c, |r| r.collections[0] as f64),
+            of.median(c, |r| r.collections[1] as f64),
+            of.median(c, |r| r.collections[2] as f64),
+            mean_pause(0),
+            mean_pause(1),
+            mean_pause(2),
+            spread(of.values(c, |r| r.pauses.iter().map(|p| p.2).fold(0.0, f64::max)), 1),
+        );
+    }
+    let held: Vec<_> = of.runs(Config::Act).filter_map(|r| r.held).collect();
+    let windows: usize = held.iter().map(|h| h.windows).sum();
+    if windows > 0 {
+        let pct = |n: usize| 100.0 * n as f64 / windows as f64;
+        md += &format!(
+            "\nAct, measured part ({windows} windows over {} runs): budgets held in {:.1}% of windows (pause 10 ms), \
+             {:.1}% (GC 2%), {:.1}% (memory 15%).\n",
+            held.len(),
+            pct(held.iter().map(|h| h.pause).sum()),
+            pct(held.iter().map(|h| h.gc).sum()),
+            pct(held.iter().map(|h| h.memory).sum()),
+        );
+    }
+    md
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "MET" } else { "MISSED" }
+}
+
+/// The issue's targets, each as measured in this run.
+fn targets(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
+    let mut md = String::from("## Targets\n\n| target | measured | verdict |\n|---|---|---|\n");
+    let mut row = |what: &str, measured: String, ok: bool| {
+        md += &format!("| {what} | {measured} | {} |\n", verdict(ok));
+    };
+    for (workload, runs) in results {
+        let of = Of(runs);
+        let m = |c: Config, f: &dyn Fn(&Run) -> f64| of.median(c, f);
+        let p99 = |r: &Run| r.quantile(0.99);
+        let peak = |r: &Run| r.peak_rss_mib;
+        match workload {
+            Workload::Cache => {
+                let act = m(Config::Act, &p99);
+                row(
+                    "cache: act p99 ≤ 0.1× defaults",
+                    format!("{:.3}×", act / m(Config::Defaults, &p99)),
+                    act <= 0.1 * m(Config::Defaults, &p99),
+                );
+                row(
+                    "cache: act p99 ≤ 1.0× static recipe",
+                    format!("{:.3}×", act / m(Config::Static, &p99)),
+                    act <= m(Config::Static, &p99),
+                );
+                row(
+                    "cache (stretch): act p99 ≤ 2× GC off",
+                    format!("{:.2}×", act / m(Config::GcOff, &p99)),
+                    act <= 2.0 * m(Config::GcOff, &p99),
+                );
+                let ratio = m(Config::Act, &peak) / m(Config::Defaults, &peak);
+                row("cache: act peak RSS ≤ 1.15× defaults", format!("{ratio:.3}×"), ratio <= 1.15);
+            }
+            Workload::Memory => {
+                let base = m(Config::Defaults, &peak);
+                let [act, st, off] = [Config::Act, Config::Static, Config::GcOff].map(|c| m(c, &peak) / base);
+                row(
+                    "memory: act peak RSS ≤ 1.2× defaults (static, GC off exceed it)",
+                    format!("act {act:.3}×, static {st:.3}×, GC off {off:.3}×"),
+                    act <= 1.2,
+                );
+            }
+            Workload::Batch => {
+                let total = |r: &Run| r.seconds;
+                let ratio = m(Config::Act, &total) / m(Config::Defaults, &total);
+                row("batch: act total time ≤ 0.9× defaults", format!("{ratio:.3}×"), ratio <= 0.9);
+                let cost = m(Config::Observe, &total) / m(Config::Defaults, &total) - 1.0;
+                row(
+                    "observe costs ≤ 2% throughput (batch total time)",
+                    format!("{:+.1}%", 100.0 * cost),
+                    cost <= 0.02,
+                );
+            }
+            Workload::Phases => {}
+        }
+        let held: Vec<_> = of.runs(Config::Act).filter_map(|r| r.held).collect();
+        let windows: usize = held.iter().map(|h| h.windows).sum();
+        if windows > 0 {
+            let pct = |f: fn(&crate::bench_steer::Held) -> usize| {
+                100.0 * held.iter().map(f).sum::<usize>() as f64 / windows as f64
+            };
+            let (p, g, mem) = (pct(|h| h.pause), pct(|h| h.gc), pct(|h| h.memory));
+            row(
+                &format!("{}: every budget held in ≥ 99% of windows after convergence", workload.name()),
+                format!("pause {p:.1}%, GC {g:.1}%, memory {mem:.1}%"),
+                p >= 99.0 && g >= 99.0 && mem >= 99.0,
+            );
+        }
+    }
+    md
+}
+
+pub fn write(opts: &Options, results: &[(Workload, Vec<(Config, Run)>)]) -> Result<()> {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("model name\t: ").map(str::to_owned)))
+        .unwrap_or_default();
+    let mut md = format!(
+        "# neurogc steering benchmark\n\n{} · {} · {cpu} · {} CPUs · {} rounds × {:.0} s after {:.0} s of the same load, \
+         interleaved · model: {} · medians (min–max)\n\nWorkloads in bench/; none of them is a training profile. \
+         Latency of requests is taken from their intended send time (open loop); the batch job's from each step.\n\n",
+        opts.python.display(),
+        host.trim(),
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        opts.rounds,
+        opts.seconds,
+        opts.warmup,
+        opts.model.as_ref().map_or("embedded default".to_owned(), |m| m.display().to_string()),
+    );
+    md += &targets(results);
+    for (workload, runs) in results {
+        let of = Of(runs);
+        let base_rate = if workload.is_batch() { String::new() } else { format!(", load × {}", opts.load) };
+        md += &format!("\n## {} (`{}`{base_rate})\n\n", workload.title(), workload.name());
+        if workload.phases().len() > 1 {
+            let p: Vec<String> = workload
+                .phases()
+                .iter()
+                .map(|p| format!("{} {:.0}% at {}× ({})", p.name, p.share * 100.0, p.rate, p.path))
+                .collect();
+            md += &format!("Measured part: {}.\n\n", p.join(", "));
+        }
+        md += &table(*workload, &of);
+        for (file, what) in bench_plot::plots(&opts.out, *workload, runs)? {
+            md += &format!("\n![{what}]({file})\n");
+        }
+    }
+    let report = opts.out.join("report.md");
+    std::fs::write(&report, &md)?;
+    println!("\n{md}\n(written to {})", report.display());
+    Ok(())
+}
