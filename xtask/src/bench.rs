@@ -55,11 +55,11 @@ pub enum Which {
         #[arg(long, default_value = "5", value_parser = clap::value_parser!(u32).range(1..=100))]
         rounds: u32,
         /// Seconds of load per run (the batch job: 500 steps per second given)
-        #[arg(long, default_value = "12", value_parser = seconds_arg)]
+        #[arg(long, default_value = "10", value_parser = seconds_arg)]
         seconds: f64,
         /// Seconds of the same load before the measured part, in every configuration: the
         /// agent's budgets converge in this time (the "after convergence, ≤ 10 s")
-        #[arg(long, default_value = "10", value_parser = seconds_arg)]
+        #[arg(long, default_value = "8", value_parser = seconds_arg)]
         warmup: f64,
         /// Multiplies each workload's request rate (50–70% of capacity under defaults at 1)
         #[arg(long, default_value = "1", value_parser = seconds_arg)]

@@ -134,8 +134,9 @@ impl Workload {
         c
     }
 
-    /// Requests per second at the load multiplier 1: 50–70% of what the service sustains under
-    /// CPython defaults on the benchmark machine (2 cores).
+    /// Requests per second at the load multiplier 1: below what the service sustains under CPython
+    /// defaults on the benchmark machine (2 cores: every run served the offered rate without an
+    /// error). The 50–70% of capacity is not measured: capacity itself is not.
     fn rate(self) -> f64 {
         match self {
             Workload::Cache => 100.0,

@@ -162,6 +162,16 @@ fn targets(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
     md
 }
 
+/// The model's SHA-256, so that training can tell whether a report measured the model it made.
+fn sha256(path: &std::path::Path) -> String {
+    std::process::Command::new("sha256sum")
+        .arg(path)
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok()?.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
 pub fn write(opts: &Options, results: &[(Workload, Vec<(Config, Run)>)]) -> Result<()> {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
@@ -170,7 +180,7 @@ pub fn write(opts: &Options, results: &[(Workload, Vec<(Config, Run)>)]) -> Resu
         .unwrap_or_default();
     let mut md = format!(
         "# neurogc steering benchmark\n\n{} · {} · {cpu} · {} CPUs · {} rounds × {:.0} s after {:.0} s of the same load, \
-         interleaved · model: {} · medians (min–max)\n\nWorkloads in bench/; none of them is a training profile. \
+         interleaved · model: {} (sha256 {}) · medians (min–max)\n\nWorkloads in bench/; none of them is a training profile. \
          Latency of requests is taken from their intended send time (open loop); the batch job's from each step.\n\n",
         opts.python.display(),
         host.trim(),
@@ -179,6 +189,12 @@ pub fn write(opts: &Options, results: &[(Workload, Vec<(Config, Run)>)]) -> Resu
         opts.seconds,
         opts.warmup,
         opts.model.as_ref().map_or("embedded default".to_owned(), |m| m.display().to_string()),
+        sha256(
+            opts.model
+                .clone()
+                .unwrap_or_else(|| crate::workspace_root().join("models/default.onnx"))
+                .as_path()
+        ),
     );
     md += &targets(results);
     for (workload, runs) in results {
