@@ -79,7 +79,7 @@ def main():
     digests = []
     for path in sorted(glob.glob(os.path.join(traces, "*.ngc"))):
         digests.append((os.path.basename(path), hashlib.sha256(open(path, "rb").read()).hexdigest()[:16]))
-        profile, action, repeat = os.path.basename(path)[:-4].split("__")
+        profile, action, _repeat = os.path.basename(path)[:-4].split("__")
         action = tuple(int(v) for v in action.split("-"))
         schema, names, windows, pauses = load_run(path)
         if len(windows) < 2:
@@ -90,7 +90,7 @@ def main():
         p99_ms = float(np.percentile(pauses, 99) / 1e6) if pauses else 0.0
         rss = max(x[names.index("rss_mib")] for x in f)
         runs.setdefault(profile, []).append(
-            {"action": ACTIONS.index(action), "repeat": int(repeat), "features": f,
+            {"action": ACTIONS.index(action), "features": f,
              "gc_share": gc_share, "p99_ms": p99_ms, "rss": rss})
     n_features = len(names)
 
@@ -106,14 +106,12 @@ def main():
         costs[profile] = {a: float(np.mean(c)) for a, c in per_action.items()}
         best[profile] = min(costs[profile], key=costs[profile].get)
 
-    def dataset(select, profile_ok=lambda p: True):
+    def dataset(profile_ok):
         xs, ys, meta = [], [], []
         for profile, rs in runs.items():
             if not profile_ok(profile):
                 continue
             for r in rs:
-                if not select(r):
-                    continue
                 for i in range(len(r["features"])):
                     xs.append(history(r["features"], i))
                     ys.append(best[profile])
@@ -121,7 +119,7 @@ def main():
         return np.array(xs, np.float64), np.array(ys), meta
 
     rng = np.random.default_rng(SEED)
-    x_all, y_all, _ = dataset(lambda r: True)
+    x_all, y_all, _ = dataset(lambda p: True)
     scaled = np.arcsinh(x_all)
     mean = scaled.reshape(-1, n_features).mean(axis=0)
     std = scaled.reshape(-1, n_features).std(axis=0) + 1e-3
@@ -191,8 +189,8 @@ def main():
     profiles = sorted(runs)
     held_out = {name: {} for name in classes}
     for held in profiles:
-        xt, yt, _ = dataset(lambda r: True, lambda p: p != held)
-        xv, yv, mv = dataset(lambda r: True, lambda p: p == held)
+        xt, yt, _ = dataset(lambda p: p != held)
+        xv, yv, mv = dataset(lambda p: p == held)
         for name, fit in classes.items():
             pred = predict(fit(prep(xt), yt), prep(xv))
             held_out[name][held] = (float((pred == yv).mean()),

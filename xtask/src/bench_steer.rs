@@ -227,7 +227,7 @@ fn agent_records(jsonl: &Path, start_ns: u64, from_ns: u64) -> Result<(Held, Tim
             Record::Gc(c) => timeline.pauses.push((at(c.ts_ns), c.r#gen, c.duration_ns as f64 / 1e6)),
             Record::Decision(d) => {
                 if d.change {
-                    timeline.changes.push((at(d.ts_ns), d.what.clone().unwrap_or_default()));
+                    timeline.changes.push((at(d.ts_ns), d.what.unwrap_or_default()));
                 }
                 if let Some(o) = d.observed.filter(|_| d.ts_ns >= from_ns) {
                     held.windows += 1;

@@ -5,7 +5,7 @@ use anyhow::Result;
 use crate::{
     bench::median,
     bench_plot,
-    bench_steer::{CONFIGS, Config, Options, Run, Workload},
+    bench_steer::{CONFIGS, Config, Held, Options, Run, Workload},
 };
 
 /// "median (min–max)".
@@ -30,6 +30,28 @@ impl Of<'_> {
     fn median(&self, c: Config, f: impl Fn(&Run) -> f64) -> f64 {
         median(self.values(c, f))
     }
+    /// Act's budgets over every run's measured windows (None without any).
+    fn held(&self) -> Option<HeldShare> {
+        let held: Vec<_> = self.runs(Config::Act).filter_map(|r| r.held).collect();
+        let windows: usize = held.iter().map(|h| h.windows).sum();
+        let pct = |f: fn(&Held) -> usize| 100.0 * held.iter().map(f).sum::<usize>() as f64 / windows as f64;
+        (windows > 0).then(|| HeldShare {
+            runs: held.len(),
+            windows,
+            pause: pct(|h| h.pause),
+            gc: pct(|h| h.gc),
+            memory: pct(|h| h.memory),
+        })
+    }
+}
+
+/// Percentages of windows in which each budget held.
+struct HeldShare {
+    runs: usize,
+    windows: usize,
+    pause: f64,
+    gc: f64,
+    memory: f64,
 }
 
 fn table(workload: Workload, of: &Of) -> String {
@@ -71,17 +93,11 @@ fn table(workload: Workload, of: &Of) -> String {
             spread(of.values(c, |r| r.pauses.iter().map(|p| p.2).fold(0.0, f64::max)), 1),
         );
     }
-    let held: Vec<_> = of.runs(Config::Act).filter_map(|r| r.held).collect();
-    let windows: usize = held.iter().map(|h| h.windows).sum();
-    if windows > 0 {
-        let pct = |n: usize| 100.0 * n as f64 / windows as f64;
+    if let Some(h) = of.held() {
         md += &format!(
-            "\nAct, measured part ({windows} windows over {} runs): budgets held in {:.1}% of windows (pause 10 ms), \
+            "\nAct, measured part ({} windows over {} runs): budgets held in {:.1}% of windows (pause 10 ms), \
              {:.1}% (GC 2%), {:.1}% (memory 15%).\n",
-            held.len(),
-            pct(held.iter().map(|h| h.pause).sum()),
-            pct(held.iter().map(|h| h.gc).sum()),
-            pct(held.iter().map(|h| h.memory).sum()),
+            h.windows, h.runs, h.pause, h.gc, h.memory,
         );
     }
     md
@@ -145,17 +161,11 @@ fn targets(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
             }
             Workload::Phases => {}
         }
-        let held: Vec<_> = of.runs(Config::Act).filter_map(|r| r.held).collect();
-        let windows: usize = held.iter().map(|h| h.windows).sum();
-        if windows > 0 {
-            let pct = |f: fn(&crate::bench_steer::Held) -> usize| {
-                100.0 * held.iter().map(f).sum::<usize>() as f64 / windows as f64
-            };
-            let (p, g, mem) = (pct(|h| h.pause), pct(|h| h.gc), pct(|h| h.memory));
+        if let Some(h) = of.held() {
             row(
                 &format!("{}: every budget held in ≥ 99% of windows after convergence", workload.name()),
-                format!("pause {p:.1}%, GC {g:.1}%, memory {mem:.1}%"),
-                p >= 99.0 && g >= 99.0 && mem >= 99.0,
+                format!("pause {:.1}%, GC {:.1}%, memory {:.1}%", h.pause, h.gc, h.memory),
+                h.pause >= 99.0 && h.gc >= 99.0 && h.memory >= 99.0,
             );
         }
     }
