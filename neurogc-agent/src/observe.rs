@@ -118,7 +118,7 @@ struct Ring(Probes);
 
 impl AsRawFd for Ring {
     fn as_raw_fd(&self) -> RawFd {
-        self.0.ring.as_raw_fd()
+        self.0.kernel.ring.as_raw_fd()
     }
 }
 
@@ -374,7 +374,7 @@ impl Observer<'_> {
 
     fn drain(&mut self, probes: &mut Probes) -> io::Result<()> {
         let before = self.held.len();
-        while let Some(item) = probes.ring.next() {
+        while let Some(item) = probes.ring().next() {
             if item.len() >= std::mem::size_of::<GcEvent>() {
                 // SAFETY: the kernel wrote a whole GcEvent (length checked); read_unaligned copes
                 // with the ring's 8-byte alignment.

@@ -160,10 +160,10 @@ fn process_that_is_not_python() {
 }
 
 #[test]
-fn python_stripped_of_symtab_and_without_usdt() {
+fn python_stripped_of_symtab_without_usdt_and_without_exported_collector_entry() {
     let m = manifest();
-    let fixture = &m["stripped"];
-    assert!(!fixture.is_null(), "the manifest has no stripped fixture (pyenv 3.11 missing?)");
+    let fixture = &m["stripped"]["unobservable"];
+    assert!(!fixture.is_null(), "the manifest has no unobservable fixture (pyenv 3.11 missing?)");
     let argv: Vec<&str> = fixture["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
     let mut cmd = Command::new(argv[0]);
     cmd.args(&argv[1..]).args(["-c", "import time; time.sleep(30)"]);
@@ -178,7 +178,17 @@ fn python_stripped_of_symtab_and_without_usdt() {
     let _ = target.kill();
     let _ = target.wait();
     let library = fixture["library"].as_str().unwrap();
-    assert_user_error(&out, &[library, "CPython 3.11", "neither USDT", "gc_collect_main", "stripped"]);
+    assert_user_error(
+        &out,
+        &[
+            library,
+            "CPython 3.11",
+            "neither USDT",
+            "gc_collect_main",
+            "stripped",
+            "PyGC_Collect is not exported",
+        ],
+    );
     assert!(still_running, "the target must survive the agent's refusal");
 
     // Launch mode refuses the same build, and does not leave the process it started behind.

@@ -76,30 +76,40 @@ pub struct StatsLocator {
     pub _pad: u32,
 }
 
-/// Read-only configuration of the programs, written into their `.rodata` at load time.
+/// How the programs handle one traced process: an entry of the kernel's `TARGETS` map, keyed by
+/// the process's host tgid. One loaded object serves every target; a process without an entry is
+/// ignored (uprobes are per inode, so every process running the same binary may hit them).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ProbeConfig {
-    /// Only this process (host tgid) is traced: uprobes are per inode, so every other process
-    /// running the same interpreter binary would hit them too.
-    pub tgid: u32,
-    /// Wake the agent up only when at least this many bytes wait in the ring buffer; the agent
-    /// drains it on a timer otherwise. Batching wake-ups is what keeps per-event cost low.
-    pub wakeup_bytes: u32,
+pub struct TargetConfig {
     pub stats: StatsLocator,
     pub begin_arg: ArgSpec,
     pub end_arg: ArgSpec,
 }
 
-impl ProbeConfig {
-    pub const ZERO: ProbeConfig = ProbeConfig {
-        tgid: 0,
-        wakeup_bytes: 0,
-        stats: StatsLocator { base_ptr: 0, offset: 0, enabled: 0, _pad: 0 },
-        begin_arg: ArgSpec { kind: ARG_NONE, size: 0, reg: 0, _pad: 0, disp: 0 },
-        end_arg: ArgSpec { kind: ARG_NONE, size: 0, reg: 0, _pad: 0, disp: 0 },
-    };
+/// What is the same for every target, written into the programs' `.rodata` at load time.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GlobalConfig {
+    /// Wake the agent up only when at least this many bytes wait in the ring buffer; the agent
+    /// drains it on a timer otherwise. Batching wake-ups is what keeps per-event cost low.
+    pub wakeup_bytes: u32,
+    pub _pad: u32,
 }
+
+/// Processes the agent can trace at once (entries of `TARGETS`).
+pub const MAX_TARGETS: u32 = 4096;
+
+/// A process called execve (fleet mode's discovery): its host tgid.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ExecEvent {
+    pub pid: u32,
+    pub _pad: u32,
+}
+
+/// Size of the ring that carries exec events: 8 bytes each, drained every 100 ms.
+pub const EXEC_RING_BYTES: u32 = 1 << 16;
 
 /// Indices of the kernel's per-CPU `COUNTERS` array.
 pub mod counter {
@@ -118,7 +128,9 @@ mod pod {
     use super::*;
     // SAFETY: plain #[repr(C)] integers with explicit padding fields: every bit pattern is valid.
     unsafe impl aya::Pod for GcEvent {}
-    unsafe impl aya::Pod for ProbeConfig {}
+    unsafe impl aya::Pod for TargetConfig {}
+    unsafe impl aya::Pod for GlobalConfig {}
+    unsafe impl aya::Pod for ExecEvent {}
 }
 
 #[cfg(test)]

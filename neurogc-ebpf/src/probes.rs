@@ -1,13 +1,13 @@
 use aya_ebpf::{
     bindings::{BPF_ANY, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP, pt_regs},
     helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_kernel, bpf_probe_read_user},
-    macros::{map, uprobe, uretprobe},
-    maps::{LruHashMap, PerCpuArray, RingBuf},
-    programs::{ProbeContext, RetProbeContext},
+    macros::{map, raw_tracepoint, uprobe, uretprobe},
+    maps::{HashMap, LruHashMap, PerCpuArray, RingBuf},
+    programs::{ProbeContext, RawTracePointContext, RetProbeContext},
 };
 use neurogc_common::{
-    ARG_CONST, ARG_MEM, ARG_REG, ArgSpec, EVENT_HAS_STATS, GcEvent, GenStats, NUM_GENERATIONS, ProbeConfig,
-    RING_BYTES, counter,
+    ARG_CONST, ARG_MEM, ARG_REG, ArgSpec, EVENT_HAS_STATS, EXEC_RING_BYTES, ExecEvent, GcEvent, GenStats,
+    GlobalConfig, MAX_TARGETS, NUM_GENERATIONS, RING_BYTES, StatsLocator, TargetConfig, counter,
 };
 
 /// What the kernel is told the programs' license is. It must be GPL-compatible for the helpers
@@ -17,9 +17,17 @@ use neurogc_common::{
 #[unsafe(no_mangle)]
 static LICENSE: [u8; 13] = *b"Dual MIT/GPL\0";
 
-/// Filled in by the agent at load time (`EbpfLoader::set_global`).
+/// Filled in by the agent at load time (`EbpfLoader::override_global`).
 #[unsafe(no_mangle)]
-static CONFIG: ProbeConfig = ProbeConfig::ZERO;
+static CONFIG: GlobalConfig = GlobalConfig { wakeup_bytes: 0, _pad: 0 };
+
+/// The processes being traced, by host tgid, and how (written by the agent as it attaches).
+#[map]
+static TARGETS: HashMap<u32, TargetConfig> = HashMap::with_max_entries(MAX_TARGETS, 0);
+
+/// Processes that just called execve (fleet mode's discovery).
+#[map]
+static EXECS: RingBuf = RingBuf::with_byte_size(EXEC_RING_BYTES, 0);
 
 #[map]
 static EVENTS: RingBuf = RingBuf::with_byte_size(RING_BYTES, 0);
@@ -45,9 +53,20 @@ struct Inflight {
 }
 
 #[inline(always)]
-fn config() -> ProbeConfig {
+fn wakeup_bytes() -> u32 {
     // SAFETY: a plain read of our own .rodata; volatile so the compiler cannot fold the zeros.
-    unsafe { core::ptr::read_volatile(&CONFIG) }
+    unsafe { core::ptr::read_volatile(&CONFIG.wakeup_bytes) }
+}
+
+/// `sched_process_exec` (a raw tracepoint: no tracefs needed): a new program image. A traced process that execs is no longer
+/// what its configuration describes (other addresses, maybe another interpreter): its entry goes
+/// here, atomically with the exec, so no stale layout is ever followed. The agent re-resolves it.
+#[raw_tracepoint(tracepoint = "sched_process_exec")]
+pub fn process_exec(_ctx: RawTracePointContext) -> u32 {
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    let _ = TARGETS.remove(&tgid);
+    let _ = EXECS.output::<ExecEvent>(&ExecEvent { pid: tgid, _pad: 0 }, 0);
+    0
 }
 
 #[uprobe]
@@ -70,18 +89,20 @@ pub fn gc_return(ctx: RetProbeContext) -> u32 {
     0
 }
 
-/// The current thread's id when it belongs to the traced process.
+/// The current thread's (tgid, tid) and its process's configuration, when it is traced.
 #[inline(always)]
-fn traced_tid(cfg: &ProbeConfig) -> Option<u32> {
+fn traced() -> Option<(u32, u32, &'static TargetConfig)> {
     let id = bpf_get_current_pid_tgid();
-    ((id >> 32) as u32 == cfg.tgid).then_some(id as u32)
+    let tgid = (id >> 32) as u32;
+    // SAFETY: the value stays valid for this program run (RCU); it is only read.
+    let cfg = unsafe { TARGETS.get(&tgid) }?;
+    Some((tgid, id as u32, cfg))
 }
 
 #[inline(always)]
 fn begin(regs: *mut pt_regs) {
     let now = unsafe { bpf_ktime_get_ns() };
-    let cfg = config();
-    let Some(tid) = traced_tid(&cfg) else { return };
+    let Some((_, tid, cfg)) = traced() else { return };
     if let Some(inflight) = INFLIGHT.get_ptr_mut(&tid) {
         // SAFETY: pointer from the map lookup, valid for this program run.
         unsafe { (*inflight).depth += 1 };
@@ -94,7 +115,7 @@ fn begin(regs: *mut pt_regs) {
         flags: 0,
         stats: [GenStats { collections: 0, collected: 0, uncollectable: 0 }; NUM_GENERATIONS],
     };
-    if let Some(stats) = read_stats(&cfg) {
+    if let Some(stats) = read_stats(&cfg.stats) {
         inflight.stats = stats;
         inflight.flags = EVENT_HAS_STATS;
     }
@@ -104,8 +125,7 @@ fn begin(regs: *mut pt_regs) {
 #[inline(always)]
 fn end(regs: *mut pt_regs) {
     let now = unsafe { bpf_ktime_get_ns() };
-    let cfg = config();
-    let Some(tid) = traced_tid(&cfg) else { return };
+    let Some((tgid, tid, cfg)) = traced() else { return };
     let Some(inflight) = INFLIGHT.get_ptr_mut(&tid) else {
         bump(counter::UNPAIRED);
         return;
@@ -119,7 +139,7 @@ fn end(regs: *mut pt_regs) {
     let mut event = GcEvent {
         start_ns: inflight.start_ns,
         end_ns: now,
-        pid: cfg.tgid,
+        pid: tgid,
         tid,
         arg_gen: inflight.arg_gen,
         result: read_arg(regs, &cfg.end_arg),
@@ -128,7 +148,7 @@ fn end(regs: *mut pt_regs) {
         _pad: 0,
     };
     if inflight.flags & EVENT_HAS_STATS != 0
-        && let Some(after) = read_stats(&cfg)
+        && let Some(after) = read_stats(&cfg.stats)
     {
         let mut g = 0;
         while g < NUM_GENERATIONS {
@@ -142,7 +162,7 @@ fn end(regs: *mut pt_regs) {
         event.flags = EVENT_HAS_STATS;
     }
     let _ = INFLIGHT.remove(&tid);
-    let wakeup = if EVENTS.query(BPF_RB_AVAIL_DATA as u64) >= cfg.wakeup_bytes as u64 {
+    let wakeup = if EVENTS.query(BPF_RB_AVAIL_DATA as u64) >= wakeup_bytes() as u64 {
         BPF_RB_FORCE_WAKEUP
     } else {
         BPF_RB_NO_WAKEUP
@@ -153,8 +173,7 @@ fn end(regs: *mut pt_regs) {
 }
 
 #[inline(always)]
-fn read_stats(cfg: &ProbeConfig) -> Option<[GenStats; NUM_GENERATIONS]> {
-    let loc = &cfg.stats;
+fn read_stats(loc: &StatsLocator) -> Option<[GenStats; NUM_GENERATIONS]> {
     if loc.enabled == 0 {
         return None;
     }

@@ -6,7 +6,9 @@
 //! - Debian trixie 3.13 and sid 3.14, unpacked by xtask/get-pythons.sh: USDT; they need their own
 //!   glibc, so they run in a chroot (launch tests) and in a chroot inside new pid+mount
 //!   namespaces (attach tests: the container case).
-//! - A copy of pyenv 3.11's libpython stripped of `.symtab`: the "no probes" error case.
+//! - A copy of pyenv 3.11's libpython stripped of `.symtab` (observable through its exported
+//!   `PyGC_Collect`), and a copy of that which does not export `PyGC_Collect` either: the "no
+//!   probes" error case.
 use std::{
     path::{Path, PathBuf},
     process::Command,
@@ -107,11 +109,40 @@ fn stripped_fixture(dir: &Path) -> Result<Value> {
         )?;
         std::fs::rename(&tmp, &lib)?;
     }
-    Ok(json!({
-        "argv": [prefix.join("bin/python3.11")],
-        "env": { "LD_LIBRARY_PATH": lib_dir, "PYTHONHOME": prefix },
-        "library": lib,
-    }))
+    let hidden_dir = dir.join("stripped-3.11-unexported");
+    let hidden = hidden_dir.join("libpython3.11.so.1.0");
+    if !hidden.exists() {
+        std::fs::create_dir_all(&hidden_dir)?;
+        let tmp = hidden_dir.join(".libpython.tmp");
+        std::fs::write(&tmp, hide_export(&std::fs::read(&lib)?, b"PyGC_Collect")?)?;
+        std::fs::rename(&tmp, &hidden)?;
+    }
+    let fixture = |lib_dir: &Path, lib: &Path| {
+        json!({
+            "argv": [prefix.join("bin/python3.11")],
+            "env": { "LD_LIBRARY_PATH": lib_dir, "PYTHONHOME": prefix },
+            "library": lib,
+        })
+    };
+    let mut stripped = fixture(&lib_dir, &lib);
+    // The same build whose PyGC_Collect is not exported either: nothing leads to the collector,
+    // the case neurogc must refuse (exit 2) rather than guess.
+    stripped["unobservable"] = fixture(&hidden_dir, &hidden);
+    Ok(stripped)
+}
+
+/// Renames an exported symbol in `.dynstr` (last letter → `X`), as if the build did not export
+/// it. The interpreter itself never looks it up.
+fn hide_export(elf: &[u8], name: &[u8]) -> Result<Vec<u8>> {
+    let needle: Vec<u8> = [&[0u8][..], name, &[0u8]].concat();
+    let found: Vec<usize> =
+        elf.windows(needle.len()).enumerate().filter(|(_, w)| *w == needle).map(|(i, _)| i).collect();
+    let [at] = found[..] else {
+        bail!("{} occurs {} times in the stripped library", String::from_utf8_lossy(name), found.len())
+    };
+    let mut out = elf.to_vec();
+    out[at + name.len()] = b'X';
+    Ok(out)
 }
 
 pub fn print(manifest: &Path) {

@@ -73,6 +73,27 @@ impl Elf {
             .map(|s| s.address())
     }
 
+    /// An exported function: (address, size) from `.dynsym`, which stripping keeps.
+    pub fn exported_function(&self, name: &str) -> Option<(u64, u64)> {
+        let file = self.object().ok()?;
+        file.dynamic_symbols()
+            .find(|s| s.kind() == SymbolKind::Text && s.name() == Ok(name) && s.address() != 0)
+            .map(|s| (s.address(), s.size()))
+    }
+
+    /// Addresses of every exported function (`.dynsym`).
+    pub fn exported_functions(&self) -> std::collections::HashSet<u64> {
+        let Ok(file) = self.object() else { return Default::default() };
+        file.dynamic_symbols().filter(|s| s.kind() == SymbolKind::Text).map(|s| s.address()).collect()
+    }
+
+    /// `[start, end)` of a section's addresses.
+    pub fn section_range(&self, name: &str) -> Option<std::ops::Range<u64>> {
+        let file = self.object().ok()?;
+        let section = file.section_by_name(name)?;
+        Some(section.address()..section.address() + section.size())
+    }
+
     /// Function symbols of `.symtab`, each tagged with its translation unit. Only `.symtab` has
     /// the static functions CPython collects in; `.dynsym` never does.
     pub fn functions(&self) -> Vec<FuncSymbol> {

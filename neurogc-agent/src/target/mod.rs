@@ -1,6 +1,7 @@
 //! Attach-point resolution: from a PID to the interpreter file, its CPython version, the probe
 //! source to use (USDT notes, else the collector's `.symtab` symbol) and the GC state's location.
 pub mod cpython;
+pub mod disasm;
 pub mod elf;
 pub mod layout;
 pub mod pending;
@@ -149,7 +150,15 @@ pub fn resolve(pid: i32, choice: ProbeChoice) -> Result<AttachPlan> {
         );
     }
     let usdt = usdt_source(&elf)?;
-    let symbol = symbol_source(&elf, &interp);
+    // Stripped of .symtab: the exported PyGC_Collect still leads to the collector.
+    let (symbol, from_exports) = match symbol_source(&elf, &interp) {
+        Some(s) => (Some(s), None),
+        None => match export_source(&elf) {
+            Ok(s) => (Some(s), None),
+            Err(why) => (None, Some(why)),
+        },
+    };
+    let why = from_exports.unwrap_or_default();
     let (source, begin_arg, end_arg) = match (choice, usdt, symbol) {
         (ProbeChoice::Auto | ProbeChoice::Usdt, Some(s), _) => s,
         (ProbeChoice::Auto | ProbeChoice::Uprobe, _, Some(s)) => s,
@@ -157,12 +166,12 @@ pub fn resolve(pid: i32, choice: ProbeChoice) -> Result<AttachPlan> {
             "{what} has no USDT probes python:gc__start/gc__done (built without --with-dtrace); try --probe auto"
         ),
         (ProbeChoice::Uprobe, _, None) => bail_user!(
-            "{what} has no .symtab entry for {} (the file is stripped); try --probe auto",
+            "{what} has no .symtab entry for {} (the file is stripped), and {why}; try --probe auto",
             interp.collector_names().join("/")
         ),
         (ProbeChoice::Auto, None, None) => bail_user!(
-            "{what} has neither USDT probes (python:gc__start/gc__done) nor a .symtab entry for {}{}: \
-             use a build configured --with-dtrace, or one whose symbols were not stripped",
+            "{what} has neither USDT probes (python:gc__start/gc__done) nor a .symtab entry for {}{}, \
+             and {why}: use a build configured --with-dtrace, or one whose symbols were not stripped",
             interp.collector_names().join("/"),
             if elf.has_symtab() { "" } else { " (it has no .symtab at all: stripped)" }
         ),
@@ -237,6 +246,16 @@ fn symbol_source(elf: &Elf, interp: &Interpreter) -> Option<Source> {
         return Some((ProbeSource::Symbol { functions: found }, begin, usdt_args::return_value()));
     }
     None
+}
+
+/// The collector of a build without `.symtab`, found by decoding the exported `PyGC_Collect`.
+fn export_source(elf: &Elf) -> Result<Source, String> {
+    let found = disasm::collector(elf)
+        .map_err(|why| format!("the collector cannot be found from its dynamic symbols: {why}"))?;
+    let offset = elf.file_offset(found.address).ok_or("the collector's address is outside the file")?;
+    let name = format!("collector at {:#x} (called by {})", found.address, disasm::ENTRY);
+    let begin = if found.documented_args { usdt_args::call_arg(1, -4) } else { ArgSpec::default() };
+    Ok((ProbeSource::Symbol { functions: vec![(name, offset)] }, begin, usdt_args::return_value()))
 }
 
 /// The kernel emulates a uprobe'd `push`/`nop` (≈ 2 µs a hit here) but single-steps most other
