@@ -1,7 +1,7 @@
 //! The command line, and its conversion into the domain's options. Nothing below `main` sees a
 //! clap type. Every number is range-checked here: out-of-range input is exit code 2 with one
 //! line, never a panic deeper down (`Duration::from_secs_f64(1e300)` would be one).
-use std::{ffi::OsString, path::PathBuf};
+use std::{ffi::OsString, net::SocketAddr, path::PathBuf, time::Duration};
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::{
     actuate::ActuatorKind,
     bail_user,
+    fleet::discover::{Filter, Rule, RuleKey},
     policy::{Policy, guard::GuardConfig, model::ExecutionProvider},
     steer::Mode,
     target::ProbeChoice,
@@ -23,6 +24,8 @@ Examples:
   sudo neurogc-agent record --pid 1234 -o t.ngc record everything for later study
   neurogc-agent report t.ngc --html t.html      GC pause forensics of a recording
   neurogc-agent replay t.ngc --model new.onnx   what a model would have decided on it
+  sudo neurogc-agent fleet --metrics-addr :9464 every Python process on the host, for Prometheus
+  sudo neurogc-agent top                        live view of every Python process on the host
 
 Act mode changes nothing that the application did not have once the agent is gone, however it
 goes (SIGKILL included): the hook restores every threshold that still holds neurogc's value,
@@ -76,6 +79,75 @@ pub enum Sub {
     /// Run a model and the guard over a recording's windows, offline: what it would have
     /// decided at each window, next to what the recorded run had
     Replay(ReplayArgs),
+    /// Observe every CPython process on this host (containers included), now and as they start,
+    /// and export their GC metrics for Prometheus. Observe-only: steering stays a per-process
+    /// choice (`--pid PID --mode act`). `--all` is the same
+    Fleet(FleetArgs),
+    /// Live view of every CPython process on this host: GC share, pause p99, collections/s and
+    /// a history of each; keys: s sorts, q quits
+    Top(TopArgs),
+}
+
+/// Which processes fleet mode and the live view observe.
+#[derive(Debug, Args)]
+pub struct SelectArgs {
+    /// Observe only processes matching KEY=PATTERN (repeatable; any may match). KEY is comm,
+    /// cgroup (its v2 path) or container (the runtime's 64-hex id); `*` and `?` are wildcards
+    #[arg(long, value_name = "KEY=PATTERN", value_parser = rule)]
+    pub include: Vec<Rule>,
+
+    /// Never observe processes matching KEY=PATTERN (repeatable; wins over --include)
+    #[arg(long, value_name = "KEY=PATTERN", value_parser = rule)]
+    pub exclude: Vec<Rule>,
+
+    /// Observe at most this many processes at once (1 to 4096); more are left alone, with one
+    /// warning, until some exit
+    #[arg(long, value_name = "N", default_value = "256", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub max_targets: u32,
+
+    /// Length of a window in seconds (0.05 to 3600): GC share and thresholds are refreshed
+    /// once per window
+    #[arg(short, long, value_name = "SECS", default_value = "1", value_parser = secs(0.05, 3600.0))]
+    pub interval: f64,
+
+    /// Stop after this many seconds, at most a year
+    #[arg(short, long, value_name = "SECS", value_parser = secs(0.001, 31_536_000.0))]
+    pub duration: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    #[command(flatten)]
+    pub select: SelectArgs,
+
+    /// Serve Prometheus metrics at http://ADDR/metrics (":9464" listens on every address)
+    #[arg(long, value_name = "ADDR", value_parser = listen_addr)]
+    pub metrics_addr: Option<SocketAddr>,
+
+    /// Also export prometheus_client's names (python_gc_collections_total, …) for existing
+    /// dashboards
+    #[arg(long, requires = "metrics_addr")]
+    pub python_gc_names: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    #[command(flatten)]
+    pub select: SelectArgs,
+
+    /// Initial sort order (s cycles through them)
+    #[arg(long, value_enum, default_value_t = CliSort::Share)]
+    pub sort: CliSort,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CliSort {
+    /// Share of wall time in GC over the last window
+    Share,
+    /// Pause p99 since the process was first seen
+    P99,
+    /// Collections per second over the last window
+    Rate,
 }
 
 #[derive(Debug, Args)]
@@ -265,8 +337,15 @@ pub enum CliProbe {
 /// What to do, in the domain's terms.
 pub enum Task {
     Observe(Options),
+    Fleet(crate::fleet::Options, FleetOutput),
     Report(crate::report::Options),
     Replay(crate::replay::Options),
+}
+
+/// Where fleet mode's numbers go.
+pub enum FleetOutput {
+    Metrics { addr: Option<SocketAddr>, python_names: bool },
+    Top(crate::top::Sort),
 }
 
 /// Where the records of a live run go.
@@ -309,6 +388,18 @@ impl Cli {
                 html: r.html,
                 perfetto: r.perfetto,
             })),
+            Some(Sub::Fleet(f)) => Ok(Task::Fleet(
+                f.select.convert(),
+                FleetOutput::Metrics { addr: f.metrics_addr, python_names: f.python_gc_names },
+            )),
+            Some(Sub::Top(t)) => Ok(Task::Fleet(
+                t.select.convert(),
+                FleetOutput::Top(match t.sort {
+                    CliSort::Share => crate::top::Sort::Share,
+                    CliSort::P99 => crate::top::Sort::P99,
+                    CliSort::Rate => crate::top::Sort::Rate,
+                }),
+            )),
             Some(Sub::Replay(r)) => Ok(Task::Replay(crate::replay::Options {
                 trace: r.trace,
                 json: r.json,
@@ -316,6 +407,38 @@ impl Cli {
             })),
         }
     }
+}
+
+impl SelectArgs {
+    fn convert(self) -> crate::fleet::Options {
+        crate::fleet::Options {
+            filter: Filter { include: self.include, exclude: self.exclude },
+            max_targets: self.max_targets as usize,
+            duration: self.duration.map(Duration::from_secs_f64),
+            interval: Duration::from_secs_f64(self.interval),
+        }
+    }
+}
+
+/// `comm=gunicorn*`, `cgroup=*kubepods*`, `container=3f2a*`.
+fn rule(s: &str) -> Result<Rule, String> {
+    let (key, pattern) = s.split_once('=').ok_or("expected KEY=PATTERN, e.g. comm=gunicorn")?;
+    let key = match key {
+        "comm" => RuleKey::Comm,
+        "cgroup" => RuleKey::Cgroup,
+        "container" => RuleKey::Container,
+        other => return Err(format!("unknown key {other:?}: use comm, cgroup or container")),
+    };
+    if pattern.is_empty() || pattern.len() > 4096 {
+        return Err("the pattern must be 1 to 4096 characters".into());
+    }
+    Ok(Rule { key, pattern: pattern.to_owned() })
+}
+
+/// `:9464` (every address), `127.0.0.1:9464`, `[::1]:9464`.
+fn listen_addr(s: &str) -> Result<SocketAddr, String> {
+    let full = if s.starts_with(':') { format!("0.0.0.0{s}") } else { s.to_owned() };
+    full.parse().map_err(|_| format!("{s:?} is not HOST:PORT or :PORT (e.g. :9464, 127.0.0.1:9464)"))
 }
 
 fn observe(target: TargetArgs, output: Output, steer: SteerArgs) -> Result<Task> {

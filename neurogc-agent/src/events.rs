@@ -32,6 +32,14 @@ impl Clock {
     }
 }
 
+/// One ring buffer record as the kernel wrote it (None when it is too short to be one).
+pub fn read(item: &[u8]) -> Option<GcEvent> {
+    // SAFETY: the length is checked; read_unaligned copes with the ring's 8-byte alignment, and
+    // every bit pattern is a valid GcEvent.
+    (item.len() >= std::mem::size_of::<GcEvent>())
+        .then(|| unsafe { std::ptr::read_unaligned(item.as_ptr().cast()) })
+}
+
 /// `stats_trusted`: the GC state layout was validated in the live process.
 pub fn decode(ev: &GcEvent, stats_trusted: bool, clock: &Clock) -> Option<Collection> {
     let (generation, collected, uncollectable) = if stats_trusted && ev.flags & EVENT_HAS_STATS != 0 {

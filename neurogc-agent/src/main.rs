@@ -5,9 +5,11 @@ mod cli;
 mod error;
 mod events;
 mod features;
+mod fleet;
 mod input;
 mod launch;
 mod memory;
+mod metrics;
 mod observe;
 mod output;
 mod perf_uprobe;
@@ -15,9 +17,12 @@ mod policy;
 mod probes;
 mod replay;
 mod report;
+mod session;
 mod steer;
 mod target;
+mod top;
 mod view;
+mod wait;
 
 use std::time::{Duration, Instant};
 
@@ -25,7 +30,7 @@ use anyhow::Result;
 use clap::Parser;
 
 use crate::{
-    cli::{Cli, Output, Task},
+    cli::{Cli, FleetOutput, Output, Task},
     launch::Launched,
     policy::model::Model,
     probes::Probes,
@@ -39,16 +44,24 @@ fn main() {
     if args.nth(1).as_deref() == Some(actuate::custodian::ARG.as_ref()) {
         actuate::custodian::serve(&args.next().unwrap_or_default().to_string_lossy());
     }
-    let cli = Cli::parse();
+    // `--all` is short for the `fleet` subcommand.
+    let args =
+        std::env::args_os().enumerate().map(|(i, a)| if i == 1 && a == "--all" { "fleet".into() } else { a });
+    let cli = Cli::parse_from(args);
+    let task = cli.task();
+    // The live view owns the terminal: log lines would tear it.
+    let quiet = matches!(task, Ok(Task::Fleet(_, FleetOutput::Top(_))));
     tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(move || -> Box<dyn std::io::Write> {
+            if quiet { Box::new(std::io::sink()) } else { Box::new(std::io::stderr()) }
+        })
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("NEUROGC_LOG").unwrap_or_else(|_| "info".into()),
         )
         .with_target(false)
         .without_time()
         .init();
-    if let Err(err) = cli.task().and_then(|task| run(task, started)) {
+    if let Err(err) = task.and_then(|task| run(task, started)) {
         eprintln!("neurogc-agent: error: {err:#}");
         std::process::exit(error::exit_code(&err));
     }
@@ -59,15 +72,12 @@ fn run(task: Task, started: Instant) -> Result<()> {
         Task::Replay(opts) => return replay::run(&opts),
         Task::Report(opts) => return report::run(&opts),
         Task::Observe(opts) => opts,
+        Task::Fleet(opts, output) => return fleet(opts, output),
     };
-    if !nix::unistd::geteuid().is_root() {
-        bail_user!(
-            "neurogc-agent must run as root: it loads eBPF programs and reads the target's memory (try sudo)"
-        );
-    }
+    require_root()?;
     // Ctrl-C and SIGTERM wait (pending) until the loop's handlers are in place: from then on
     // they stop the agent in order, whenever they arrived.
-    observe::hold_stop_signals()?;
+    wait::hold_stop_signals()?;
     // Read-only checks of an existing target come first, so its errors are about the target.
     let attach_plan = opts.pid.map(|pid| target::resolve(pid, opts.probe)).transpose()?;
     // Then the model: a broken model file or a missing ONNX Runtime must change nothing.
@@ -126,6 +136,36 @@ fn run(task: Task, started: Instant) -> Result<()> {
     };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(observe::run(&plan, probes, launched, steer, run))
+}
+
+fn require_root() -> Result<()> {
+    if !nix::unistd::geteuid().is_root() {
+        bail_user!(
+            "neurogc-agent must run as root: it loads eBPF programs and reads the target's memory (try sudo)"
+        );
+    }
+    Ok(())
+}
+
+/// Fleet mode and its live view: every Python process on the host, observe-only.
+fn fleet(opts: fleet::Options, output: FleetOutput) -> Result<()> {
+    require_root()?;
+    wait::hold_stop_signals()?;
+    let (quit_tx, quit_rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut sinks: Vec<Box<dyn fleet::Sink>> = Vec::new();
+    match output {
+        FleetOutput::Metrics { addr: Some(addr), python_names } => {
+            let listener = metrics::bind(addr)?;
+            let exporter = metrics::Exporter::new(python_names);
+            exporter.serve(listener)?;
+            tracing::info!("Prometheus metrics at http://{addr}/metrics");
+            sinks.push(Box::new(exporter));
+        }
+        FleetOutput::Metrics { addr: None, .. } => {}
+        FleetOutput::Top(sort) => sinks.push(Box::new(top::Top::start(sort, quit_tx)?)),
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(fleet::run(opts, sinks, quit_rx))
 }
 
 /// Where the records go, opened before anything is touched.

@@ -3,17 +3,13 @@
 //! Ctrl-C/SIGTERM, `--duration`, or the target's exit — always with a summary.
 use std::{
     io::{self, Write},
-    os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd},
+    os::fd::{AsRawFd, RawFd},
     time::{Duration, Instant},
 };
 
 use anyhow::Result;
-use neurogc_common::GcEvent;
 use neurogc_trace::{Attach, PolicySummary, Record, Summary, TraceWriter};
-use tokio::{
-    io::{Interest, unix::AsyncFd},
-    signal::unix::{SignalKind, signal},
-};
+use tokio::signal::unix::{SignalKind, signal};
 
 use crate::{
     aggregate::Aggregate,
@@ -22,13 +18,11 @@ use crate::{
     launch::Launched,
     output::LineWriter,
     probes::Probes,
+    session::{Decoder, GcStatus},
     steer::{Events, Mode, Steering, latency},
-    target::{
-        AttachPlan,
-        layout::{GcLocator, GcState},
-        process,
-    },
+    target::{AttachPlan, process},
     view,
+    wait::{PidFd, pidfd_open, readable, stop_signals},
 };
 
 /// How often the ring buffer is drained when the kernel does not wake us (it wakes us only when
@@ -49,70 +43,6 @@ pub struct Options {
     pub attach_ms: f64,
 }
 
-enum GcStatus {
-    /// Layout unknown for this build: probe arguments only.
-    Unknown,
-    /// Not proven yet: the interpreter is not initialised (launch mode), or it was collecting
-    /// when we looked (its lists are rewired during a collection).
-    Pending {
-        locator: GcLocator,
-        failures: u32,
-    },
-    Located(GcState),
-    Invalid(String),
-}
-
-/// Failed validations (one single-shot check per drain, ≈ 100 ms apart) before the layout is
-/// declared wrong: a check fails while a collection rewires the lists, so a wrong layout is the
-/// only way to fail 50 times running.
-const MAX_VALIDATION_FAILURES: u32 = 50;
-
-impl GcStatus {
-    fn refresh(&mut self, pid: i32) {
-        let GcStatus::Pending { locator, failures } = self else { return };
-        *self = match locator.locate(pid) {
-            Ok(Some(state)) => GcStatus::Located(state),
-            Ok(None) => return,
-            // Gone before we could look (a very short-lived target): stay unproven.
-            Err(_) if !process::exists(pid) => return,
-            Err(_) if *failures + 1 < MAX_VALIDATION_FAILURES => {
-                *failures += 1;
-                return;
-            }
-            Err(err) => {
-                tracing::warn!(
-                    "GC state of process {pid} failed validation, reporting probe arguments only: {err:#}"
-                );
-                GcStatus::Invalid(format!("{err:#}"))
-            }
-        };
-    }
-
-    fn pending(&self) -> bool {
-        matches!(self, GcStatus::Pending { .. })
-    }
-
-    fn trusted(&self) -> bool {
-        matches!(self, GcStatus::Located(_))
-    }
-
-    fn state(&self) -> Option<GcState> {
-        match self {
-            GcStatus::Located(state) => Some(*state),
-            _ => None,
-        }
-    }
-
-    fn note(&self) -> Option<String> {
-        const FALLBACK: &str = "generation and collected counts are the probe's arguments";
-        match self {
-            GcStatus::Unknown => Some(format!("GC state layout unknown for this build: {FALLBACK}")),
-            GcStatus::Invalid(why) => Some(format!("GC state failed validation ({why}): {FALLBACK}")),
-            _ => None,
-        }
-    }
-}
-
 /// `ring`'s fd, for tokio to wait on.
 struct Ring(Probes);
 
@@ -124,7 +54,7 @@ impl AsRawFd for Ring {
 
 struct Observer<'a> {
     plan: &'a AttachPlan,
-    gc: GcStatus,
+    dec: Decoder,
     clock: Clock,
     agg: Aggregate,
     records: Option<Records>,
@@ -133,18 +63,11 @@ struct Observer<'a> {
     name: String,
     started: Instant,
     attach_ms: f64,
-    /// Events read but not decoded yet (while the GC state is being proven).
-    held: Vec<GcEvent>,
-    /// Attached to a running interpreter (not launched): its GC state exists from the start.
-    attached: bool,
     windower: Windower,
     steer: Option<Steering>,
     /// The actuator's events (act mode, once the GC state is known and the actuator started).
     events: Option<Events>,
 }
-
-/// At most this many events wait for the GC state to be proven (≈ 12 MB).
-const MAX_HELD: usize = 100_000;
 
 enum Stop {
     /// Act mode could not start: (why, the user's to fix).
@@ -170,42 +93,6 @@ impl Stop {
     }
 }
 
-/// Blocks SIGINT, SIGTERM and SIGHUP until the loop installs its handlers ([`run`] unblocks
-/// them): a signal that arrives while the agent prepares is acted on, in order, not fatal.
-pub fn hold_stop_signals() -> Result<()> {
-    nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_BLOCK, Some(&stop_signals()), None)?;
-    Ok(())
-}
-
-fn stop_signals() -> nix::sys::signal::SigSet {
-    use nix::sys::signal::{SigSet, Signal};
-    let mut set = SigSet::empty();
-    for sig in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
-        set.add(sig);
-    }
-    set
-}
-
-fn pidfd_open(pid: i32) -> Result<OwnedFd> {
-    // SAFETY: plain syscall; the fd is owned from here on.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    anyhow::ensure!(fd >= 0, "pidfd_open({pid}): {}", io::Error::last_os_error());
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
-}
-
-/// Registers an fd we own for read readiness.
-fn readable<T: AsRawFd>(inner: T) -> Result<AsyncFd<T>> {
-    // SAFETY: both wrappers own their fd for as long as the AsyncFd lives and always return it.
-    unsafe { AsyncFd::register_with_interest(inner, Interest::READABLE) }.map_err(|e| anyhow::anyhow!("{e}"))
-}
-
-struct PidFd(OwnedFd);
-impl AsRawFd for PidFd {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0.as_raw_fd()
-    }
-}
-
 pub async fn run(
     plan: &AttachPlan,
     probes: Probes,
@@ -216,22 +103,17 @@ pub async fn run(
     let pid = plan.pid;
     let exit_watch = readable(PidFd(pidfd_open(pid)?))?;
     let mut ring = readable(Ring(probes))?;
-    let gc = match plan.gc {
-        Some(locator) => GcStatus::Pending { locator, failures: 0 },
-        None => GcStatus::Unknown,
-    };
     let clock = Clock::new();
-    let mut gc = gc;
-    match &launched {
-        // Until the dynamic loader and the interpreter's start-up are done, the GC state's memory
-        // holds anything: the first collection event is the proof that it exists (see drain).
-        Some(launched) => launched.release()?,
-        None => gc.refresh(pid),
+    // Until the dynamic loader and the interpreter's start-up are done, the GC state's memory
+    // holds anything: in launch mode the first collection event is the proof that it exists.
+    let dec = Decoder::new(pid, plan.gc, launched.is_none());
+    if let Some(launched) = &launched {
+        launched.release()?;
     }
-    let first = sample(pid, &gc, &clock, None);
+    let first = sample(pid, &dec.gc, &clock, None);
     let mut obs = Observer {
         plan,
-        gc,
+        dec,
         clock,
         agg: Aggregate::default(),
         records: opts.records.take(),
@@ -240,8 +122,6 @@ pub async fn run(
         name: process::describe(pid).split_once(' ').map(|(_, n)| n.to_owned()).unwrap_or_default(),
         started: Instant::now(),
         attach_ms: opts.attach_ms,
-        held: Vec::new(),
-        attached: launched.is_none(),
         windower: Windower::new(first),
         steer,
         events: None,
@@ -343,10 +223,10 @@ impl Observer<'_> {
     /// unusable): the interpreter is up by then, and the memory actuator has its layout.
     fn start_actuator(&mut self) -> Result<()> {
         let Some(steer) = self.steer.as_mut() else { return Ok(()) };
-        if !steer.wants_actuator() || self.gc.pending() {
+        if !steer.wants_actuator() || self.dec.gc.pending() {
             return Ok(());
         }
-        self.events = Some(steer.start_actuator(self.plan, self.gc.state())?);
+        self.events = Some(steer.start_actuator(self.plan, self.dec.gc.state())?);
         Ok(())
     }
 
@@ -373,33 +253,18 @@ impl Observer<'_> {
     }
 
     fn drain(&mut self, probes: &mut Probes) -> io::Result<()> {
-        let before = self.held.len();
+        let mut received = false;
         while let Some(item) = probes.ring().next() {
-            if item.len() >= std::mem::size_of::<GcEvent>() {
-                // SAFETY: the kernel wrote a whole GcEvent (length checked); read_unaligned copes
-                // with the ring's 8-byte alignment.
-                self.held.push(unsafe { std::ptr::read_unaligned(item.as_ptr().cast()) });
+            if let Some(ev) = events::read(&item) {
+                self.dec.push(ev);
+                received = true;
             }
         }
-        if self.gc.pending() && self.held.len() > before {
-            // The GC state can only be found once the interpreter exists: an event proves it does.
-            self.gc.refresh(self.plan.pid);
-        }
-        // Events wait (in order) until the layout is proven or refuted, so that each is decoded
-        // the same way whatever the timing.
-        if self.gc.pending() && self.held.len() < MAX_HELD {
-            return Ok(());
-        }
-        self.release_held()
+        if self.dec.settle(received) { self.release_held() } else { Ok(()) }
     }
 
     fn release_held(&mut self) -> io::Result<()> {
-        if self.held.is_empty() {
-            return Ok(());
-        }
-        let trusted = self.gc.trusted();
-        for raw in std::mem::take(&mut self.held) {
-            let Some(collection) = events::decode(&raw, trusted, &self.clock) else { continue };
+        for collection in self.dec.release(&self.clock) {
             self.agg.record(&collection);
             self.windower.record(&collection);
             self.emit(&Record::Gc(collection))?;
@@ -437,16 +302,12 @@ impl Observer<'_> {
         let opened = Instant::now();
         self.drain(probes)?;
         let pid = self.plan.pid;
-        if self.attached && self.gc.pending() {
-            // A target that does not collect sends no event to prompt a retry: one per window.
-            self.gc.refresh(pid);
-            if !self.gc.pending() {
-                self.release_held()?;
-            }
+        if self.dec.retry() {
+            self.release_held()?;
         }
         self.start_actuator()?;
         let freeze = self.steer.as_ref().and_then(|s| s.freeze_count);
-        let window = self.windower.close(sample(pid, &self.gc, &self.clock, freeze));
+        let window = self.windower.close(sample(pid, &self.dec.gc, &self.clock, freeze));
         let decision = match self.steer.as_mut() {
             Some(steer) => Some(steer.decide(&window, opened)?),
             None => None,
@@ -468,7 +329,7 @@ impl Observer<'_> {
         let interval_s = (window.end_ns - window.start_ns) as f64 / 1e9;
         let python = self.plan.interpreter.version.to_string();
         let probe = self.plan.source.to_string();
-        let note = self.gc.note();
+        let note = self.dec.gc.note();
         let decision =
             self.steer.as_ref().and_then(|s| s.last.as_ref().map(|d| (s.mode, d))).map(|(mode, d)| {
                 let verb = match (mode, d.requested) {
@@ -523,7 +384,7 @@ impl Observer<'_> {
 
     fn summarise(mut self, stop: &Stop, lost: u64, unpaired: u64) -> Result<()> {
         let restored = self.steer.as_ref().and_then(Steering::restored);
-        if self.gc.pending() && (self.agg.collections() > 0 || !self.held.is_empty()) {
+        if self.dec.gc.pending() && (self.agg.collections() > 0 || self.dec.holding()) {
             tracing::warn!(
                 "the target exited before its GC state could be validated: generations and counts are the probe's arguments"
             );

@@ -76,10 +76,16 @@ def main():
         print("ready", json.dumps(list(gc.get_threshold())), flush=True)
         if not sys.stdin.readline():
             os._exit(1)  # whoever started us is gone: do not run on unattended
+    # No collection may fall between the baseline and the callback: an observer that read its
+    # own count while we waited for "go" sees exactly what the callback counts from here on.
+    enabled = gc.isenabled()
+    gc.disable()
     stats = gc.get_stats()
     baseline = [s["collections"] for s in stats]
     baseline_collected = [s["collected"] for s in stats]
     gc.callbacks.append(on_gc)
+    if enabled:
+        gc.enable()
     started = time.monotonic()
     deadline = started + args.seconds if args.seconds else None
     workers = [

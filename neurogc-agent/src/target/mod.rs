@@ -103,21 +103,27 @@ pub struct AttachPlan {
     pub bias: u64,
 }
 
-/// The interpreter among the process's mappings: the executable when it has `_PyRuntime`
-/// (static builds such as Debian's), else a mapped `libpython3.X.so`.
-pub fn find_interpreter(pid: i32) -> Result<Option<(MappedFile, Elf, Interpreter)>> {
+/// Files that may hold the interpreter, best first: the executable (static builds such as
+/// Debian's have `_PyRuntime` in it), then any mapped `libpython3.X.so`.
+pub fn candidates(pid: i32) -> Result<Vec<MappedFile>> {
     let process = process::open(pid)?;
     let files = process::mapped_files(&process)?;
     let exe = process::exe_inode(pid);
-    let mut candidates: Vec<&MappedFile> = files.iter().filter(|m| Some(m.inode) == exe).collect();
-    candidates.extend(files.iter().filter(|m| {
-        Some(m.inode) != exe
-            && m.path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("libpython3"))
-    }));
-    for file in candidates {
+    let (mut out, rest): (Vec<MappedFile>, Vec<MappedFile>) =
+        files.into_iter().partition(|m| Some(m.inode) == exe);
+    out.extend(
+        rest.into_iter()
+            .filter(|m| m.path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("libpython3"))),
+    );
+    Ok(out)
+}
+
+/// The interpreter among the process's mappings.
+pub fn find_interpreter(pid: i32) -> Result<Option<(MappedFile, Elf, Interpreter)>> {
+    for file in candidates(pid)? {
         let Ok(elf) = Elf::open(&file.open_path) else { continue };
         if let Some(interp) = Interpreter::identify(&elf, &file.path.to_string_lossy()) {
-            return Ok(Some((file.clone(), elf, interp)));
+            return Ok(Some((file, elf, interp)));
         }
     }
     Ok(None)
@@ -132,6 +138,32 @@ impl AttachPlan {
             None => anyhow::bail!("process {} no longer maps its interpreter", self.pid),
         }
     }
+
+    /// The plan for `pid`, which maps `build` at `file`.
+    pub fn new(pid: i32, file: MappedFile, build: &Build) -> AttachPlan {
+        let bias = file.base.wrapping_sub(build.first_load_address & !0xfff);
+        AttachPlan {
+            pid,
+            gc: GcLocator::new(&build.interpreter, bias),
+            interpreter: build.interpreter.clone(),
+            file: file.path,
+            open_path: file.open_path,
+            source: build.source.clone(),
+            begin_arg: build.begin_arg,
+            end_arg: build.end_arg,
+            bias,
+        }
+    }
+}
+
+/// What an interpreter file offers to any process that maps it: fleet mode keeps one per inode.
+#[derive(Debug, Clone)]
+pub struct Build {
+    pub interpreter: Interpreter,
+    pub source: ProbeSource,
+    pub begin_arg: ArgSpec,
+    pub end_arg: ArgSpec,
+    first_load_address: u64,
 }
 
 pub fn resolve(pid: i32, choice: ProbeChoice) -> Result<AttachPlan> {
@@ -141,7 +173,13 @@ pub fn resolve(pid: i32, choice: ProbeChoice) -> Result<AttachPlan> {
             process::describe(pid)
         );
     };
-    let what = format!("{} (CPython {})", file.path.display(), interp.version);
+    let build = inspect(&elf, interp, &file.path.display().to_string(), choice)?;
+    Ok(AttachPlan::new(pid, file, &build))
+}
+
+/// How `elf` (CPython `interp`, known to the user as `name`) can be probed.
+pub fn inspect(elf: &Elf, interp: Interpreter, name: &str, choice: ProbeChoice) -> Result<Build> {
+    let what = format!("{name} (CPython {})", interp.version);
     if !interp.is_supported() {
         bail_user!(
             "{what} is not supported: neurogc knows CPython 3.{}–3.{}",
@@ -149,16 +187,12 @@ pub fn resolve(pid: i32, choice: ProbeChoice) -> Result<AttachPlan> {
             cpython::SUPPORTED.1
         );
     }
-    let usdt = usdt_source(&elf)?;
+    let usdt = usdt_source(elf)?;
     // Stripped of .symtab: the exported PyGC_Collect still leads to the collector.
-    let (symbol, from_exports) = match symbol_source(&elf, &interp) {
-        Some(s) => (Some(s), None),
-        None => match export_source(&elf) {
-            Ok(s) => (Some(s), None),
-            Err(why) => (None, Some(why)),
-        },
+    let (symbol, why) = match symbol_source(elf, &interp).map(Ok).unwrap_or_else(|| export_source(elf)) {
+        Ok(s) => (Some(s), String::new()),
+        Err(why) => (None, why),
     };
-    let why = from_exports.unwrap_or_default();
     let (source, begin_arg, end_arg) = match (choice, usdt, symbol) {
         (ProbeChoice::Auto | ProbeChoice::Usdt, Some(s), _) => s,
         (ProbeChoice::Auto | ProbeChoice::Uprobe, _, Some(s)) => s,
@@ -176,17 +210,12 @@ pub fn resolve(pid: i32, choice: ProbeChoice) -> Result<AttachPlan> {
             if elf.has_symtab() { "" } else { " (it has no .symtab at all: stripped)" }
         ),
     };
-    let bias = file.base.wrapping_sub(elf.first_load_address() & !0xfff);
-    Ok(AttachPlan {
-        pid,
-        gc: GcLocator::new(&interp, bias),
+    Ok(Build {
         interpreter: interp,
-        file: file.path,
-        open_path: file.open_path,
         source,
         begin_arg,
         end_arg,
-        bias,
+        first_load_address: elf.first_load_address(),
     })
 }
 

@@ -15,6 +15,8 @@ pub struct MappedFile {
     pub open_path: PathBuf,
     /// Start of the mapping of file offset 0.
     pub base: u64,
+    /// (device, inode): the same file whatever path or namespace names it.
+    pub dev: (i32, i32),
     pub inode: u64,
 }
 
@@ -57,6 +59,7 @@ pub fn mapped_files(process: &Process) -> Result<Vec<MappedFile>> {
                 map.address.0, map.address.1
             )),
             base: map.address.0,
+            dev: map.dev,
             inode: map.inode,
         });
     }

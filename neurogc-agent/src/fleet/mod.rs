@@ -1,0 +1,430 @@
+//! Fleet mode: every CPython process on the host, observed by one agent. The kernel half is
+//! loaded once; each process is a session (its own perf events, its `TARGETS` entry, its
+//! decoder and numbers), found at start by a /proc scan, at its exec by a raw tracepoint, and by
+//! a periodic scan as a backstop. Events are routed to sessions by PID. A process that cannot be
+//! observed is that process's error: reported once, then left alone until it execs again.
+//!
+//! Resolving a process (reading its maps, parsing ELF files) runs on tokio's blocking pool, never
+//! on the loop that drains the ring buffer; arming (a few perf_event_open calls) runs on it.
+pub mod discover;
+pub mod stats;
+
+use std::{
+    collections::{HashMap, HashSet},
+    os::fd::{AsFd, AsRawFd, OwnedFd, RawFd},
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result};
+use aya::maps::{MapData, RingBuf};
+use neurogc_common::ExecEvent;
+use neurogc_trace::Collection;
+use tokio::{
+    signal::unix::{SignalKind, signal},
+    sync::mpsc,
+};
+
+use self::{
+    discover::{BuildCache, Filter, Identity, Resolution},
+    stats::Stats,
+};
+use crate::{
+    events::{self, Clock},
+    probes::{Armed, Kernel},
+    session::Decoder,
+    target::AttachPlan,
+    wait::{PidFd, pidfd_open, readable, stop_signals},
+};
+
+pub struct Options {
+    pub filter: Filter,
+    pub max_targets: usize,
+    pub duration: Option<Duration>,
+    pub interval: Duration,
+}
+
+/// How often /proc is scanned for processes the exec tracepoint could not have seen (those
+/// that exec'd before the agent started are found by the first scan).
+const SCAN_PERIOD: Duration = Duration::from_secs(2);
+const DRAIN_PERIOD: Duration = Duration::from_millis(100);
+
+/// One observed process, as sinks see it.
+pub struct Target {
+    pub who: Identity,
+    /// `3.11.7`, or `3.9` where the build does not say its micro version.
+    pub python: String,
+    pub stats: Stats,
+}
+
+/// Where fleet sessions' numbers go: the Prometheus exporter, the live view, the log.
+pub trait Sink {
+    fn attached(&mut self, _t: &Target) {}
+    fn collection(&mut self, _t: &Target, _c: &Collection) {}
+    /// A window closed for every target.
+    fn window(&mut self, _targets: &[&Target], _lost: u64) -> Result<()> {
+        Ok(())
+    }
+    fn gone(&mut self, _t: &Target) {}
+}
+
+struct Session {
+    /// Tells this session's exit notification from an earlier one's for the same PID.
+    id: u64,
+    target: Target,
+    armed: Option<Armed>,
+    dec: Decoder,
+    /// Its first window has not closed yet: a process caught at exec may still be starting.
+    starting: bool,
+    exit_watch: tokio::task::JoinHandle<()>,
+}
+
+struct Resolved {
+    who: Identity,
+    at_exec: bool,
+    result: Resolution,
+}
+
+/// Why the loop stopped.
+enum Stop {
+    Duration,
+    Signal(&'static str),
+    Asked,
+}
+
+struct Fleet {
+    kernel: Kernel,
+    opts: Options,
+    clock: Clock,
+    sessions: HashMap<i32, Session>,
+    next_id: u64,
+    /// PIDs being resolved on the blocking pool.
+    resolving: HashSet<i32>,
+    /// Processes looked at and left alone (not Python, filtered out, refused), by PID and start
+    /// time: never looked at again until they exec.
+    settled: HashMap<i32, u64>,
+    cache: BuildCache,
+    full_reported: bool,
+    resolved_tx: mpsc::UnboundedSender<Resolved>,
+    exit_tx: mpsc::UnboundedSender<(i32, u64)>,
+    sinks: Vec<Box<dyn Sink>>,
+    window_opened: Instant,
+    own_pid: i32,
+}
+
+/// A duplicate of a ring buffer's fd, for tokio to wait on while the map itself stays with its
+/// owner (the same open file: readiness is shared).
+struct RingFd(OwnedFd);
+impl AsRawFd for RingFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+}
+
+fn ring_fd(ring: &RingBuf<MapData>) -> Result<RingFd> {
+    Ok(RingFd(ring.as_fd().try_clone_to_owned().context("duplicating a ring buffer fd")?))
+}
+
+/// `quit`: resolves when a sink asks the agent to stop (the live view's `q`).
+pub async fn run(
+    opts: Options,
+    sinks: Vec<Box<dyn Sink>>,
+    mut quit: mpsc::UnboundedReceiver<()>,
+) -> Result<()> {
+    let mut kernel = Kernel::load()?;
+    let mut execs = kernel.watch_execs()?;
+    let ring = readable(ring_fd(&kernel.ring)?)?;
+    let exec_ready = readable(ring_fd(&execs)?)?;
+    let (resolved_tx, mut resolved_rx) = mpsc::unbounded_channel();
+    let (exit_tx, mut exit_rx) = mpsc::unbounded_channel();
+    let interval = opts.interval;
+    let duration = opts.duration;
+    let mut fleet = Fleet {
+        kernel,
+        opts,
+        clock: Clock::new(),
+        sessions: HashMap::new(),
+        next_id: 0,
+        resolving: HashSet::new(),
+        settled: HashMap::new(),
+        cache: BuildCache::default(),
+        full_reported: false,
+        resolved_tx,
+        exit_tx,
+        sinks,
+        window_opened: Instant::now(),
+        own_pid: std::process::id() as i32,
+    };
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+    nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_UNBLOCK, Some(&stop_signals()), None)?;
+    fleet.scan();
+    let mut drain_timer = tokio::time::interval(DRAIN_PERIOD);
+    let mut window = tokio::time::interval(interval);
+    window.tick().await;
+    let mut scan = tokio::time::interval(SCAN_PERIOD);
+    scan.tick().await;
+    let deadline = tokio::time::sleep(duration.unwrap_or(Duration::from_secs(u64::MAX / 4)));
+    tokio::pin!(deadline);
+    let stop = loop {
+        let step: Result<()> = tokio::select! {
+            guard = ring.readable() => {
+                let mut guard = guard?;
+                fleet.drain();
+                guard.clear_ready();
+                Ok(())
+            }
+            guard = exec_ready.readable() => {
+                let mut guard = guard?;
+                let pids: Vec<u32> = std::iter::from_fn(|| execs.next().map(|item| read_exec(&item))).flatten().collect();
+                guard.clear_ready();
+                for pid in pids {
+                    fleet.exec(pid as i32);
+                }
+                Ok(())
+            }
+            _ = drain_timer.tick() => { fleet.drain(); Ok(()) }
+            _ = window.tick() => fleet.window(),
+            _ = scan.tick() => { fleet.scan(); Ok(()) }
+            Some(resolved) = resolved_rx.recv() => { fleet.arm(resolved); Ok(()) }
+            Some((pid, id)) = exit_rx.recv() => { fleet.exited(pid, id); Ok(()) }
+            Some(()) = quit.recv() => break Stop::Asked,
+            _ = sigint.recv() => break Stop::Signal("SIGINT"),
+            _ = sigterm.recv() => break Stop::Signal("SIGTERM"),
+            _ = sighup.recv() => break Stop::Signal("SIGHUP"),
+            _ = &mut deadline, if duration.is_some() => break Stop::Duration,
+        };
+        if let Err(err) = step {
+            fleet.detach_all();
+            return Err(err);
+        }
+    };
+    fleet.drain();
+    let n = fleet.sessions.len();
+    fleet.detach_all();
+    let why = match stop {
+        Stop::Duration => "duration",
+        Stop::Signal(s) => s,
+        Stop::Asked => "quit",
+    };
+    tracing::info!("fleet stopped ({why}): detached from {n} processes, {} events lost", fleet.kernel.lost());
+    Ok(())
+}
+
+fn read_exec(item: &[u8]) -> Option<u32> {
+    // SAFETY: length checked; every bit pattern is a valid ExecEvent.
+    (item.len() >= std::mem::size_of::<ExecEvent>())
+        .then(|| unsafe { std::ptr::read_unaligned(item.as_ptr().cast::<ExecEvent>()) }.pid)
+}
+
+impl Fleet {
+    fn scan(&mut self) {
+        for pid in discover::all_pids() {
+            self.consider(pid, false);
+        }
+    }
+
+    /// A process called execve: whatever it was, it is a new program now.
+    fn exec(&mut self, pid: i32) {
+        if self.sessions.contains_key(&pid) {
+            // The kernel already dropped its TARGETS entry at the exec.
+            self.drain();
+            self.detach(pid, "exec'd a new program");
+        }
+        self.settled.remove(&pid);
+        self.consider(pid, true);
+    }
+
+    fn consider(&mut self, pid: i32, at_exec: bool) {
+        if pid == self.own_pid || self.sessions.contains_key(&pid) || self.resolving.contains(&pid) {
+            return;
+        }
+        let Some(who) = Identity::read(pid) else { return };
+        if self.settled.get(&pid) == Some(&who.start) {
+            return;
+        }
+        if !self.opts.filter.admits(&who) {
+            self.settled.insert(pid, who.start);
+            return;
+        }
+        if self.sessions.len() + self.resolving.len() >= self.opts.max_targets {
+            if !self.full_reported {
+                tracing::warn!(
+                    "--max-targets {} reached: further Python processes are not observed until some exit",
+                    self.opts.max_targets
+                );
+                self.full_reported = true;
+            }
+            return;
+        }
+        self.resolving.insert(pid);
+        let (cache, tx) = (self.cache.clone(), self.resolved_tx.clone());
+        tokio::task::spawn_blocking(move || {
+            let result = cache.resolve(pid, at_exec);
+            let _ = tx.send(Resolved { who, at_exec, result });
+        });
+    }
+
+    fn arm(&mut self, r: Resolved) {
+        let pid = r.who.pid;
+        self.resolving.remove(&pid);
+        // Gone, or replaced by another process with the same PID, while it was being resolved.
+        if Identity::read(pid).is_none_or(|now| now.start != r.who.start) {
+            return;
+        }
+        let plan = match r.result {
+            Resolution::Plan(plan) => plan,
+            Resolution::NotPython => {
+                self.settled.insert(pid, r.who.start);
+                return;
+            }
+            Resolution::Unreadable(why) => {
+                tracing::debug!("not looking at {pid} ({}): {why}", r.who.comm);
+                self.settled.insert(pid, r.who.start);
+                return;
+            }
+            Resolution::Refused(why) => return self.refuse(&r.who, &why),
+        };
+        if let Err(err) = self.start(&r.who, plan, r.at_exec) {
+            // A process that exited meanwhile is not an error.
+            if crate::target::process::exists(pid) {
+                self.refuse(&r.who, &format!("{err:#}"));
+            }
+        }
+    }
+
+    fn refuse(&mut self, who: &Identity, why: &str) {
+        tracing::warn!("not observing {} ({}): {why}", who.pid, who.comm);
+        self.settled.insert(who.pid, who.start);
+    }
+
+    fn start(&mut self, who: &Identity, plan: AttachPlan, at_exec: bool) -> Result<()> {
+        let pid = plan.pid;
+        // The pidfd first: from here on the PID cannot name another process unnoticed.
+        let pidfd = readable(PidFd(pidfd_open(pid)?))?;
+        let armed = self.kernel.arm(&plan)?;
+        self.next_id += 1;
+        let id = self.next_id;
+        let exit_tx = self.exit_tx.clone();
+        let exit_watch = tokio::spawn(async move {
+            let _ = pidfd.readable().await;
+            let _ = exit_tx.send((pid, id));
+        });
+        tracing::info!(
+            "observing {pid} ({}) · CPython {} · {} in {}{}",
+            who.comm,
+            plan.interpreter.version,
+            plan.source,
+            plan.file.display(),
+            if who.container_id.is_empty() {
+                String::new()
+            } else {
+                format!(" · container {:.12}", who.container_id)
+            }
+        );
+        let session = Session {
+            id,
+            target: Target {
+                who: who.clone(),
+                python: plan.interpreter.version.to_string(),
+                stats: Stats::default(),
+            },
+            armed: Some(armed),
+            dec: Decoder::new(pid, plan.gc, !at_exec),
+            starting: at_exec,
+            exit_watch,
+        };
+        for sink in &mut self.sinks {
+            sink.attached(&session.target);
+        }
+        self.sessions.insert(pid, session);
+        Ok(())
+    }
+
+    /// Routes every waiting event to its process's session.
+    fn drain(&mut self) {
+        let mut received: HashSet<i32> = HashSet::new();
+        while let Some(item) = self.kernel.ring.next() {
+            let Some(ev) = events::read(&item) else { continue };
+            if let Some(s) = self.sessions.get_mut(&(ev.pid as i32)) {
+                s.dec.push(ev);
+                received.insert(ev.pid as i32);
+            }
+        }
+        for pid in received {
+            let Some(s) = self.sessions.get_mut(&pid) else { continue };
+            if s.dec.settle(true) {
+                release(s, &self.clock, &mut self.sinks);
+            }
+        }
+    }
+
+    fn window(&mut self) -> Result<()> {
+        self.drain();
+        let seconds = self.window_opened.elapsed().as_secs_f64();
+        self.window_opened = Instant::now();
+        for (pid, s) in &mut self.sessions {
+            if s.starting {
+                s.dec.assume_started();
+                s.starting = false;
+            }
+            if s.dec.retry() {
+                release(s, &self.clock, &mut self.sinks);
+            }
+            let thresholds = s.dec.gc.state().and_then(|g| g.read_settings(*pid).ok()).map(|g| g.thresholds);
+            s.target.stats.close_window(seconds, thresholds);
+        }
+        let targets: Vec<&Target> = self.sessions.values().map(|s| &s.target).collect();
+        let lost = self.kernel.lost();
+        for sink in &mut self.sinks {
+            sink.window(&targets, lost)?;
+        }
+        if self.sessions.len() < self.opts.max_targets {
+            self.full_reported = false;
+        }
+        Ok(())
+    }
+
+    fn exited(&mut self, pid: i32, id: u64) {
+        if self.sessions.get(&pid).is_some_and(|s| s.id == id) {
+            // Its last collections are in the ring already: count them before it goes.
+            self.drain();
+            self.detach(pid, "exited");
+        }
+    }
+
+    fn detach(&mut self, pid: i32, why: &str) {
+        let Some(mut s) = self.sessions.remove(&pid) else { return };
+        if s.dec.holding() {
+            release(&mut s, &self.clock, &mut self.sinks);
+        }
+        s.exit_watch.abort();
+        if let Some(armed) = s.armed.take() {
+            self.kernel.disarm(armed);
+        }
+        tracing::info!(
+            "{pid} ({}) {why}: {} collections observed",
+            s.target.who.comm,
+            s.target.stats.collections
+        );
+        for sink in &mut self.sinks {
+            sink.gone(&s.target);
+        }
+    }
+
+    fn detach_all(&mut self) {
+        let pids: Vec<i32> = self.sessions.keys().copied().collect();
+        for pid in pids {
+            self.detach(pid, "detached");
+        }
+    }
+}
+
+fn release(s: &mut Session, clock: &Clock, sinks: &mut [Box<dyn Sink>]) {
+    for c in s.dec.release(clock) {
+        s.target.stats.record(&c);
+        for sink in sinks.iter_mut() {
+            sink.collection(&s.target, &c);
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! One fleet target's numbers, as every sink reads them: totals since attach, the last window,
+//! and a short history of its GC share.
+use std::collections::VecDeque;
+
+use hdrhistogram::Histogram;
+use neurogc_trace::Collection;
+
+/// Windows of GC-share history kept (the live view's sparkline).
+pub const HISTORY: usize = 120;
+
+pub struct Stats {
+    pub collections: u64,
+    /// Pauses since attach, 1 µs to 100 s at 2 significant digits (≈ 10 KiB: a fleet holds
+    /// hundreds of these).
+    pub pauses: Histogram<u32>,
+    window_collections: u64,
+    window_pause_ns: u64,
+    /// Last closed window: share of wall time in GC, and collections per second.
+    pub gc_share: f64,
+    pub per_s: f64,
+    /// GC share of each window, oldest first, in per-mille (what the sparkline draws).
+    pub history: VecDeque<u64>,
+    pub thresholds: Option<[i32; 3]>,
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Stats {
+            collections: 0,
+            pauses: Histogram::new_with_bounds(1, 100_000_000, 2).expect("valid histogram"),
+            window_collections: 0,
+            window_pause_ns: 0,
+            gc_share: 0.0,
+            per_s: 0.0,
+            history: VecDeque::with_capacity(HISTORY),
+            thresholds: None,
+        }
+    }
+}
+
+impl Stats {
+    pub fn record(&mut self, c: &Collection) {
+        self.collections += 1;
+        self.window_collections += 1;
+        self.window_pause_ns += c.duration_ns;
+        self.pauses.saturating_record((c.duration_ns / 1000).max(1));
+    }
+
+    pub fn close_window(&mut self, seconds: f64, thresholds: Option<[i32; 3]>) {
+        let seconds = seconds.max(1e-3);
+        self.gc_share = (self.window_pause_ns as f64 / 1e9 / seconds).min(1.0);
+        self.per_s = self.window_collections as f64 / seconds;
+        (self.window_collections, self.window_pause_ns) = (0, 0);
+        if self.history.len() == HISTORY {
+            self.history.pop_front();
+        }
+        self.history.push_back((self.gc_share * 1000.0).round() as u64);
+        self.thresholds = thresholds.or(self.thresholds);
+    }
+
+    /// p99 pause since attach, µs (0 before the first collection).
+    pub fn p99_us(&self) -> u64 {
+        if self.collections == 0 { 0 } else { self.pauses.value_at_quantile(0.99) }
+    }
+}

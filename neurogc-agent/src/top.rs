@@ -1,0 +1,240 @@
+//! `neurogc-agent top`: the fleet's live view, in the spirit of bpftop and `py-spy top`. One row
+//! per Python process, sorted by GC share, pause p99 or collections/s, with a history of its GC
+//! share; the top process's history is drawn large below. ratatui draws on the alternate screen
+//! and only sends what changed between frames, so nothing flickers. Fits 80 columns.
+use std::{
+    io::{self, Stdout},
+    sync::{
+        Arc,
+        atomic::{AtomicU8, Ordering},
+    },
+};
+
+use anyhow::{Context, Result};
+use crossterm::{
+    event::{self, Event, KeyCode, KeyEventKind, KeyModifiers},
+    execute,
+    terminal::{EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode},
+};
+use ratatui::{
+    Terminal,
+    backend::{Backend, CrosstermBackend},
+    layout::{Constraint, Layout},
+    style::{Modifier, Style},
+    text::Line,
+    widgets::{Block, Borders, Cell, Row, Sparkline, Table},
+};
+use tokio::sync::mpsc;
+
+use crate::fleet::{Sink, Target};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sort {
+    Share,
+    P99,
+    Rate,
+}
+
+impl Sort {
+    const ALL: [Sort; 3] = [Sort::Share, Sort::P99, Sort::Rate];
+
+    fn name(self) -> &'static str {
+        match self {
+            Sort::Share => "GC share",
+            Sort::P99 => "pause p99",
+            Sort::Rate => "collections/s",
+        }
+    }
+
+    fn key(self, t: &Target) -> f64 {
+        match self {
+            Sort::Share => t.stats.gc_share,
+            Sort::P99 => t.stats.p99_us() as f64,
+            Sort::Rate => t.stats.per_s,
+        }
+    }
+}
+
+pub struct Top<B: Backend> {
+    terminal: Terminal<B>,
+    /// Index into `Sort::ALL`, changed by the key thread.
+    sort: Arc<AtomicU8>,
+}
+
+impl Top<CrosstermBackend<Stdout>> {
+    /// Takes over the terminal; `quit` is told when q, Esc or Ctrl-C is pressed.
+    pub fn start(sort: Sort, quit: mpsc::UnboundedSender<()>) -> Result<Self> {
+        anyhow::ensure!(
+            io::IsTerminal::is_terminal(&io::stdout()),
+            crate::error::UserError(
+                "top draws on a terminal: run it in one (for scripts use `fleet --metrics-addr`)".into()
+            )
+        );
+        enable_raw_mode().context("switching the terminal to raw mode")?;
+        execute!(io::stdout(), EnterAlternateScreen)?;
+        let terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+        let sort = Arc::new(AtomicU8::new(Sort::ALL.iter().position(|s| *s == sort).unwrap_or(0) as u8));
+        let keys = Arc::clone(&sort);
+        std::thread::Builder::new().name("keys".into()).spawn(move || {
+            while let Ok(ev) = event::read() {
+                let Event::Key(k) = ev else { continue };
+                if k.kind != KeyEventKind::Press {
+                    continue;
+                }
+                match k.code {
+                    KeyCode::Char('q') | KeyCode::Esc => break,
+                    KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => break,
+                    KeyCode::Char('s') => {
+                        let next = (keys.load(Ordering::Relaxed) + 1) % Sort::ALL.len() as u8;
+                        keys.store(next, Ordering::Relaxed);
+                    }
+                    _ => {}
+                }
+            }
+            let _ = quit.send(());
+        })?;
+        let mut top = Top { terminal, sort };
+        top.draw(&[], 0)?;
+        Ok(top)
+    }
+}
+
+impl<B: Backend> Drop for Top<B> {
+    fn drop(&mut self) {
+        let _ = disable_raw_mode();
+        let _ = execute!(io::stdout(), LeaveAlternateScreen);
+        let _ = self.terminal.show_cursor();
+    }
+}
+
+const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+/// The last `width` values as bars, scaled to the largest of them.
+fn bars(history: impl DoubleEndedIterator<Item = u64> + ExactSizeIterator, width: usize) -> String {
+    let last: Vec<u64> = history.rev().take(width).collect();
+    let top = last.iter().copied().max().unwrap_or(0).max(1);
+    last.iter().rev().map(|&v| if v == 0 { ' ' } else { BARS[((v * 7) / top) as usize] }).collect()
+}
+
+fn pause(us: u64) -> String {
+    match us {
+        0 => "-".into(),
+        1..=9_999 => format!("{us}µs"),
+        10_000..=9_999_999 => format!("{:.1}ms", us as f64 / 1e3),
+        _ => format!("{:.2}s", us as f64 / 1e6),
+    }
+}
+
+impl<B: Backend> Top<B> {
+    fn draw(&mut self, targets: &[&Target], lost: u64) -> Result<()> {
+        let sort = Sort::ALL[self.sort.load(Ordering::Relaxed) as usize % Sort::ALL.len()];
+        let mut rows: Vec<&Target> = targets.to_vec();
+        rows.sort_by(|a, b| sort.key(b).total_cmp(&sort.key(a)).then(a.who.pid.cmp(&b.who.pid)));
+        self.terminal.draw(|f| {
+            let [head, table, chart] =
+                Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(6)]).areas(f.area());
+            let total: f64 = rows.iter().map(|t| t.stats.per_s).sum();
+            f.render_widget(
+                Line::from(format!(
+                    "neurogc top · {} Python processes · {total:.0} collections/s · lost {lost} · by {} · s sort · q quit",
+                    rows.len(),
+                    sort.name()
+                ))
+                .style(Style::new().add_modifier(Modifier::BOLD)),
+                head,
+            );
+            const WIDTHS: [u16; 7] = [7, 15, 7, 6, 8, 8, 20];
+            let history_width = (table.width as usize).saturating_sub(WIDTHS[..6].iter().sum::<u16>() as usize + 8).max(4);
+            let body = rows.iter().map(|t| {
+                Row::new([
+                    Cell::from(t.who.pid.to_string()),
+                    Cell::from(t.who.comm.clone()),
+                    Cell::from(t.python.clone()),
+                    Cell::from(format!("{:.1}%", t.stats.gc_share * 100.0)),
+                    Cell::from(pause(t.stats.p99_us())),
+                    Cell::from(format!("{:.0}", t.stats.per_s)),
+                    Cell::from(bars(t.stats.history.iter().copied(), history_width)),
+                ])
+            });
+            let header = Row::new(["PID", "COMMAND", "PYTHON", "GC%", "P99", "COLL/S", "GC SHARE HISTORY"])
+                .style(Style::new().add_modifier(Modifier::REVERSED));
+            let widths = WIDTHS.map(|w| Constraint::Length(w));
+            let mut widths = widths.to_vec();
+            widths[6] = Constraint::Min(4);
+            f.render_widget(Table::new(body, widths).header(header), table);
+            let (title, data): (String, Vec<u64>) = match rows.first() {
+                Some(t) => (
+                    format!(" {} ({}): GC share per window, ‰ ", t.who.pid, t.who.comm),
+                    t.stats.history.iter().copied().collect(),
+                ),
+                None => (" no Python process observed yet ".into(), Vec::new()),
+            };
+            let start = data.len().saturating_sub(chart.width.saturating_sub(2) as usize);
+            f.render_widget(
+                Sparkline::default().block(Block::new().borders(Borders::TOP).title(title)).data(&data[start..]),
+                chart,
+            );
+        })?;
+        Ok(())
+    }
+}
+
+impl<B: Backend> Sink for Top<B> {
+    fn window(&mut self, targets: &[&Target], lost: u64) -> Result<()> {
+        self.draw(targets, lost)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::backend::TestBackend;
+
+    use super::*;
+    use crate::fleet::{discover::Identity, stats::Stats};
+
+    fn target(pid: i32, comm: &str, share: f64, per_s: f64) -> Target {
+        let mut stats = Stats::default();
+        stats.gc_share = share;
+        stats.per_s = per_s;
+        stats.history.extend([0, 10, 50, 100, (share * 1000.0) as u64]);
+        Target {
+            who: Identity { pid, comm: comm.into(), ..Default::default() },
+            python: "3.11.7".into(),
+            stats,
+        }
+    }
+
+    fn screen(top: &Top<TestBackend>) -> Vec<String> {
+        let buf = top.terminal.backend().buffer();
+        (0..buf.area.height)
+            .map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect::<String>())
+            .collect()
+    }
+
+    #[test]
+    fn rows_sorted_by_the_chosen_key_within_80_columns() {
+        let mut top =
+            Top { terminal: Terminal::new(TestBackend::new(80, 24)).unwrap(), sort: Arc::default() };
+        let (a, b) = (target(101, "worker-a", 0.05, 900.0), target(202, "worker-b", 0.20, 10.0));
+        top.draw(&[&a, &b], 0).unwrap();
+        let lines = screen(&top);
+        let row = |pid: &str| lines.iter().position(|l| l.trim_start().starts_with(pid)).unwrap();
+        assert!(row("202") < row("101"), "GC share sorts 202 first:\n{}", lines.join("\n"));
+        assert!(lines[0].contains("2 Python processes"), "{}", lines[0]);
+        assert!(lines.iter().any(|l| l.contains("20.0%")));
+        assert!(lines.iter().any(|l| l.contains('█')), "a history is drawn");
+        top.sort.store(2, Ordering::Relaxed);
+        top.draw(&[&a, &b], 0).unwrap();
+        let lines = screen(&top);
+        let row = |pid: &str| lines.iter().position(|l| l.trim_start().starts_with(pid)).unwrap();
+        assert!(row("101") < row("202"), "collections/s sorts 101 first");
+    }
+
+    #[test]
+    fn pauses_in_readable_units() {
+        assert_eq!(pause(0), "-");
+        assert_eq!(pause(85), "85µs");
+        assert_eq!(pause(12_500), "12.5ms");
+        assert_eq!(pause(2_500_000), "2.50s");
+    }
+}

@@ -1,0 +1,44 @@
+//! What the agent's loops wait on: a process's exit (pidfd), a ring buffer's fd, stop signals.
+use std::{
+    io,
+    os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd},
+};
+
+use anyhow::Result;
+use tokio::io::{Interest, unix::AsyncFd};
+
+/// Blocks SIGINT, SIGTERM and SIGHUP until the loop installs its handlers ([`run`] unblocks
+/// them): a signal that arrives while the agent prepares is acted on, in order, not fatal.
+pub fn hold_stop_signals() -> Result<()> {
+    nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_BLOCK, Some(&stop_signals()), None)?;
+    Ok(())
+}
+
+pub fn stop_signals() -> nix::sys::signal::SigSet {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut set = SigSet::empty();
+    for sig in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        set.add(sig);
+    }
+    set
+}
+
+pub fn pidfd_open(pid: i32) -> Result<OwnedFd> {
+    // SAFETY: plain syscall; the fd is owned from here on.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    anyhow::ensure!(fd >= 0, "pidfd_open({pid}): {}", io::Error::last_os_error());
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Registers an fd we own for read readiness.
+pub fn readable<T: AsRawFd>(inner: T) -> Result<AsyncFd<T>> {
+    // SAFETY: both wrappers own their fd for as long as the AsyncFd lives and always return it.
+    unsafe { AsyncFd::register_with_interest(inner, Interest::READABLE) }.map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+pub struct PidFd(pub OwnedFd);
+impl AsRawFd for PidFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+}

@@ -1,0 +1,395 @@
+//! Fleet mode against real processes and a real Prometheus: a Debian build (USDT), a Debian
+//! build in a chroot with its own pid and mount namespaces, and a build stripped of `.symtab`
+//! and USDT started after the agent — all found, each counted exactly as its own gc.callbacks
+//! counts, scraped by Prometheus (Debian's package, started here on loopback) and queried through
+//! its HTTP API; an exited process's series go; an agent restart duplicates no series.
+mod common;
+
+use std::{
+    collections::BTreeMap,
+    io::{Read, Write},
+    net::TcpStream,
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use common::*;
+use serde_json::Value;
+
+/// A cgroup named the way containerd names a container's, so that the agent reads a container
+/// id off it; only the test's own processes live in it (`--include container=ID`).
+struct Cgroup {
+    path: PathBuf,
+    parent: PathBuf,
+    id: String,
+}
+
+impl Cgroup {
+    fn new() -> Cgroup {
+        let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+        let root = mounts
+            .lines()
+            .find_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.get(2) == Some(&"cgroup2")).then(|| PathBuf::from(f[1]))
+            })
+            .expect("a cgroup2 mount");
+        let id =
+            format!("{:016x}", u64::from(std::process::id()).wrapping_mul(0x9e37_79b9_7f4a_7c15)).repeat(4);
+        let parent = root.join(format!("neurogc-fleet-test-{}", std::process::id()));
+        let path = parent.join(format!("cri-containerd-{id}.scope"));
+        std::fs::create_dir_all(&path).unwrap();
+        Cgroup { path, parent, id }
+    }
+
+    /// `argv` started inside this cgroup (it joins before exec, so it is there from its first
+    /// instruction).
+    fn spawn(&self, argv: &[String], env: &[(&str, &str)]) -> Child {
+        use std::os::unix::process::CommandExt;
+        let procs = self.path.join("cgroup.procs");
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..]).envs(env.iter().copied()).stdin(Stdio::piped()).stdout(Stdio::piped());
+        // SAFETY: only async-signal-safe work between fork and exec (open, write, close).
+        unsafe {
+            cmd.pre_exec(move || std::fs::write(&procs, b"0"));
+        }
+        cmd.spawn().unwrap_or_else(|e| panic!("spawning {argv:?}: {e}"))
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.path);
+        let _ = std::fs::remove_dir(&self.parent);
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn http_get(port: u16, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.1 200").then(|| body.to_owned())
+}
+
+/// `name{labels} value` lines of an exposition, as (name, labels, value).
+fn samples(text: &str) -> Vec<(String, BTreeMap<String, String>, f64)> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| {
+            let (series, value) = l.rsplit_once(' ')?;
+            let (name, labels) = series.split_once('{').unwrap_or((series, "}"));
+            let labels = labels
+                .trim_end_matches('}')
+                .split(',')
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (k.to_owned(), v.trim_matches('"').to_owned()))
+                .collect();
+            Some((name.to_owned(), labels, value.parse().ok()?))
+        })
+        .collect()
+}
+
+/// The agent's own value of `name` for `pid` and generation `g`.
+fn agent_value(port: u16, name: &str, pid: i32, g: usize) -> Option<f64> {
+    let text = http_get(port, "/metrics")?;
+    samples(&text).into_iter().find_map(|(n, l, v)| {
+        (n == name && l.get("pid") == Some(&pid.to_string()) && l.get("generation") == Some(&g.to_string()))
+            .then_some(v)
+    })
+}
+
+fn agent_counts(port: u16, pid: i32) -> Option<[f64; 3]> {
+    let mut out = [0.0; 3];
+    for (g, slot) in out.iter_mut().enumerate() {
+        *slot = agent_value(port, "cpython_gc_collections_total", pid, g)?;
+    }
+    Some(out)
+}
+
+fn wait_until<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "{what}: not within {secs}s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+struct Prometheus {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl Prometheus {
+    fn start(target_port: u16) -> Prometheus {
+        let dir = std::env::temp_dir().join(format!("neurogc-prometheus-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  - job_name: neurogc\n    static_configs:\n      - targets: ['127.0.0.1:{target_port}']\n"
+            ),
+        )
+        .unwrap();
+        let port = free_port();
+        let child = Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("log")).unwrap())
+            .spawn()
+            .expect("prometheus (Debian's package; .ci/run installs it)");
+        wait_until(30, "prometheus ready", || http_get(port, "/-/ready"));
+        Prometheus { child, port, dir }
+    }
+
+    /// An instant query's result vector: (labels, value).
+    fn query(&self, q: &str) -> Vec<(BTreeMap<String, String>, f64)> {
+        let enc: String = q
+            .bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' | b'-' => (b as char).to_string(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let body = http_get(self.port, &format!("/api/v1/query?query={enc}")).expect("prometheus query");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["status"], "success", "{q}: {v}");
+        v["data"]["result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let labels = r["metric"]
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned()))
+                    .collect();
+                (labels, r["value"][1].as_str().unwrap().parse().unwrap())
+            })
+            .collect()
+    }
+
+    /// Waits until Prometheus's latest sample of `q` equals `want` (it scrapes every second).
+    fn wait_value(&self, q: &str, want: f64, what: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let got = self.query(q);
+            if got.len() == 1 && got[0].1 == want {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{what}: Prometheus has {got:?} for {q}, the agent {want}");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// One workload (cycles.py --wait): its host PID, its stdin, its lines.
+struct Workload {
+    name: String,
+    child: Child,
+    pid: i32,
+    out: Lines,
+}
+
+impl Workload {
+    fn start(
+        cg: &Cgroup,
+        name: &str,
+        argv: Vec<String>,
+        env: &[(&str, &str)],
+        in_container: bool,
+    ) -> Workload {
+        let mut child = cg.spawn(&argv, env);
+        let mut out = Lines::new(child.stdout.take().unwrap());
+        out.wait_for("ready", 30, name);
+        let pid = if in_container {
+            let p = child.id() as i32;
+            std::fs::read_to_string(format!("/proc/{p}/task/{p}/children"))
+                .unwrap()
+                .split_whitespace()
+                .next()
+                .expect("unshare's child")
+                .parse()
+                .unwrap()
+        } else {
+            child.id() as i32
+        };
+        Workload { name: name.to_owned(), child, pid, out }
+    }
+
+    /// Lets it run, then returns its own report (it lingers afterwards, collecting nothing).
+    fn run(&mut self) -> Value {
+        writeln!(self.child.stdin.as_mut().unwrap(), "go").unwrap();
+        let line = self.out.wait_for("baseline_collections", 60, &self.name);
+        serde_json::from_str(&line).unwrap()
+    }
+}
+
+impl Drop for Workload {
+    fn drop(&mut self) {
+        kill(&mut self.child);
+        // unshare --kill-child takes its child along.
+    }
+}
+
+fn start_agent(agent_port: u16, cg: &Cgroup) -> (Child, Lines) {
+    let mut child = agent()
+        .args(["fleet", "--metrics-addr", &format!("127.0.0.1:{agent_port}"), "--interval", "0.5"])
+        .args(["--include", &format!("container={}", cg.id)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = Lines::new(child.stderr.take().unwrap());
+    (child, err)
+}
+
+fn workload_args() -> Vec<&'static str> {
+    vec!["--wait", "--iterations", "60000", "--manual", "5000", "--linger", "120"]
+}
+
+#[test]
+fn fleet_finds_every_python_counts_each_exactly_and_prometheus_scrapes_it() {
+    let m = manifest();
+    let cg = Cgroup::new();
+    let debian = python("debian-bookworm-3.11");
+    let chrooted = python("debian-trixie-3.13");
+    let stripped = &m["stripped"];
+    assert!(!stripped.is_null(), "the manifest has no stripped fixture (pyenv 3.11 missing?)");
+    let args = workload_args();
+
+    // Two processes before the agent: found by its /proc scan.
+    let mut a = Workload::start(&cg, "debian 3.11", debian.command(&args), &[], false);
+    let mut b = Workload::start(
+        &cg,
+        "trixie 3.13 in a pid+mount namespace",
+        chrooted.container_command(&args),
+        &[],
+        true,
+    );
+    let agent_port = free_port();
+    let prometheus = Prometheus::start(agent_port);
+    let (mut agent_child, mut agent_err) = start_agent(agent_port, &cg);
+    for w in [&a, &b] {
+        wait_until(20, &format!("{} attached", w.name), || agent_counts(agent_port, w.pid));
+    }
+    // One after: found at its exec, without USDT or .symtab.
+    let argv: Vec<String> = stripped["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .chain(std::iter::once(repo_root().join("tests/workloads/cycles.py").to_string_lossy().into_owned()))
+        .chain(args.iter().map(|s| s.to_string()))
+        .collect();
+    let env: Vec<(String, String)> = stripped["env"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned()))
+        .collect();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let exec_at = Instant::now();
+    let mut c = Workload::start(&cg, "stripped pyenv 3.11, started after the agent", argv, &env, false);
+    let attached_in = wait_until(10, "the stripped build attached", || {
+        agent_counts(agent_port, c.pid).map(|_| exec_at.elapsed())
+    });
+    eprintln!("stripped build attached {attached_in:?} after its exec");
+
+    let mut errors = Vec::new();
+    for w in [&mut a, &mut b, &mut c] {
+        // The workload waits for "go": nothing collects, so this is the count at "go".
+        let before = agent_counts(agent_port, w.pid).unwrap();
+        let before_collected: Vec<f64> = (0..3)
+            .map(|g| agent_value(agent_port, "cpython_gc_collected_objects_total", w.pid, g).unwrap())
+            .collect();
+        let report = w.run();
+        let want: Vec<f64> = (0..3).map(|g| report["collections"][g].as_f64().unwrap()).collect();
+        let want_collected: Vec<f64> = (0..3).map(|g| report["collected"][g].as_f64().unwrap()).collect();
+        // Everything the workload did is in the ring once it reported: two windows drain it.
+        std::thread::sleep(Duration::from_millis(1200));
+        let after = agent_counts(agent_port, w.pid).unwrap();
+        for g in 0..3 {
+            let seen = after[g] - before[g];
+            let collected = agent_value(agent_port, "cpython_gc_collected_objects_total", w.pid, g).unwrap()
+                - before_collected[g];
+            let hist = agent_value(agent_port, "cpython_gc_duration_seconds_count", w.pid, g).unwrap();
+            if seen != want[g] || collected != want_collected[g] || hist != after[g] {
+                errors.push(format!(
+                    "{}: gen{g}: agent counted {seen} collections ({collected} collected, histogram {hist} of {}), gc.callbacks {} ({})",
+                    w.name, after[g], want[g], want_collected[g]
+                ));
+            }
+            // Prometheus scraped the same: the histogram's count is the workload's own count.
+            let q = format!("cpython_gc_duration_seconds_count{{pid=\"{}\",generation=\"{g}\"}}", w.pid);
+            prometheus.wait_value(&q, after[g], &w.name);
+        }
+        assert!(
+            want[0] > 50.0 && want[2] > 0.0,
+            "{}: too few collections to prove anything: {want:?}",
+            w.name
+        );
+    }
+    // Labels: the container id read off the cgroup, the version, the comm.
+    let series = prometheus.query(&format!("cpython_gc_time_share{{container_id=\"{}\"}}", cg.id));
+    let pids: Vec<String> = series.iter().map(|(l, _)| l["pid"].clone()).collect();
+    for w in [&a, &b, &c] {
+        assert!(pids.contains(&w.pid.to_string()), "{} has no GC share series: {series:?}", w.name);
+    }
+    let versions: Vec<&str> = series.iter().map(|(l, _)| l["python_version"].as_str()).collect();
+    assert!(versions.contains(&"3.11.2") && versions.contains(&"3.11.7"), "{versions:?}");
+    assert!(versions.iter().any(|v| v.starts_with("3.13.")), "{versions:?}");
+    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
+
+    // An exited process's series go, from the agent and then from Prometheus (stale).
+    let gone = a.pid;
+    drop(a);
+    wait_until(10, "the exited process's series dropped by the agent", || {
+        let text = http_get(agent_port, "/metrics")?;
+        (!text.contains(&format!("pid=\"{gone}\""))).then_some(())
+    });
+    wait_until(20, "the exited process's series stale in Prometheus", || {
+        prometheus.query(&format!("cpython_gc_collections_total{{pid=\"{gone}\"}}")).is_empty().then_some(())
+    });
+
+    // A restarted agent exports the same series, once each.
+    signal(agent_child.id(), "-TERM");
+    assert!(wait_exit(&mut agent_child, 20, "agent").success(), "{:?}", agent_err.rest(1));
+    let (mut agent_child, _err) = start_agent(agent_port, &cg);
+    for w in [&b, &c] {
+        wait_until(20, &format!("{} attached again", w.name), || agent_counts(agent_port, w.pid));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let dups = prometheus.query("count by (pid, generation) (cpython_gc_collections_total) > 1");
+    assert!(dups.is_empty(), "duplicate series after a restart: {dups:?}");
+    let per_pid = prometheus
+        .query(&format!("count by (pid) (cpython_gc_collections_total{{container_id=\"{}\"}})", cg.id));
+    assert_eq!(per_pid.len(), 2, "{per_pid:?}");
+    assert!(per_pid.iter().all(|(_, n)| *n == 3.0), "one series per generation: {per_pid:?}");
+    signal(agent_child.id(), "-TERM");
+    wait_exit(&mut agent_child, 20, "agent");
+}
