@@ -133,10 +133,10 @@ impl<B: Backend> Top<B> {
         self.terminal.draw(|f| {
             let [head, table, chart] =
                 Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(6)]).areas(f.area());
-            let total: f64 = rows.iter().map(|t| t.stats.per_s).sum();
+            let total = rows.iter().map(|t| t.stats.per_s).fold(0.0, |a, b| a + b);
             f.render_widget(
                 Line::from(format!(
-                    "neurogc top · {} Python processes · {total:.0} collections/s · lost {lost} · by {} · s sort · q quit",
+                    "neurogc top · {} Python · {total:.0} coll/s · lost {lost} · by {} (s) · q quits",
                     rows.len(),
                     sort.name()
                 ))
@@ -158,7 +158,7 @@ impl<B: Backend> Top<B> {
             });
             let header = Row::new(["PID", "COMMAND", "PYTHON", "GC%", "P99", "COLL/S", "GC SHARE HISTORY"])
                 .style(Style::new().add_modifier(Modifier::REVERSED));
-            let widths = WIDTHS.map(|w| Constraint::Length(w));
+            let widths = WIDTHS.map(Constraint::Length);
             let mut widths = widths.to_vec();
             widths[6] = Constraint::Min(4);
             f.render_widget(Table::new(body, widths).header(header), table);
@@ -220,7 +220,7 @@ mod tests {
         let lines = screen(&top);
         let row = |pid: &str| lines.iter().position(|l| l.trim_start().starts_with(pid)).unwrap();
         assert!(row("202") < row("101"), "GC share sorts 202 first:\n{}", lines.join("\n"));
-        assert!(lines[0].contains("2 Python processes"), "{}", lines[0]);
+        assert!(lines[0].contains("2 Python ·") && lines[0].contains("q quits"), "{}", lines[0]);
         assert!(lines.iter().any(|l| l.contains("20.0%")));
         assert!(lines.iter().any(|l| l.contains('█')), "a history is drawn");
         top.sort.store(2, Ordering::Relaxed);

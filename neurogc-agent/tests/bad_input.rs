@@ -215,3 +215,32 @@ fn command_that_does_not_exist_or_is_not_python() {
         &["/bin/true", "before a CPython interpreter started"],
     );
 }
+
+/// Fleet mode's and the live view's flags: refused with exit code 2 before anything is loaded.
+#[test]
+fn fleet_flags_are_checked() {
+    for args in [
+        &["fleet", "--max-targets", "0"][..],
+        &["fleet", "--max-targets", "4097"],
+        &["top", "--max-targets=-1"],
+        &["fleet", "--interval", "0"],
+        &["fleet", "--duration", "nan"],
+    ] {
+        assert_refused(args, args[1].split('=').next().unwrap());
+    }
+    assert_refused(&["fleet", "--include", "gunicorn"], "KEY=PATTERN");
+    assert_refused(&["fleet", "--exclude", "user=root"], "unknown key");
+    assert_refused(&["fleet", "--include", "comm="], "1 to 4096 characters");
+    assert_refused(&["fleet", "--metrics-addr", "localhost"], ":9464");
+    assert_refused(&["fleet", "--metrics-addr", ":99999"], ":9464");
+    assert_refused(&["fleet", "--python-gc-names"], "--metrics-addr");
+    assert_refused(&["--all", "--sort", "p99"], "--sort");
+    // A port another program holds: one line, and the agent loads nothing.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = agent().args(["fleet", "--metrics-addr", &addr, "--duration", "5"]).output().unwrap();
+    assert_user_error(&out, &[&addr, "cannot listen", "another exporter"]);
+    // The live view needs a terminal.
+    let out = agent().args(["top", "--duration", "5"]).stdout(std::process::Stdio::piped()).output().unwrap();
+    assert_user_error(&out, &["top draws on a terminal", "fleet --metrics-addr"]);
+}

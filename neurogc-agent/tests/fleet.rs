@@ -393,3 +393,43 @@ fn fleet_finds_every_python_counts_each_exactly_and_prometheus_scrapes_it() {
     signal(agent_child.id(), "-TERM");
     wait_exit(&mut agent_child, 20, "agent");
 }
+
+/// The live view on a real terminal (a pty from `script`, 80 columns): it lists a Python process
+/// with its numbers, changes its sort on `s` and quits on `q`, leaving the alternate screen.
+#[test]
+fn top_lists_python_processes_and_quits_on_q() {
+    let cg = Cgroup::new();
+    let py = python("debian-bookworm-3.11");
+    let mut w = Workload::start(&cg, "debian 3.11", py.command(&["--wait", "--seconds", "30"]), &[], false);
+    writeln!(w.child.stdin.as_mut().unwrap(), "go").unwrap();
+    let shell = format!(
+        "stty cols 80 rows 24; exec {} top --interval 0.5 --include container={}",
+        env!("CARGO_BIN_EXE_neurogc-agent"),
+        cg.id
+    );
+    let mut top = Command::new("script")
+        .args(["-qfec", &shell, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut screen = top.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut raw = Vec::new();
+        let _ = screen.read_to_end(&mut raw);
+        raw
+    });
+    std::thread::sleep(Duration::from_secs(4));
+    top.stdin.as_mut().unwrap().write_all(b"s").unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    top.stdin.as_mut().unwrap().write_all(b"q").unwrap();
+    let status = wait_exit(&mut top, 10, "top after q");
+    let raw = String::from_utf8_lossy(&reader.join().unwrap()).into_owned();
+    assert!(status.success(), "top exited {status:?}: {raw}");
+    assert!(raw.contains("\x1b[?1049h") && raw.contains("\x1b[?1049l"), "alternate screen entered and left");
+    // Redraws send only the cells that changed: look for whole words, not whole lines.
+    for needle in ["neurogc top", &w.pid.to_string(), "python3.11", "3.11.2", "GC SHARE HISTORY", "p99 (s)"] {
+        assert!(raw.contains(needle), "{needle:?} not drawn: {raw:?}");
+    }
+}

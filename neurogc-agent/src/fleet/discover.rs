@@ -86,7 +86,7 @@ impl Identity {
 /// `docker-ID.scope`), containerd (`cri-containerd-ID.scope`), CRI-O (`crio-ID.scope`) and
 /// podman (`libpod-ID.scope`) name a container's cgroup.
 pub fn container_id(cgroup: &str) -> Option<&str> {
-    cgroup.split(|c: char| !c.is_ascii_hexdigit()).filter(|run| run.len() == 64).next_back()
+    cgroup.split(|c: char| !c.is_ascii_hexdigit()).rfind(|run| run.len() == 64)
 }
 
 /// Every process on the host now (the /proc scan).
@@ -104,14 +104,17 @@ enum Parsed {
     Refused(String),
 }
 
+/// (device, inode) of an interpreter file.
+type FileKey = ((i32, i32), u64);
+
 #[derive(Clone, Default)]
 pub struct BuildCache {
-    by_inode: Arc<Mutex<HashMap<((i32, i32), u64), Parsed>>>,
+    by_inode: Arc<Mutex<HashMap<FileKey, Parsed>>>,
 }
 
 /// How resolving one process went.
 pub enum Resolution {
-    Plan(AttachPlan),
+    Plan(Box<AttachPlan>),
     /// Not a CPython interpreter (silently ignored).
     NotPython,
     /// CPython that cannot be observed: reported once, then left alone.
@@ -157,7 +160,7 @@ impl BuildCache {
             };
             for file in files {
                 match self.parsed(&file) {
-                    Parsed::Python(build) => return Resolution::Plan(AttachPlan::new(pid, file, &build)),
+                    Parsed::Python(build) => return Resolution::Plan(Box::new(AttachPlan::new(pid, file, &build))),
                     Parsed::Refused(why) => return Resolution::Refused(why),
                     Parsed::NotPython => {
                         needs_libpython |= at_exec

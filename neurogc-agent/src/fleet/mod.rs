@@ -285,7 +285,7 @@ impl Fleet {
             }
             Resolution::Refused(why) => return self.refuse(&r.who, &why),
         };
-        if let Err(err) = self.start(&r.who, plan, r.at_exec) {
+        if let Err(err) = self.start(&r.who, *plan, r.at_exec) {
             // A process that exited meanwhile is not an error.
             if crate::target::process::exists(pid) {
                 self.refuse(&r.who, &format!("{err:#}"));
