@@ -11,7 +11,7 @@
 set -euo pipefail
 
 DIR=${1:?usage: $0 DIR}
-SPEC=${NEUROGC_PYTHONS_SPEC:-"trixie:3.13 sid:3.14"}
+SPEC=${NEUROGC_PYTHONS_SPEC:-"trixie:3.13 sid:3.14,3.15"}
 MIRROR=${NEUROGC_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 

@@ -120,7 +120,7 @@ fn pause(us: u64) -> String {
     match us {
         0 => "-".into(),
         1..=9_999 => format!("{us}µs"),
-        10_000..=9_999_999 => format!("{:.1}ms", us as f64 / 1e3),
+        10_000..=999_999 => format!("{:.1}ms", us as f64 / 1e3),
         _ => format!("{:.2}s", us as f64 / 1e6),
     }
 }
@@ -132,7 +132,8 @@ impl<B: Backend> Top<B> {
         rows.sort_by(|a, b| sort.key(b).total_cmp(&sort.key(a)).then(a.who.pid.cmp(&b.who.pid)));
         self.terminal.draw(|f| {
             let [head, table, chart] =
-                Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(6)]).areas(f.area());
+                Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(6)])
+                    .areas(f.area());
             let total = rows.iter().map(|t| t.stats.per_s).fold(0.0, |a, b| a + b);
             f.render_widget(
                 Line::from(format!(
@@ -144,7 +145,8 @@ impl<B: Backend> Top<B> {
                 head,
             );
             const WIDTHS: [u16; 7] = [7, 15, 7, 6, 8, 8, 20];
-            let history_width = (table.width as usize).saturating_sub(WIDTHS[..6].iter().sum::<u16>() as usize + 8).max(4);
+            let history_width =
+                (table.width as usize).saturating_sub(WIDTHS[..6].iter().sum::<u16>() as usize + 8).max(4);
             let body = rows.iter().map(|t| {
                 Row::new([
                     Cell::from(t.who.pid.to_string()),
@@ -171,7 +173,9 @@ impl<B: Backend> Top<B> {
             };
             let start = data.len().saturating_sub(chart.width.saturating_sub(2) as usize);
             f.render_widget(
-                Sparkline::default().block(Block::new().borders(Borders::TOP).title(title)).data(&data[start..]),
+                Sparkline::default()
+                    .block(Block::new().borders(Borders::TOP).title(title))
+                    .data(&data[start..]),
                 chart,
             );
         })?;

@@ -365,6 +365,24 @@ fn fleet_finds_every_python_counts_each_exactly_and_prometheus_scrapes_it() {
     assert!(versions.iter().any(|v| v.starts_with("3.13.")), "{versions:?}");
     assert!(errors.is_empty(), "\n{}", errors.join("\n"));
 
+    // The Grafana dashboard's queries run on this Prometheus and find these series.
+    let dash: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("deploy/grafana-dashboard.json")).unwrap(),
+    )
+    .unwrap();
+    for panel in dash["panels"].as_array().unwrap() {
+        for t in panel["targets"].as_array().unwrap() {
+            let expr = t["expr"]
+                .as_str()
+                .unwrap()
+                .replace("$__rate_interval", "30s")
+                .replace("$container", &cg.id)
+                .replace("$comm", ".*");
+            let got = prometheus.query(&expr);
+            assert!(!got.is_empty(), "dashboard panel {:?}: {expr} finds nothing", panel["title"]);
+        }
+    }
+
     // An exited process's series go, from the agent and then from Prometheus (stale).
     let gone = a.pid;
     drop(a);
@@ -392,6 +410,80 @@ fn fleet_finds_every_python_counts_each_exactly_and_prometheus_scrapes_it() {
     assert!(per_pid.iter().all(|(_, n)| *n == 3.0), "one series per generation: {per_pid:?}");
     signal(agent_child.id(), "-TERM");
     wait_exit(&mut agent_child, 20, "agent");
+}
+
+/// The capabilities deploy/daemonset.yaml grants, as `setpriv --bounding-set` names them.
+fn daemonset_capabilities() -> Vec<String> {
+    let yaml = std::fs::read_to_string(repo_root().join("deploy/daemonset.yaml")).unwrap();
+    let mut caps = Vec::new();
+    let mut in_add = false;
+    for line in yaml.lines().map(str::trim) {
+        if line.starts_with('#') {
+            continue;
+        }
+        if line == "add:" {
+            in_add = true;
+        } else if in_add && let Some(cap) = line.strip_prefix("- ") {
+            caps.push(cap.to_lowercase());
+        } else if in_add {
+            in_add = false;
+        }
+    }
+    caps
+}
+
+/// Whether an agent restricted to `caps` (root, but only these in its bounding set) observes
+/// `pid` within a few seconds.
+fn observes_with(caps: &[String], cg: &Cgroup, pid: i32) -> bool {
+    let port = free_port();
+    let bounding = format!("-all,{}", caps.iter().map(|c| format!("+{c}")).collect::<Vec<_>>().join(","));
+    let mut child = Command::new("setpriv")
+        .arg(format!("--bounding-set={bounding}"))
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_neurogc-agent"))
+        .args(["fleet", "--metrics-addr", &format!("127.0.0.1:{port}"), "--duration", "8"])
+        .args(["--include", &format!("container={}", cg.id)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(6);
+    let mut seen = false;
+    while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
+        if agent_counts(port, pid).is_some() {
+            seen = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    kill(&mut child);
+    seen
+}
+
+/// The DaemonSet's capabilities are enough, and each one is needed: the agent runs with exactly
+/// that bounding set, then with each one left out, against a process of another user.
+#[test]
+fn daemonset_capabilities_are_sufficient_and_each_is_needed() {
+    let caps = daemonset_capabilities();
+    assert!(caps.len() >= 3, "no capabilities read from deploy/daemonset.yaml: {caps:?}");
+    let cg = Cgroup::new();
+    let py = python("debian-bookworm-3.11");
+    // Another user's process: reading its maps and memory takes the ptrace capability.
+    let mut argv =
+        vec!["setpriv".to_owned(), "--reuid=65534".into(), "--regid=65534".into(), "--clear-groups".into()];
+    let script = std::env::temp_dir().join(format!("neurogc-caps-{}.py", std::process::id()));
+    std::fs::copy(repo_root().join("tests/workloads/cycles.py"), &script).unwrap();
+    argv.extend(py.argv.iter().cloned());
+    argv.extend([script.to_string_lossy().into_owned(), "--wait".into(), "--seconds".into(), "60".into()]);
+    let mut w = Workload::start(&cg, "nobody's debian 3.11", argv, &[], false);
+    writeln!(w.child.stdin.as_mut().unwrap(), "go").unwrap();
+    assert!(observes_with(&caps, &cg, w.pid), "the DaemonSet's capabilities {caps:?} do not suffice");
+    for (i, cap) in caps.iter().enumerate() {
+        let fewer: Vec<String> =
+            caps.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, c)| c.clone()).collect();
+        assert!(!observes_with(&fewer, &cg, w.pid), "{cap} is not needed: the agent observed without it");
+    }
+    let _ = std::fs::remove_file(&script);
 }
 
 /// The live view on a real terminal (a pty from `script`, 80 columns): it lists a Python process

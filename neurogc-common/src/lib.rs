@@ -63,9 +63,12 @@ pub const ARG_REG: u32 = 1;
 pub const ARG_MEM: u32 = 2;
 pub const ARG_CONST: u32 = 3;
 
-/// Where the target keeps `generation_stats[]`. The interpreter may not exist yet when the probes
-/// are armed (launch mode), so the kernel follows a pointer on every read instead of being told a
-/// fixed address: `*(base_ptr) + offset`, or `offset` alone when `base_ptr` is 0.
+/// Where the target keeps its cumulative per-generation counters. The interpreter may not exist
+/// yet when the probes are armed (launch mode), so the kernel follows a pointer on every read
+/// instead of being told a fixed address: `*(base_ptr) + offset`, or `offset` alone when
+/// `base_ptr` is 0. Up to 3.14 three `GenStats` sit inline there (`generation_stats[]`); from
+/// 3.15 (`ring` = 1) there is a pointer to one ring of records per generation, each record
+/// holding the cumulative counters after one collection, the ring's `index` naming the newest.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StatsLocator {
@@ -73,8 +76,20 @@ pub struct StatsLocator {
     pub offset: u64,
     /// 0: no stats are read (unknown layout).
     pub enabled: u32,
+    /// 0: inline `generation_stats[3]`; 1: per-generation rings (3.15+).
+    pub ring: u32,
+    /// Rings only, per generation, from the rings' start: offset of the ring's index (an int8_t),
+    /// offset of its first record, and its number of records.
+    pub ring_index: [u32; NUM_GENERATIONS],
+    pub ring_items: [u32; NUM_GENERATIONS],
+    pub ring_slots: [u32; NUM_GENERATIONS],
     pub _pad: u32,
 }
+
+/// A ring record: `ts_start, ts_stop`, then the three cumulative `GenStats` counters, then
+/// candidates, duration and heap size (3.15's `struct gc_generation_stats`).
+pub const RING_RECORD_BYTES: u64 = 64;
+pub const RING_COUNTERS_AT: u64 = 16;
 
 /// How the programs handle one traced process: an entry of the kernel's `TARGETS` map, keyed by
 /// the process's host tgid. One loaded object serves every target; a process without an entry is

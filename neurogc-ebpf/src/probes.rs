@@ -7,7 +7,8 @@ use aya_ebpf::{
 };
 use neurogc_common::{
     ARG_CONST, ARG_MEM, ARG_REG, ArgSpec, EVENT_HAS_STATS, EXEC_RING_BYTES, ExecEvent, GcEvent, GenStats,
-    GlobalConfig, MAX_TARGETS, NUM_GENERATIONS, RING_BYTES, StatsLocator, TargetConfig, counter,
+    GlobalConfig, MAX_TARGETS, NUM_GENERATIONS, RING_BYTES, RING_COUNTERS_AT, RING_RECORD_BYTES,
+    StatsLocator, TargetConfig, counter,
 };
 
 /// What the kernel is told the programs' license is. It must be GPL-compatible for the helpers
@@ -186,7 +187,29 @@ fn read_stats(loc: &StatsLocator) -> Option<[GenStats; NUM_GENERATIONS]> {
         }
         addr = base.wrapping_add(loc.offset);
     }
-    unsafe { bpf_probe_read_user(addr as *const [GenStats; NUM_GENERATIONS]) }.ok()
+    if loc.ring == 0 {
+        return unsafe { bpf_probe_read_user(addr as *const [GenStats; NUM_GENERATIONS]) }.ok();
+    }
+    let rings = unsafe { bpf_probe_read_user(addr as *const u64) }.ok()?;
+    if rings == 0 {
+        return None;
+    }
+    let mut out = [GenStats { collections: 0, collected: 0, uncollectable: 0 }; NUM_GENERATIONS];
+    let mut g = 0;
+    while g < NUM_GENERATIONS {
+        let index_at = rings.wrapping_add(loc.ring_index[g] as u64);
+        let index = unsafe { bpf_probe_read_user(index_at as *const i8) }.ok()?;
+        if index < 0 || index as u32 >= loc.ring_slots[g] {
+            return None;
+        }
+        let record = rings
+            .wrapping_add(loc.ring_items[g] as u64)
+            .wrapping_add(index as u64 * RING_RECORD_BYTES)
+            .wrapping_add(RING_COUNTERS_AT);
+        out[g] = unsafe { bpf_probe_read_user(record as *const GenStats) }.ok()?;
+        g += 1;
+    }
+    Some(out)
 }
 
 #[inline(always)]

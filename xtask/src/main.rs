@@ -6,6 +6,7 @@ mod bench_plot;
 mod bench_report;
 mod bench_steer;
 mod bench_steer_report;
+mod deploy;
 mod pythons;
 mod setup;
 mod train;
@@ -39,6 +40,8 @@ enum Task {
     },
     /// Fetch and list the real CPython builds the tests run against
     Pythons,
+    /// Validate deploy/ (the DaemonSet against the Kubernetes API schemas, the dashboard as JSON)
+    DeployCheck,
     /// Set up, fetch the test interpreters, check formatting and lints, run every test
     Test {
         /// Extra arguments for `cargo test` (after --)
@@ -88,6 +91,7 @@ fn main() -> Result<()> {
         Task::Setup => setup::run(),
         Task::Demo { seconds } => demo(seconds),
         Task::Pythons => pythons::ensure().map(|m| pythons::print(&m)),
+        Task::DeployCheck => deploy::check(),
         Task::Test { cargo_args } => test(&cargo_args),
         Task::Train { python, seconds, repeats } => train::run_training(&python, seconds, repeats),
         Task::Torture { trials, seed, path } => torture(trials, seed, path.as_deref()),
@@ -179,6 +183,7 @@ fn test(cargo_args: &[String]) -> Result<()> {
     run(Command::new("cargo")
         .args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])
         .env("AYA_BUILD_SKIP", "1"))?;
+    deploy::check()?;
     let mut cargo = Command::new("cargo");
     cargo
         .args(["test", "--workspace", "--no-fail-fast"])

@@ -98,6 +98,8 @@ pub fn all_pids() -> Vec<i32> {
 /// What one interpreter file turned out to be.
 #[derive(Clone)]
 enum Parsed {
+    /// The file could not be opened (why): its process cannot be told apart.
+    Unopenable(String),
     NotPython,
     Python(Arc<Build>),
     /// CPython, but not observable (unsupported version, no probes): the reason, for the user.
@@ -133,7 +135,8 @@ impl BuildCache {
             return p.clone();
         }
         let parsed = match Elf::open(&file.open_path) {
-            Err(_) => return Parsed::NotPython, // gone, or not ELF: do not remember
+            // Gone, not ELF or not ours to open: not remembered (the next process may differ).
+            Err(err) => return Parsed::Unopenable(format!("{err:#}")),
             Ok(elf) => match Interpreter::identify(&elf, &file.path.to_string_lossy()) {
                 None => Parsed::NotPython,
                 Some(interp) => {
@@ -160,8 +163,11 @@ impl BuildCache {
             };
             for file in files {
                 match self.parsed(&file) {
-                    Parsed::Python(build) => return Resolution::Plan(Box::new(AttachPlan::new(pid, file, &build))),
+                    Parsed::Python(build) => {
+                        return Resolution::Plan(Box::new(AttachPlan::new(pid, file, &build)));
+                    }
                     Parsed::Refused(why) => return Resolution::Refused(why),
+                    Parsed::Unopenable(why) => return Resolution::Unreadable(why),
                     Parsed::NotPython => {
                         needs_libpython |= at_exec
                             && Elf::open(&file.open_path)

@@ -279,7 +279,12 @@ impl Fleet {
                 return;
             }
             Resolution::Unreadable(why) => {
-                tracing::debug!("not looking at {pid} ({}): {why}", r.who.comm);
+                // Missing privileges are the user's to fix; a process that exited is not news.
+                if why.contains("ermission denied") || why.contains("not permitted") {
+                    tracing::warn!("cannot look at {pid} ({}): {why}", r.who.comm);
+                } else {
+                    tracing::debug!("not looking at {pid} ({}): {why}", r.who.comm);
+                }
                 self.settled.insert(pid, r.who.start);
                 return;
             }

@@ -68,7 +68,7 @@ impl RemoteDebugOffsets {
 }
 
 /// Oldest and newest minor version this build of neurogc knows layouts for.
-pub const SUPPORTED: (u32, u32) = (8, 14);
+pub const SUPPORTED: (u32, u32) = (8, 15);
 
 fn parse_minor(name: &str) -> Option<(u32, bool)> {
     let rest = &name[name.find("python3.")? + "python3.".len()..];
@@ -158,17 +158,28 @@ impl Interpreter {
             (9 | 10, _) => (rt + 40, 616),
             (11, _) => (rt + 48, 648),
             (12, _) => (rt + 48, 112),
-            (13 | 14, Some((interpreters_head, gc))) => (rt + interpreters_head + 8, gc),
+            (13.., Some((interpreters_head, gc))) => (rt + interpreters_head + 8, gc),
             _ => return None,
         };
         Some(GcStateLocation::MainInterpreter { main_ptr, gc_offset })
     }
 
     pub fn gc_layout(&self) -> GcLayout {
+        let inline = |at| StatsAt::Inline(at);
         match self.version.minor {
-            8..=13 => GcLayout { stats: 128, gen0_ptr: Some(96), size: 240 },
-            _ if self.incremental_gc() => GcLayout { stats: 120, gen0_ptr: None, size: 240 },
-            _ => GcLayout { stats: 120, gen0_ptr: Some(256), size: 264 },
+            8..=13 => GcLayout { stats: inline(128), gen0_ptr: Some(96), generations: 24, size: 240 },
+            _ if self.incremental_gc() => {
+                GcLayout { stats: inline(120), gen0_ptr: None, generations: 24, size: 240 }
+            }
+            14 => GcLayout { stats: inline(120), gen0_ptr: Some(256), generations: 24, size: 264 },
+            // 3.15: young, old[2], permanent from +8; a pointer to the stats rings at +104
+            // (GC_YOUNG_STATS_SIZE 11, GC_OLD_STATS_SIZE 3 on GIL builds).
+            _ => GcLayout {
+                stats: StatsAt::Rings { pointer: 104, young_slots: 11, old_slots: 3 },
+                gen0_ptr: None,
+                generations: 8,
+                size: 176,
+            },
         }
     }
 }
@@ -179,14 +190,43 @@ pub enum GcStateLocation {
     MainInterpreter { main_ptr: u64, gc_offset: u64 },
 }
 
+/// Where the cumulative per-generation counters are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatsAt {
+    /// `generation_stats[3]` inline, at this offset (3.8–3.14).
+    Inline(u64),
+    /// A pointer at this offset to `struct gc_stats`: a ring of records per generation (3.15+).
+    Rings { pointer: u64, young_slots: u32, old_slots: u32 },
+}
+
+impl StatsAt {
+    /// Rings: per generation, (offset of the ring's index, offset of its first record, records).
+    /// `struct gc_stats { young { items[Y]; int8_t index; }, old[2] { items[O]; int8_t index; },
+    /// uint32_t update_seq }` (3.15's pycore_interp_structs.h; each buffer padded to 8 bytes).
+    pub fn rings(&self) -> Option<[(u64, u64, u32); 3]> {
+        let StatsAt::Rings { young_slots, old_slots, .. } = *self else { return None };
+        let record = neurogc_common::RING_RECORD_BYTES;
+        let young_index = u64::from(young_slots) * record;
+        let old0_items = young_index + 8;
+        let old0_index = old0_items + u64::from(old_slots) * record;
+        let old1_items = old0_index + 8;
+        let old1_index = old1_items + u64::from(old_slots) * record;
+        Some([
+            (young_index, 0, young_slots),
+            (old0_index, old0_items, old_slots),
+            (old1_index, old1_items, old_slots),
+        ])
+    }
+}
+
 /// Offsets inside `struct _gc_runtime_state` (§4 of the notes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GcLayout {
-    /// `generation_stats[0]`.
-    pub stats: u64,
+    pub stats: StatsAt,
     /// `generation0`, a pointer to `&generations[0].head`: tells where the generations array
-    /// starts (gc+24 upstream, gc+20 with Debian's 3.13 alignment patch). None: assume gc+24.
+    /// starts (gc+24 upstream, gc+20 with Debian's 3.13 alignment patch). None: `generations`.
     pub gen0_ptr: Option<u64>,
+    pub generations: u64,
     pub size: u64,
 }
 

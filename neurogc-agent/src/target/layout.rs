@@ -2,9 +2,9 @@
 //! `generation0` must point at the first generation's list head, and every list head must be
 //! linked both ways (`head->next->prev == head`). A random offset satisfies neither.
 use anyhow::{Result, bail};
-use neurogc_common::StatsLocator;
+use neurogc_common::{RING_COUNTERS_AT, RING_RECORD_BYTES, StatsLocator};
 
-use super::cpython::{GcLayout, GcStateLocation, Interpreter};
+use super::cpython::{GcLayout, GcStateLocation, Interpreter, StatsAt};
 use crate::memory::{ProcMem, i32_at, i64_at, read_bytes, read_u64, u64_at};
 
 const GEN_STRIDE: u64 = 24;
@@ -47,13 +47,23 @@ impl GcLocator {
 
     /// What the eBPF program follows to read `generation_stats[]` on every collection.
     pub fn stats_locator(&self) -> StatsLocator {
-        let (base_ptr, offset) = match self.location {
-            GcStateLocation::Static { address } => (0, address + self.layout.stats),
-            GcStateLocation::MainInterpreter { main_ptr, gc_offset } => {
-                (main_ptr, gc_offset + self.layout.stats)
-            }
+        let at = match self.layout.stats {
+            StatsAt::Inline(at) => at,
+            StatsAt::Rings { pointer, .. } => pointer,
         };
-        StatsLocator { base_ptr, offset, enabled: 1, _pad: 0 }
+        let (base_ptr, offset) = match self.location {
+            GcStateLocation::Static { address } => (0, address + at),
+            GcStateLocation::MainInterpreter { main_ptr, gc_offset } => (main_ptr, gc_offset + at),
+        };
+        let mut loc = StatsLocator { base_ptr, offset, enabled: 1, ..Default::default() };
+        if let Some(rings) = self.layout.stats.rings() {
+            loc.ring = 1;
+            for (g, (index, items, slots)) in rings.into_iter().enumerate() {
+                (loc.ring_index[g], loc.ring_items[g], loc.ring_slots[g]) =
+                    (index as u32, items as u32, slots);
+            }
+        }
+        loc
     }
 
     /// Ok(None): the interpreter is not initialised yet (launch mode), try again later.
@@ -71,9 +81,9 @@ impl GcLocator {
                 0 => return Ok(None),
                 ptr => ptr.wrapping_sub(address),
             },
-            None => 24,
+            None => self.layout.generations,
         };
-        if generations != 20 && generations != 24 {
+        if self.layout.gen0_ptr.is_some() && generations != 20 && generations != 24 {
             bail!("generation0 points {generations:#x} bytes into the GC state (expected 20 or 24)");
         }
         // During a collection `_gc_prev` holds reference counts, not pointers, and lists are
@@ -88,15 +98,50 @@ impl GcLocator {
                 bail!("generation {i} list head at {head:#x} is not a linked list head");
             }
         }
-        for g in 0..3 {
-            let off = (self.layout.stats + g * 24) as usize;
-            let vals = [i64_at(&gc, off), i64_at(&gc, off + 8), i64_at(&gc, off + 16)];
-            if vals.iter().any(|v| !(0..1 << 48).contains(v)) {
-                bail!("generation_stats[{g}] holds implausible counters {vals:?}");
+        match self.layout.stats {
+            StatsAt::Inline(at) => {
+                for g in 0..3 {
+                    let off = (at + g * 24) as usize;
+                    plausible(g, [i64_at(&gc, off), i64_at(&gc, off + 8), i64_at(&gc, off + 16)])?;
+                }
+            }
+            StatsAt::Rings { pointer, .. } => {
+                check_rings(pid, u64_at(&gc, pointer as usize), &self.layout.stats)?
             }
         }
         Ok(Some(GcState { address, generations }))
     }
+}
+
+fn plausible(g: u64, counters: [i64; 3]) -> Result<()> {
+    if counters.iter().any(|v| !(0..1 << 48).contains(v)) {
+        bail!("generation {g}'s stats hold implausible counters {counters:?}");
+    }
+    Ok(())
+}
+
+/// 3.15's rings: each index names a record of its ring, and that record is the newest (its
+/// cumulative `collections` is the ring's largest), with plausible counters.
+fn check_rings(pid: i32, rings: u64, stats: &StatsAt) -> Result<()> {
+    let layout = stats.rings().expect("a rings layout");
+    let (last_index, _, _) = layout[2];
+    let buf = read_bytes(pid, rings, last_index as usize + 1)?;
+    for (g, (index_at, items_at, slots)) in layout.into_iter().enumerate() {
+        let index = i32::from(buf[index_at as usize] as i8);
+        if !(0..slots as i32).contains(&index) {
+            bail!("generation {g}'s stats ring index {index} is not one of its {slots} records");
+        }
+        let record = |i: u64| {
+            let at = (items_at + i * RING_RECORD_BYTES + RING_COUNTERS_AT) as usize;
+            [i64_at(&buf, at), i64_at(&buf, at + 8), i64_at(&buf, at + 16)]
+        };
+        let newest = record(index as u64);
+        plausible(g as u64, newest)?;
+        if (0..u64::from(slots)).any(|i| record(i)[0] > newest[0]) {
+            bail!("generation {g}'s stats ring index {index} does not name its newest record");
+        }
+    }
+    Ok(())
 }
 
 impl GcState {

@@ -3,7 +3,7 @@
 //! own producers do, by writing memory (see `actuate::inject`), so it needs these layouts.
 //!
 //! Offsets were read with `offsetof` compiled against each version's own internal headers
-//! (pyenv 3.8.18–3.13.0, Debian bookworm 3.11.2, trixie 3.13.5 and sid 3.14.10, whose
+//! (pyenv 3.8.18–3.13.0, Debian bookworm 3.11.2, trixie 3.13.5, sid 3.14.10 and 3.15.2, whose
 //! `libpython3.X-dev` packages ship them) and cross-checked in the pyenv builds' DWARF; see
 //! README, "How act mode reaches the target". Every layout is checked against the live process
 //! before a byte is written: a queue that does not look exactly like an idle queue is refused.
@@ -106,6 +106,16 @@ impl PendingLayout {
                 7232,
                 Breaker::MainThreadBit {
                     tstate_ptr: 840,
+                    eval_breaker: interp.remote_debug.map_or(24, |r| r.eval_breaker),
+                    bit: 1 << 2,
+                },
+            ),
+            15 => (
+                Base::Runtime(2976),
+                COUNTED,
+                7232,
+                Breaker::MainThreadBit {
+                    tstate_ptr: 968,
                     eval_breaker: interp.remote_debug.map_or(24, |r| r.eval_breaker),
                     bit: 1 << 2,
                 },
