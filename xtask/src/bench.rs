@@ -37,6 +37,24 @@ pub enum Which {
         #[arg(long, default_value = "/usr/bin/python3.11")]
         python: PathBuf,
     },
+    /// Fleet mode: one agent, many processes collecting ~500 times a second each: agent CPU and
+    /// RSS, scrape time, exec→armed latency
+    Fleet {
+        /// Python processes running at once
+        #[arg(long, default_value = "20", value_parser = clap::value_parser!(u32).range(1..=500))]
+        processes: u32,
+        /// Collections per second each
+        #[arg(long, default_value = "500", value_parser = seconds_arg)]
+        rate: f64,
+        /// Seconds measured
+        #[arg(long, default_value = "30", value_parser = seconds_arg)]
+        seconds: f64,
+        /// New processes started (one at a time) to time their attach
+        #[arg(long, default_value = "10", value_parser = clap::value_parser!(u32).range(1..=100))]
+        attaches: u32,
+        #[arg(long, default_value = "/usr/bin/python3.11")]
+        python: PathBuf,
+    },
     /// The closed loop: inference and window→decision latency, RSS with the model, hook injection
     Policy {
         /// act-mode sessions per interpreter
@@ -112,6 +130,15 @@ pub fn run(which: Which) -> Result<()> {
             overhead(rounds, iterations, threshold, &python)
         }
         Which::Policy { sessions, seconds } => policy(sessions, seconds),
+        Which::Fleet { processes, rate, seconds, attaches, python } => {
+            crate::bench_fleet::run(crate::bench_fleet::Options {
+                processes: processes as usize,
+                rate,
+                seconds,
+                attaches: attaches as usize,
+                python,
+            })
+        }
         Which::Locust { rounds, run_time, python } => {
             crate::bench_locust::run_locust(rounds as usize, &run_time, &python)
         }

@@ -1,6 +1,7 @@
 //! `cargo xtask …`: neurogc's developer tasks. Each step is idempotent, so CI and a fresh clone
 //! run the same commands as a developer's warm machine.
 mod bench;
+mod bench_fleet;
 mod bench_locust;
 mod bench_plot;
 mod bench_report;
