@@ -34,6 +34,43 @@ pub struct Interpreter {
     pub debug_offsets: Option<(u64, u64)>,
     /// 3.14+: PEP 768's fields: the opt-out flag neurogc honours, and the eval breaker's offset.
     pub remote_debug: Option<RemoteDebugOffsets>,
+    /// 3.15+: what `_Py_DebugOffsets.gc` publishes about the GC state.
+    pub gc_debug: Option<GcDebugOffsets>,
+}
+
+/// `_Py_DebugOffsets.gc` from 3.15 on: `{size, collecting, frame, generation_stats_size,
+/// generation_stats}`, at offset 752 of the debug offsets (offsetof against 3.15.2's
+/// pycore_debug_offsets.h). Used only when the values have the shape of a GC state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GcDebugOffsets {
+    pub size: u64,
+    pub generation_stats: u64,
+    pub generation_stats_size: u64,
+}
+
+const GC_DEBUG_AT: usize = 752;
+
+impl GcDebugOffsets {
+    fn read(dbg: &[u8]) -> Option<GcDebugOffsets> {
+        let w = |i: usize| u64_at(dbg, GC_DEBUG_AT + i * 8);
+        let found = GcDebugOffsets { size: w(0), generation_stats: w(4), generation_stats_size: w(3) };
+        let plausible = (64..=4096).contains(&found.size)
+            && found.generation_stats % 8 == 0
+            && found.generation_stats + 8 <= found.size
+            && w(1) < found.size
+            && (64..=1 << 20).contains(&found.generation_stats_size);
+        plausible.then_some(found)
+    }
+
+    /// The rings' depths (young, old) whose `struct gc_stats` has the published size: 11 and 3 on
+    /// GIL builds, 1 and 1 free-threaded (3.15's pycore_interp_structs.h).
+    fn ring_slots(&self) -> Option<(u32, u32)> {
+        let bytes = |y: u64, o: u64| (64 * y + 8 + 2 * (64 * o + 8) + 4).next_multiple_of(8);
+        [(11, 3), (1, 1)]
+            .into_iter()
+            .find(|&(y, o)| bytes(y, o) == self.generation_stats_size)
+            .map(|(y, o)| (y as u32, o as u32))
+    }
 }
 
 /// From `_Py_DebugOffsets.debugger_support` (3.14+): `eval_breaker` in the thread state, and
@@ -67,7 +104,8 @@ impl RemoteDebugOffsets {
     }
 }
 
-/// Oldest and newest minor version this build of neurogc knows layouts for.
+/// Oldest and newest minor version this build of neurogc was tested on. Newer ones that publish
+/// `_Py_DebugOffsets` are observed too: every layout is validated in the live process first.
 pub const SUPPORTED: (u32, u32) = (8, 15);
 
 fn parse_minor(name: &str) -> Option<(u32, bool)> {
@@ -96,6 +134,7 @@ impl Interpreter {
                 runtime,
                 debug_offsets: Some((u64_at(dbg, 40), u64_at(dbg, gc_field))),
                 remote_debug: if minor >= 14 { RemoteDebugOffsets::find(dbg) } else { None },
+                gc_debug: if minor >= 15 { GcDebugOffsets::read(dbg) } else { None },
             });
         }
         let named = elf.soname().as_deref().and_then(parse_minor).or_else(|| parse_minor(file_name));
@@ -113,6 +152,7 @@ impl Interpreter {
                 runtime,
                 debug_offsets: None,
                 remote_debug: None,
+                gc_debug: None,
             });
         }
         let (minor, free_threaded) = named?;
@@ -122,11 +162,18 @@ impl Interpreter {
             runtime,
             debug_offsets: None,
             remote_debug: None,
+            gc_debug: None,
         })
     }
 
     pub fn is_supported(&self) -> bool {
-        (SUPPORTED.0..=SUPPORTED.1).contains(&self.version.minor)
+        self.version.minor >= SUPPORTED.0
+            && (self.version.minor <= SUPPORTED.1 || self.debug_offsets.is_some())
+    }
+
+    /// Newer than any version neurogc was tested on.
+    pub fn is_newer_than_tested(&self) -> bool {
+        self.version.minor > SUPPORTED.1
     }
 
     /// 3.14.0–3.14.4 shipped the incremental collector (young/old[2] lists, `_PyGC_Collect`).
@@ -164,23 +211,30 @@ impl Interpreter {
         Some(GcStateLocation::MainInterpreter { main_ptr, gc_offset })
     }
 
-    pub fn gc_layout(&self) -> GcLayout {
+    /// None: the GC state's shape is not known for this build (3.15+ without a usable
+    /// `_Py_DebugOffsets.gc`): probe arguments only.
+    pub fn gc_layout(&self) -> Option<GcLayout> {
         let inline = |at| StatsAt::Inline(at);
-        match self.version.minor {
+        Some(match self.version.minor {
             8..=13 => GcLayout { stats: inline(128), gen0_ptr: Some(96), generations: 24, size: 240 },
             _ if self.incremental_gc() => {
                 GcLayout { stats: inline(120), gen0_ptr: None, generations: 24, size: 240 }
             }
             14 => GcLayout { stats: inline(120), gen0_ptr: Some(256), generations: 24, size: 264 },
-            // 3.15: young, old[2], permanent from +8; a pointer to the stats rings at +104
-            // (GC_YOUNG_STATS_SIZE 11, GC_OLD_STATS_SIZE 3 on GIL builds).
-            _ => GcLayout {
-                stats: StatsAt::Rings { pointer: 104, young_slots: 11, old_slots: 3 },
-                gen0_ptr: None,
-                generations: 8,
-                size: 176,
-            },
-        }
+            // 3.15+: generations[3] and the permanent generation from +8 (after `enabled`,
+            // `debug`); where the stats rings' pointer is, the state's size and the rings' size
+            // are published (3.15.2: 104, 176, 1120).
+            _ => {
+                let dbg = self.gc_debug?;
+                let (young_slots, old_slots) = dbg.ring_slots()?;
+                GcLayout {
+                    stats: StatsAt::Rings { pointer: dbg.generation_stats, young_slots, old_slots },
+                    gen0_ptr: None,
+                    generations: 8,
+                    size: dbg.size,
+                }
+            }
+        })
     }
 }
 
@@ -245,6 +299,34 @@ mod tests {
         let block: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         let found = RemoteDebugOffsets::find(&block).unwrap();
         assert_eq!((found.eval_breaker, found.remote_debugging_enabled), (24, 8076));
+    }
+
+    #[test]
+    fn published_gc_offsets_give_3_15s_layout() {
+        // 3.15.2's _Py_DebugOffsets.gc: size 176, collecting 112, frame 120, stats size 1120,
+        // stats pointer at 104 (read from the sid build).
+        let mut dbg = vec![0u8; 1024];
+        for (i, v) in [176u64, 112, 120, 1120, 104].into_iter().enumerate() {
+            dbg[GC_DEBUG_AT + i * 8..GC_DEBUG_AT + i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        let gc = GcDebugOffsets::read(&dbg).unwrap();
+        assert_eq!(gc.ring_slots(), Some((11, 3)));
+        let interp = Interpreter {
+            version: PyVersion { minor: 15, micro: Some(2) },
+            free_threaded: false,
+            runtime: 0,
+            debug_offsets: Some((936, 7400)),
+            remote_debug: None,
+            gc_debug: Some(gc),
+        };
+        let layout = interp.gc_layout().unwrap();
+        assert_eq!(layout.stats, StatsAt::Rings { pointer: 104, young_slots: 11, old_slots: 3 });
+        assert_eq!((layout.size, layout.generations), (176, 8));
+        // The rings' index and first record per generation, as measured in the live process.
+        assert_eq!(layout.stats.rings().unwrap(), [(704, 0, 11), (904, 712, 3), (1104, 912, 3)]);
+        // Something else where the block should be: no layout, probe arguments only.
+        dbg[GC_DEBUG_AT..GC_DEBUG_AT + 8].copy_from_slice(&7u64.to_le_bytes());
+        assert_eq!(GcDebugOffsets::read(&dbg), None);
     }
 
     #[test]

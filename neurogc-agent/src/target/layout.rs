@@ -42,7 +42,7 @@ impl GcLocator {
             }
         };
         // Free-threaded builds keep a different GC state; stats reads are not attempted there.
-        (!interp.free_threaded).then_some(GcLocator { location, layout: interp.gc_layout() })
+        (!interp.free_threaded).then_some(GcLocator { location, layout: interp.gc_layout()? })
     }
 
     /// What the eBPF program follows to read `generation_stats[]` on every collection.

@@ -187,6 +187,14 @@ pub fn inspect(elf: &Elf, interp: Interpreter, name: &str, choice: ProbeChoice) 
             cpython::SUPPORTED.1
         );
     }
+    if interp.is_newer_than_tested() {
+        tracing::warn!(
+            "{what} is newer than any CPython neurogc was tested on (3.{}): its layouts are taken from \
+             _Py_DebugOffsets where they have 3.{}'s shape and validated in the process before use",
+            cpython::SUPPORTED.1,
+            cpython::SUPPORTED.1
+        );
+    }
     let usdt = usdt_source(elf)?;
     // Stripped of .symtab: the exported PyGC_Collect still leads to the collector.
     let (symbol, why) = match symbol_source(elf, &interp).map(Ok).unwrap_or_else(|| export_source(elf)) {
