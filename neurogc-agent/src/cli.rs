@@ -39,8 +39,8 @@ out of range, not root); 1 for any other failure.";
 /// Observe every garbage collection of a live CPython process, from outside, with eBPF.
 ///
 /// neurogc-agent attaches USDT probes (python:gc__start/gc__done) where the interpreter build has
-/// them, else a uprobe/uretprobe pair on the collector function found in .symtab, and times every
-/// collection: generation, pause, objects collected and uncollectable, thread. The target needs
+/// them, else a uprobe/uretprobe pair on the collector function (found in .symtab, or in stripped
+/// builds through the exported PyGC_Collect), and times every collection: generation, pause, objects collected and uncollectable, thread. The target needs
 /// no code change and is left exactly as it was when the agent detaches or dies.
 #[derive(Debug, Parser)]
 #[command(name = "neurogc-agent", version, after_help = AFTER_HELP,
@@ -330,7 +330,7 @@ pub enum CliProbe {
     Auto,
     /// Only USDT python:gc__start/gc__done
     Usdt,
-    /// Only a uprobe/uretprobe pair on the collector function from .symtab
+    /// Only a uprobe/uretprobe pair on the collector function (.symtab, or found from PyGC_Collect)
     Uprobe,
 }
 

@@ -161,7 +161,9 @@ fn fleet(opts: fleet::Options, output: FleetOutput) -> Result<()> {
             tracing::info!("Prometheus metrics at http://{addr}/metrics");
             sinks.push(Box::new(exporter));
         }
-        FleetOutput::Metrics { addr: None, .. } => {}
+        FleetOutput::Metrics { addr: None, .. } => tracing::warn!(
+            "no --metrics-addr: processes are observed and logged only (`top` shows them live)"
+        ),
         FleetOutput::Top(sort) => sinks.push(Box::new(top::Top::start(sort, quit_tx)?)),
     }
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;

@@ -35,9 +35,12 @@ impl Cgroup {
                 (f.get(2) == Some(&"cgroup2")).then(|| PathBuf::from(f[1]))
             })
             .expect("a cgroup2 mount");
-        let id =
-            format!("{:016x}", u64::from(std::process::id()).wrapping_mul(0x9e37_79b9_7f4a_7c15)).repeat(4);
-        let parent = root.join(format!("neurogc-fleet-test-{}", std::process::id()));
+        // Unique per test (they run in parallel) and per test process.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let seed = (u64::from(std::process::id()) << 8 | n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let id = format!("{seed:016x}").repeat(4);
+        let parent = root.join(format!("neurogc-fleet-test-{}-{n}", std::process::id()));
         let path = parent.join(format!("cri-containerd-{id}.scope"));
         std::fs::create_dir_all(&path).unwrap();
         Cgroup { path, parent, id }
@@ -406,10 +409,18 @@ fn fleet_finds_every_python_counts_each_exactly_and_prometheus_scrapes_it() {
     assert!(dups.is_empty(), "duplicate series after a restart: {dups:?}");
     let per_pid = prometheus
         .query(&format!("count by (pid) (cpython_gc_collections_total{{container_id=\"{}\"}})", cg.id));
-    assert_eq!(per_pid.len(), 2, "{per_pid:?}");
+    assert_eq!(per_pid.len(), 2, "series of exited or foreign processes after the restart: {per_pid:?}");
     assert!(per_pid.iter().all(|(_, n)| *n == 3.0), "one series per generation: {per_pid:?}");
-    signal(agent_child.id(), "-TERM");
+
+    // A SIGKILLed fleet agent leaves nothing behind: the USDT semaphores it raised go back to 0
+    // with its file descriptors, and the processes run on.
+    let binary = chrooted.usdt_binary().unwrap();
+    assert_eq!(semaphores(b.pid, &binary), [1, 1], "armed: the kernel raised the semaphores");
+    signal(agent_child.id(), "-KILL");
     wait_exit(&mut agent_child, 20, "agent");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(semaphores(b.pid, &binary), [0, 0], "semaphores left raised by a SIGKILLed agent");
+    assert!(alive(b.pid) && alive(c.pid), "a SIGKILLed agent took a process with it");
 }
 
 /// The capabilities deploy/daemonset.yaml grants, as `setpriv --bounding-set` names them.
@@ -524,4 +535,41 @@ fn top_lists_python_processes_and_quits_on_q() {
     for needle in ["neurogc top", &w.pid.to_string(), "python3.11", "3.11.2", "GC SHARE HISTORY", "p99 (s)"] {
         assert!(raw.contains(needle), "{needle:?} not drawn: {raw:?}");
     }
+}
+
+/// A process that execs a new program is re-resolved: its old probes go (the kernel drops its
+/// configuration at the exec), the new image is found and counted exactly.
+#[test]
+fn a_process_that_execs_is_observed_again() {
+    let cg = Cgroup::new();
+    let py = python("debian-bookworm-3.11");
+    let cycles = repo_root().join("tests/workloads/cycles.py");
+    let exec_into = format!(
+        "import gc, os, sys\nfor i in range(3000):\n    a = []; a.append(a)\ngc.collect()\nprint('ready', flush=True)\nsys.stdin.readline()\nos.execv(sys.executable, [sys.executable, {cycles:?}, '--wait', '--iterations', '40000', '--linger', '60'])\n",
+        cycles = cycles.to_string_lossy()
+    );
+    let mut argv = py.argv.clone();
+    argv.extend(["-c".to_owned(), exec_into]);
+    let mut w = Workload::start(&cg, "debian 3.11 before its exec", argv, &[], false);
+    let port = free_port();
+    let (mut agent_child, mut err) = start_agent(port, &cg);
+    err.wait_for(&format!("observing {}", w.pid), 20, "agent");
+    writeln!(w.child.stdin.as_mut().unwrap(), "exec").unwrap();
+    w.out.wait_for("ready", 30, "cycles.py after the exec");
+    err.wait_for("exec'd a new program", 10, "agent");
+    err.wait_for(&format!("observing {}", w.pid), 10, "agent, after the exec");
+    let before = wait_until(10, "series after the exec", || agent_counts(port, w.pid));
+    let report = w.run();
+    std::thread::sleep(Duration::from_millis(1200));
+    let after = agent_counts(port, w.pid).unwrap();
+    for g in 0..3 {
+        assert_eq!(
+            after[g] - before[g],
+            report["collections"][g].as_f64().unwrap(),
+            "gen{g} after the exec: agent {before:?} → {after:?}, the target {}",
+            report["collections"]
+        );
+    }
+    signal(agent_child.id(), "-TERM");
+    wait_exit(&mut agent_child, 20, "agent");
 }
