@@ -55,7 +55,7 @@ impl GcDebugOffsets {
         let w = |i: usize| u64_at(dbg, GC_DEBUG_AT + i * 8);
         let found = GcDebugOffsets { size: w(0), generation_stats: w(4), generation_stats_size: w(3) };
         let plausible = (64..=4096).contains(&found.size)
-            && found.generation_stats % 8 == 0
+            && found.generation_stats.is_multiple_of(8)
             && found.generation_stats + 8 <= found.size
             && w(1) < found.size
             && (64..=1 << 20).contains(&found.generation_stats_size);
