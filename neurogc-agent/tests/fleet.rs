@@ -573,3 +573,66 @@ fn a_process_that_execs_is_observed_again() {
     signal(agent_child.id(), "-TERM");
     wait_exit(&mut agent_child, 20, "agent");
 }
+
+/// SIGKILL of the fleet agent at random moments (seeded, printed) and at aimed ones (right after
+/// it armed a process, while it arms them): every process keeps running, its USDT semaphores are
+/// back to 0, and it finishes its work with correct counts of its own.
+#[test]
+fn fleet_agent_killed_at_any_moment_leaves_every_process_as_it_was() {
+    let seed: u64 =
+        std::env::var("NEUROGC_TORTURE_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+        });
+    eprintln!("seed {seed} (NEUROGC_TORTURE_SEED reproduces it)");
+    let mut state = seed | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let cg = Cgroup::new();
+    let pys = [python("debian-bookworm-3.11"), python("debian-trixie-3.13")];
+    let args = ["--wait", "--seconds", "25", "--threads", "1"];
+    let mut ws: Vec<Workload> = pys
+        .iter()
+        .map(|py| Workload::start(&cg, &py.name, py.container_command(&args), &[], py.in_container()))
+        .collect();
+    for w in &mut ws {
+        writeln!(w.child.stdin.as_mut().unwrap(), "go").unwrap();
+    }
+    let binaries: Vec<_> = pys.iter().map(|p| p.usdt_binary().unwrap()).collect();
+    for trial in 0..8 {
+        let port = free_port();
+        let (mut agent_child, mut err) = start_agent(port, &cg);
+        // Even trials: aimed just after the agent said it armed a process; odd: uniformly
+        // within its first 1.5 s (start-up, scan, resolving, arming, running).
+        if trial % 2 == 0 {
+            err.wait_for("observing", 20, "agent");
+        } else {
+            std::thread::sleep(Duration::from_millis(next() % 1500));
+        }
+        signal(agent_child.id(), "-KILL");
+        wait_exit(&mut agent_child, 20, "agent");
+        std::thread::sleep(Duration::from_millis(100));
+        for (w, binary) in ws.iter().zip(&binaries) {
+            assert!(alive(w.pid), "trial {trial}: {} died with the agent", w.name);
+            assert_eq!(
+                semaphores(w.pid, binary),
+                [0, 0],
+                "trial {trial}: {} has raised semaphores left",
+                w.name
+            );
+        }
+    }
+    for w in &mut ws {
+        let line = w.out.wait_for("baseline_collections", 60, &w.name);
+        let report: Value = serde_json::from_str(&line).unwrap();
+        assert!(report["collections"][0].as_i64().unwrap() > 100, "{}: {report}", w.name);
+        assert!(
+            wait_exit(&mut w.child, 10, &w.name).success(),
+            "{} did not finish its work cleanly after 8 killed agents",
+            w.name
+        );
+    }
+}
