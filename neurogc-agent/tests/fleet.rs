@@ -579,18 +579,7 @@ fn a_process_that_execs_is_observed_again() {
 /// back to 0, and it finishes its work with correct counts of its own.
 #[test]
 fn fleet_agent_killed_at_any_moment_leaves_every_process_as_it_was() {
-    let seed: u64 =
-        std::env::var("NEUROGC_TORTURE_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
-        });
-    eprintln!("seed {seed} (NEUROGC_TORTURE_SEED reproduces it)");
-    let mut state = seed | 1;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let rng = Rng::from_env("NEUROGC_TORTURE_SEED");
     let cg = Cgroup::new();
     let pys = [python("debian-bookworm-3.11"), python("debian-trixie-3.13")];
     let args = ["--wait", "--seconds", "25", "--threads", "1"];
@@ -610,7 +599,7 @@ fn fleet_agent_killed_at_any_moment_leaves_every_process_as_it_was() {
         if trial % 2 == 0 {
             err.wait_for("observing", 20, "agent");
         } else {
-            std::thread::sleep(Duration::from_millis(next() % 1500));
+            std::thread::sleep(Duration::from_millis(rng.next() % 1500));
         }
         signal(agent_child.id(), "-KILL");
         wait_exit(&mut agent_child, 20, "agent");

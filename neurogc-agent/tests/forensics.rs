@@ -166,20 +166,8 @@ fn the_report_counts_what_the_workload_counted_itself() {
 /// whatever was sealed reads back, and the report runs on it.
 #[test]
 fn a_recorder_killed_at_any_moment_leaves_a_readable_file() {
-    let seed: u64 =
-        std::env::var("NEUROGC_FORENSICS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
-        });
-    eprintln!("NEUROGC_FORENSICS_SEED={seed}");
-    let state = std::cell::Cell::new(seed | 1);
-    let next = || {
-        let mut x = state.get();
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        state.set(x);
-        x
-    };
+    let rng = Rng::from_env("NEUROGC_FORENSICS_SEED");
+    let next = || rng.next();
     for_each_python(|py| {
         let dir = scratch(&format!("kill-{}", py.name));
         let trace = dir.join("killed.ngc");

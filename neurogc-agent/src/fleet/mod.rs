@@ -99,6 +99,8 @@ struct Fleet {
     next_id: u64,
     /// PIDs being resolved on the blocking pool.
     resolving: HashSet<i32>,
+    /// Of those, the ones that exec'd meanwhile: their resolution describes the old program.
+    execd_while_resolving: HashSet<i32>,
     /// Processes looked at and left alone (not Python, filtered out, refused), by PID and start
     /// time: never looked at again until they exec.
     settled: HashMap<i32, u64>,
@@ -145,6 +147,7 @@ pub async fn run(
         sessions: HashMap::new(),
         next_id: 0,
         resolving: HashSet::new(),
+        execd_while_resolving: HashSet::new(),
         settled: HashMap::new(),
         cache: BuildCache::default(),
         full_reported: false,
@@ -232,6 +235,10 @@ impl Fleet {
             self.detach(pid, "exec'd a new program");
         }
         self.settled.remove(&pid);
+        if self.resolving.contains(&pid) {
+            self.execd_while_resolving.insert(pid);
+            return;
+        }
         self.consider(pid, true);
     }
 
@@ -268,6 +275,10 @@ impl Fleet {
     fn arm(&mut self, r: Resolved) {
         let pid = r.who.pid;
         self.resolving.remove(&pid);
+        if self.execd_while_resolving.remove(&pid) {
+            // The start time does not change at an exec: only this tells the plan is stale.
+            return self.consider(pid, true);
+        }
         // Gone, or replaced by another process with the same PID, while it was being resolved.
         if Identity::read(pid).is_none_or(|now| now.start != r.who.start) {
             return;

@@ -342,6 +342,29 @@ pub fn compare(py: &str, events: &[Value], report: &Value, with_baseline: bool) 
     errors
 }
 
+/// xorshift64, seeded from the environment variable `var` when set (to reproduce a run), else
+/// from the clock; the seed is printed either way. Interior mutability lets closures share it.
+pub struct Rng(std::cell::Cell<u64>);
+
+impl Rng {
+    pub fn from_env(var: &str) -> Rng {
+        let seed: u64 = std::env::var(var).ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+        });
+        eprintln!("{var}={seed}");
+        Rng(std::cell::Cell::new(seed | 1))
+    }
+
+    pub fn next(&self) -> u64 {
+        let mut x = self.0.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0.set(x);
+        x
+    }
+}
+
 pub fn fixture(name: &str) -> String {
     repo_root().join("neurogc-agent/tests/fixtures").join(name).to_string_lossy().into_owned()
 }
