@@ -100,7 +100,11 @@ pub fn all_pids() -> Vec<i32> {
 enum Parsed {
     /// The file could not be opened (why): its process cannot be told apart.
     Unopenable(String),
-    NotPython,
+    /// Not an interpreter; `needs_libpython`: a python executable whose interpreter is in a
+    /// libpython the dynamic loader maps after the exec.
+    NotPython {
+        needs_libpython: bool,
+    },
     Python(Arc<Build>),
     /// CPython, but not observable (unsupported version, no probes): the reason, for the user.
     Refused(String),
@@ -138,7 +142,9 @@ impl BuildCache {
             // Gone, not ELF or not ours to open: not remembered (the next process may differ).
             Err(err) => return Parsed::Unopenable(format!("{err:#}")),
             Ok(elf) => match Interpreter::identify(&elf, &file.path.to_string_lossy()) {
-                None => Parsed::NotPython,
+                None => Parsed::NotPython {
+                    needs_libpython: elf.needed().iter().any(|n| n.starts_with("libpython3")),
+                },
                 Some(interp) => {
                     match target::inspect(&elf, interp, &file.path.display().to_string(), ProbeChoice::Auto) {
                         Ok(build) => Parsed::Python(Arc::new(build)),
@@ -168,11 +174,7 @@ impl BuildCache {
                     }
                     Parsed::Refused(why) => return Resolution::Refused(why),
                     Parsed::Unopenable(why) => return Resolution::Unreadable(why),
-                    Parsed::NotPython => {
-                        needs_libpython |= at_exec
-                            && Elf::open(&file.open_path)
-                                .is_ok_and(|elf| elf.needed().iter().any(|n| n.starts_with("libpython3")));
-                    }
+                    Parsed::NotPython { needs_libpython: needs } => needs_libpython |= at_exec && needs,
                 }
             }
             if !needs_libpython || std::time::Instant::now() >= deadline {

@@ -222,7 +222,11 @@ fn read_exec(item: &[u8]) -> Option<u32> {
 
 impl Fleet {
     fn scan(&mut self) {
-        for pid in discover::all_pids() {
+        let pids = discover::all_pids();
+        // Forget processes that are gone: the map stays as large as the host's process table.
+        let alive: HashSet<i32> = pids.iter().copied().collect();
+        self.settled.retain(|pid, _| alive.contains(pid));
+        for pid in pids {
             self.consider(pid, false);
         }
     }
