@@ -22,9 +22,9 @@ use std::{
 
 use common::*;
 
-const PATHS: [(&str, [&str; 2]); 2] = [
-    ("ring (3.8-3.12)", ["debian-bookworm-3.11", "pyenv-3.12"]),
-    ("counted (3.13+)", ["debian-trixie-3.13", "debian-sid-3.14"]),
+const PATHS: [(&str, &[&str]); 2] = [
+    ("ring (3.8-3.12)", &["debian-bookworm-3.11", "pyenv-3.12"]),
+    ("counted (3.13+)", &["debian-trixie-3.13", "debian-sid-3.14", "debian-sid-3.15"]),
 ];
 const STATES: [&str; 8] = ["busy", "sleep", "stdin", "asyncio", "shadow", "sigpipe", "fork", "appset"];
 /// Where a kill is aimed: a line the agent prints (debug log or JSON) at that step.
