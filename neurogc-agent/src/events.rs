@@ -32,11 +32,12 @@ impl Clock {
     }
 }
 
-/// One ring buffer record as the kernel wrote it (None when it is too short to be one).
-pub fn read(item: &[u8]) -> Option<GcEvent> {
+/// One ring buffer record as the kernel wrote it, a `GcEvent` or an `ExecEvent` (None when it is
+/// too short to be one).
+pub fn read<T: aya::Pod>(item: &[u8]) -> Option<T> {
     // SAFETY: the length is checked; read_unaligned copes with the ring's 8-byte alignment, and
-    // every bit pattern is a valid GcEvent.
-    (item.len() >= std::mem::size_of::<GcEvent>())
+    // every bit pattern is a valid `Pod`.
+    (item.len() >= std::mem::size_of::<T>())
         .then(|| unsafe { std::ptr::read_unaligned(item.as_ptr().cast()) })
 }
 

@@ -22,7 +22,7 @@ use crate::{
     steer::{Events, Mode, Steering, latency},
     target::{AttachPlan, process},
     view,
-    wait::{PidFd, pidfd_open, readable, stop_signals},
+    wait::{pidfd_open, readable, stop_signals},
 };
 
 /// How often the ring buffer is drained when the kernel does not wake us (it wakes us only when
@@ -101,7 +101,7 @@ pub async fn run(
     mut opts: Options,
 ) -> Result<()> {
     let pid = plan.pid;
-    let exit_watch = readable(PidFd(pidfd_open(pid)?))?;
+    let exit_watch = readable(pidfd_open(pid)?)?;
     let mut ring = readable(Ring(probes))?;
     let clock = Clock::new();
     // Until the dynamic loader and the interpreter's start-up are done, the GC state's memory
@@ -255,7 +255,7 @@ impl Observer<'_> {
     fn drain(&mut self, probes: &mut Probes) -> io::Result<()> {
         let mut received = false;
         while let Some(item) = probes.ring().next() {
-            if let Some(ev) = events::read(&item) {
+            if let Some(ev) = events::read::<neurogc_common::GcEvent>(&item) {
                 self.dec.push(ev);
                 received = true;
             }

@@ -117,12 +117,7 @@ fn bars(history: impl DoubleEndedIterator<Item = u64> + ExactSizeIterator, width
 }
 
 fn pause(us: u64) -> String {
-    match us {
-        0 => "-".into(),
-        1..=9_999 => format!("{us}µs"),
-        10_000..=999_999 => format!("{:.1}ms", us as f64 / 1e3),
-        _ => format!("{:.2}s", us as f64 / 1e6),
-    }
+    if us == 0 { "-".into() } else { crate::view::duration(us * 1000) }
 }
 
 impl<B: Backend> Top<B> {

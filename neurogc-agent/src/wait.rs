@@ -35,10 +35,3 @@ pub fn readable<T: AsRawFd>(inner: T) -> Result<AsyncFd<T>> {
     // SAFETY: both wrappers own their fd for as long as the AsyncFd lives and always return it.
     unsafe { AsyncFd::register_with_interest(inner, Interest::READABLE) }.map_err(|e| anyhow::anyhow!("{e}"))
 }
-
-pub struct PidFd(pub OwnedFd);
-impl AsRawFd for PidFd {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0.as_raw_fd()
-    }
-}

@@ -303,12 +303,41 @@ struct AgentSample {
 }
 
 /// CPU time of every thread of `pid` so far (schedstat: nanoseconds, not clock ticks).
-fn cpu_ns(pid: u32) -> u64 {
+pub fn cpu_ns(pid: u32) -> u64 {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return 0 };
     tasks
         .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
         .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
         .sum()
+}
+
+/// A `/proc/PID/status` field in KiB (`"VmRSS:"`, `"VmHWM:"`); None once the process is gone.
+pub fn status_kib(pid: u32, field: &str) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.split_whitespace().next()?.parse().ok())
+}
+
+/// The body of `GET path` from a local HTTP server (a workload or the agent's `/metrics`);
+/// an error unless the status is 200.
+pub fn http_get(port: u16, path: &str) -> Result<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    write!(s, "GET {path} HTTP/1.0\r\n\r\n")?;
+    let mut body = String::new();
+    s.read_to_string(&mut body)?;
+    anyhow::ensure!(body.split_whitespace().nth(1) == Some("200"), "bad answer: {body:.80}");
+    Ok(body.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default())
+}
+
+/// The CPU's model name, for the reports' machine line.
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("model name\t: ").map(str::to_owned)))
+        .unwrap_or_default()
 }
 
 fn ensure_bpftrace() -> Result<()> {

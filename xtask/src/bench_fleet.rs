@@ -3,8 +3,7 @@
 //! targets for: the agent's CPU (share of one core) and RSS, the time a `/metrics` scrape takes,
 //! and how long after its exec a new process is armed; checks that nothing was lost.
 use std::{
-    io::{Read, Write},
-    net::TcpStream,
+    io::Read,
     path::Path,
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
@@ -12,7 +11,10 @@ use std::{
 
 use anyhow::{Context, Result, bail};
 
-use crate::{bench::median, build_release_agent, workspace_root};
+use crate::{
+    bench::{cpu_model, cpu_ns, http_get, median, status_kib},
+    build_release_agent, workspace_root,
+};
 
 pub struct Options {
     pub processes: usize,
@@ -22,38 +24,12 @@ pub struct Options {
     pub python: std::path::PathBuf,
 }
 
-fn get(port: u16, path: &str) -> Result<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
-    let mut text = String::new();
-    s.read_to_string(&mut text)?;
-    Ok(text.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default())
-}
-
 /// Sum of a metric's samples whose line contains `filter`.
 fn metric_sum(text: &str, name: &str, filter: &str) -> f64 {
     text.lines()
         .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']) && l.contains(filter))
         .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
         .sum()
-}
-
-fn cpu_ns(pid: u32) -> u64 {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return 0 };
-    tasks
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .sum()
-}
-
-fn status_kib(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines().find_map(|l| l.strip_prefix(field)?.trim().strip_suffix("kB")?.trim().parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 fn load(python: &Path, rate: f64) -> Result<Child> {
@@ -85,7 +61,7 @@ pub fn run(o: Options) -> Result<()> {
     let apid = agent.id();
     let started = Instant::now();
     let wanted = o.processes as f64;
-    while metric_sum(&get(port, "/metrics").unwrap_or_default(), "neurogc_targets", "") < wanted {
+    while metric_sum(&http_get(port, "/metrics").unwrap_or_default(), "neurogc_targets", "") < wanted {
         if started.elapsed() > Duration::from_secs(30) {
             bail!("the agent did not attach to {} processes within 30 s", o.processes);
         }
@@ -93,19 +69,19 @@ pub fn run(o: Options) -> Result<()> {
     }
     // Warm up (the first windows, the caches), then measure.
     std::thread::sleep(Duration::from_secs(3));
-    let before = get(port, "/metrics")?;
+    let before = http_get(port, "/metrics")?;
     let (cpu0, t0) = (cpu_ns(apid), Instant::now());
     let mut scrapes_ms = Vec::new();
     let mut rss_max = 0;
     while t0.elapsed().as_secs_f64() < o.seconds {
         std::thread::sleep(Duration::from_millis(1000));
         let s = Instant::now();
-        get(port, "/metrics")?;
+        http_get(port, "/metrics")?;
         scrapes_ms.push(s.elapsed().as_secs_f64() * 1e3);
-        rss_max = rss_max.max(status_kib(apid, "VmRSS:"));
+        rss_max = rss_max.max(status_kib(apid, "VmRSS:").unwrap_or(0));
     }
     let (cpu1, wall) = (cpu_ns(apid), t0.elapsed().as_secs_f64());
-    let after = get(port, "/metrics")?;
+    let after = http_get(port, "/metrics")?;
     let collections = metric_sum(&after, "cpython_gc_collections_total", "")
         - metric_sum(&before, "cpython_gc_collections_total", "");
     let lost = metric_sum(&after, "neurogc_lost_events_total", "");
@@ -121,7 +97,7 @@ pub fn run(o: Options) -> Result<()> {
             .stdout(Stdio::null())
             .spawn()?;
         let needle = format!("pid=\"{}\"", child.id());
-        while !get(port, "/metrics")?.contains(&needle) {
+        while !http_get(port, "/metrics")?.contains(&needle) {
             if t.elapsed() > Duration::from_secs(10) {
                 bail!("process {} not attached within 10 s", child.id());
             }
@@ -132,7 +108,7 @@ pub fn run(o: Options) -> Result<()> {
     }
     // Every process's own count against the agent's (read once the processes are told to stop
     // counting: they report, the agent has had a window to drain).
-    let hwm = status_kib(apid, "VmHWM:");
+    let hwm = status_kib(apid, "VmHWM:").unwrap_or(0);
     for l in &mut loads {
         let _ = l.kill();
         let _ = l.wait();
@@ -181,11 +157,7 @@ pub fn run(o: Options) -> Result<()> {
 }
 
 fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("model name\t: ").map(str::to_owned)))
-        .unwrap_or_default();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    format!("{cores} cores, {cpu}, kernel {}", kernel.trim())
+    format!("{cores} cores, {}, kernel {}", cpu_model(), kernel.trim())
 }

@@ -11,8 +11,7 @@
 //! stop-the-world collection counts the wait. The workload is pinned to CPU 0, the load generator
 //! and the agent to CPU 1.
 use std::{
-    io::{BufRead, BufReader, Read, Write},
-    net::TcpStream,
+    io::{BufRead, BufReader, Write},
     path::{Path, PathBuf},
     process::{Child, ChildStdout, Command, Stdio},
     sync::{
@@ -28,7 +27,7 @@ use neurogc_trace::{Record, TraceReader};
 use serde_json::Value;
 
 use crate::{
-    bench::{lines, wait_for},
+    bench::{http_get, lines, wait_for},
     bench_steer_report, build_release_agent, workspace_root,
 };
 
@@ -247,12 +246,7 @@ fn sample_rss(pid: u32, start: Instant, done: Arc<AtomicBool>) -> std::thread::J
     std::thread::spawn(move || {
         let mut out = Vec::new();
         while !done.load(Ordering::Relaxed) {
-            let kib = std::fs::read_to_string(format!("/proc/{pid}/status")).ok().and_then(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("VmRSS:"))
-                    .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-            });
-            if let Some(kib) = kib {
+            if let Some(kib) = crate::bench::status_kib(pid, "VmRSS:") {
                 out.push((start.elapsed().as_secs_f64(), kib as f64 / 1024.0));
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -261,18 +255,8 @@ fn sample_rss(pid: u32, start: Instant, done: Arc<AtomicBool>) -> std::thread::J
     })
 }
 
-fn get(port: u16, path: &str) -> Result<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port))?;
-    s.set_read_timeout(Some(Duration::from_secs(30)))?;
-    write!(s, "GET {path} HTTP/1.0\r\n\r\n")?;
-    let mut body = String::new();
-    s.read_to_string(&mut body)?;
-    anyhow::ensure!(body.starts_with("HTTP/1.0 200"), "bad answer: {body:.80}");
-    Ok(body.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default())
-}
-
 pub fn stats(port: u16) -> Result<Value> {
-    Ok(serde_json::from_str(&get(port, "/stats")?)?)
+    Ok(serde_json::from_str(&http_get(port, "/stats")?)?)
 }
 
 /// Open-loop load: each phase's rate × `rate` requests/s for its share of `seconds`, every
@@ -291,7 +275,7 @@ fn load(port: u16, rate: f64, seconds: f64, phases: &[Phase]) -> (Vec<f64>, u64)
                         Ok(d) => d,
                         Err(_) => return,
                     };
-                    let ok = get(port, path).is_ok();
+                    let ok = http_get(port, path).is_ok();
                     let ms = due.elapsed().as_secs_f64() * 1e3;
                     let mut r = results.lock().unwrap();
                     if ok { r.0.push(ms) } else { r.1 += 1 }

@@ -184,10 +184,7 @@ fn sha256(path: &std::path::Path) -> String {
 
 pub fn write(opts: &Options, results: &[(Workload, Vec<(Config, Run)>)]) -> Result<()> {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("model name\t: ").map(str::to_owned)))
-        .unwrap_or_default();
+    let cpu = crate::bench::cpu_model();
     let mut md = format!(
         "# neurogc steering benchmark\n\n{} · {} · {cpu} · {} CPUs · {} rounds × {:.0} s after {:.0} s of the same load, \
          interleaved · model: {} (sha256 {}) · medians (min–max)\n\nWorkloads in bench/; none of them is a training profile. \

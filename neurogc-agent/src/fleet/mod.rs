@@ -11,7 +11,7 @@ pub mod stats;
 
 use std::{
     collections::{HashMap, HashSet},
-    os::fd::{AsFd, AsRawFd, OwnedFd, RawFd},
+    os::fd::{AsFd, OwnedFd},
     time::{Duration, Instant},
 };
 
@@ -33,7 +33,7 @@ use crate::{
     probes::{Armed, Kernel},
     session::Decoder,
     target::AttachPlan,
-    wait::{PidFd, pidfd_open, readable, stop_signals},
+    wait::{pidfd_open, readable, stop_signals},
 };
 
 pub struct Options {
@@ -115,15 +115,8 @@ struct Fleet {
 
 /// A duplicate of a ring buffer's fd, for tokio to wait on while the map itself stays with its
 /// owner (the same open file: readiness is shared).
-struct RingFd(OwnedFd);
-impl AsRawFd for RingFd {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0.as_raw_fd()
-    }
-}
-
-fn ring_fd(ring: &RingBuf<MapData>) -> Result<RingFd> {
-    Ok(RingFd(ring.as_fd().try_clone_to_owned().context("duplicating a ring buffer fd")?))
+fn ring_fd(ring: &RingBuf<MapData>) -> Result<OwnedFd> {
+    ring.as_fd().try_clone_to_owned().context("duplicating a ring buffer fd")
 }
 
 /// `quit`: resolves when a sink asks the agent to stop (the live view's `q`).
@@ -179,7 +172,7 @@ pub async fn run(
             }
             guard = exec_ready.readable() => {
                 let mut guard = guard?;
-                let pids: Vec<u32> = std::iter::from_fn(|| execs.next().map(|item| read_exec(&item))).flatten().collect();
+                let pids: Vec<u32> = std::iter::from_fn(|| execs.next().map(|item| events::read::<ExecEvent>(&item).map(|e| e.pid))).flatten().collect();
                 guard.clear_ready();
                 for pid in pids {
                     fleet.exec(pid as i32);
@@ -212,12 +205,6 @@ pub async fn run(
     };
     tracing::info!("fleet stopped ({why}): detached from {n} processes, {} events lost", fleet.kernel.lost());
     Ok(())
-}
-
-fn read_exec(item: &[u8]) -> Option<u32> {
-    // SAFETY: length checked; every bit pattern is a valid ExecEvent.
-    (item.len() >= std::mem::size_of::<ExecEvent>())
-        .then(|| unsafe { std::ptr::read_unaligned(item.as_ptr().cast::<ExecEvent>()) }.pid)
 }
 
 impl Fleet {
@@ -321,7 +308,7 @@ impl Fleet {
     fn start(&mut self, who: &Identity, plan: AttachPlan, at_exec: bool) -> Result<()> {
         let pid = plan.pid;
         // The pidfd first: from here on the PID cannot name another process unnoticed.
-        let pidfd = readable(PidFd(pidfd_open(pid)?))?;
+        let pidfd = readable(pidfd_open(pid)?)?;
         let armed = self.kernel.arm(&plan)?;
         self.next_id += 1;
         let id = self.next_id;
@@ -365,7 +352,7 @@ impl Fleet {
     fn drain(&mut self) {
         let mut received: HashSet<i32> = HashSet::new();
         while let Some(item) = self.kernel.ring.next() {
-            let Some(ev) = events::read(&item) else { continue };
+            let Some(ev) = events::read::<neurogc_common::GcEvent>(&item) else { continue };
             if let Some(s) = self.sessions.get_mut(&(ev.pid as i32)) {
                 s.dec.push(ev);
                 received.insert(ev.pid as i32);

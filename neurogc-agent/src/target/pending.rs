@@ -87,39 +87,23 @@ const TSTATE_INTERP: u64 = 16;
 
 impl PendingLayout {
     pub fn for_interpreter(interp: &Interpreter) -> Option<PendingLayout> {
+        // 3.13+: `_PyRuntime.ceval.pending_mainthread` and `_PyRuntime.main_tstate`, the breaker
+        // in the thread state (3.14+ publish its offset in `_Py_DebugOffsets`).
+        let counted = |queue: u64, tstate_ptr: u64, eval_breaker: u64| {
+            let breaker = Breaker::MainThreadBit { tstate_ptr, eval_breaker, bit: 1 << 2 };
+            (Base::Runtime(queue), COUNTED, 7232, breaker)
+        };
+        let published_breaker = interp.remote_debug.map_or(24, |r| r.eval_breaker);
         let (queue_at, queue, size, breaker) = match interp.version.minor {
             8 => (Base::Runtime(600), RING_38, 544, Breaker::Int(Base::Runtime(592))),
             9 => (Base::MainInterp(80), RING_39, 536, Breaker::Int(Base::MainInterp(72))),
             10 => (Base::MainInterp(80), RING_39, 536, Breaker::Int(Base::MainInterp(68))),
             11 => (Base::MainInterp(112), RING_39, 536, Breaker::Int(Base::MainInterp(100))),
             12 => (Base::Runtime(2016), RING_312, 544, Breaker::Int(Base::MainInterp(368))),
-            13 => (
-                Base::Runtime(2640),
-                COUNTED,
-                7232,
-                Breaker::MainThreadBit { tstate_ptr: 664, eval_breaker: 24, bit: 1 << 2 },
-            ),
+            13 => counted(2640, 664, 24),
             // 3.14.0–3.14.4 (incremental GC) were not available to check: refuse rather than guess.
-            14 if !interp.incremental_gc() => (
-                Base::Runtime(2848),
-                COUNTED,
-                7232,
-                Breaker::MainThreadBit {
-                    tstate_ptr: 840,
-                    eval_breaker: interp.remote_debug.map_or(24, |r| r.eval_breaker),
-                    bit: 1 << 2,
-                },
-            ),
-            15 => (
-                Base::Runtime(2976),
-                COUNTED,
-                7232,
-                Breaker::MainThreadBit {
-                    tstate_ptr: 968,
-                    eval_breaker: interp.remote_debug.map_or(24, |r| r.eval_breaker),
-                    bit: 1 << 2,
-                },
-            ),
+            14 if !interp.incremental_gc() => counted(2848, 840, published_breaker),
+            15 => counted(2976, 968, published_breaker),
             _ => return None,
         };
         (!interp.free_threaded).then_some(PendingLayout { queue_at, queue, size, breaker })
