@@ -10,7 +10,7 @@ use crate::{
     actuate::ActuatorKind,
     bail_user,
     fleet::discover::{Filter, Rule, RuleKey},
-    policy::{Policy, guard::GuardConfig, model::ExecutionProvider},
+    policy::{Policy, budgets::GuardConfig, model::ExecutionProvider},
     steer::Mode,
     target::ProbeChoice,
 };
@@ -233,10 +233,10 @@ pub struct PolicyArgs {
     #[arg(long, value_name = "DURATION", default_value = "10ms", value_parser = pause_budget)]
     pub pause_budget: Budget<u64>,
 
-    /// GC budget: share of wall time spent collecting, over the last 10 windows ("2%"; 0.1% to
-    /// 50%, or "off"). Over it: fewer young collections
-    #[arg(long, value_name = "PCT%", default_value = "2%", value_parser = gc_budget)]
-    pub gc_budget: Budget<f64>,
+    /// GC budget: share of wall time spent collecting ("2%"; 0.1% to 50%), "attach" (no worse
+    /// than in the first windows, before any change) or "off"
+    #[arg(long, value_name = "PCT%", default_value = "attach", value_parser = gc_budget)]
+    pub gc_budget: GcBudget,
 
     /// Seconds to watch before gc.freeze() may be used (a warm heap: freezing start-up garbage
     /// would keep it forever); 0 to 86400
@@ -497,7 +497,11 @@ impl PolicyArgs {
                     MemoryBudget::Growth(_) => None,
                 },
                 pause_budget_ns: self.pause_budget.0,
-                gc_budget: self.gc_budget.0,
+                gc_budget: match self.gc_budget {
+                    GcBudget::Share(f) => Some(f),
+                    _ => None,
+                },
+                gc_at_attach: self.gc_budget == GcBudget::AtAttach,
                 freeze_after_s: (!self.no_freeze).then_some(self.freeze_after),
                 allow_disable: self.allow_disable,
             },
@@ -588,11 +592,20 @@ fn pause_budget(s: &str) -> Result<Budget<u64>, String> {
     }
 }
 
-fn gc_budget(s: &str) -> Result<Budget<f64>, String> {
-    if s.trim() == "off" {
-        return Ok(Budget(None));
+/// The GC budget as given: a share, relative to attach, or none.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum GcBudget {
+    Share(f64),
+    AtAttach,
+    Off,
+}
+
+fn gc_budget(s: &str) -> Result<GcBudget, String> {
+    match s.trim() {
+        "off" => Ok(GcBudget::Off),
+        "attach" => Ok(GcBudget::AtAttach),
+        _ => fraction(s, 0.1, 50.0).map(GcBudget::Share).map_err(|e| format!("{e} (or \"attach\", \"off\")")),
     }
-    fraction(s, 0.1, 50.0).map(|f| Budget(Some(f))).map_err(|e| format!("{e} (or \"off\")"))
 }
 
 #[cfg(test)]
@@ -623,7 +636,9 @@ mod tests {
         for bad in ["0%", "0.01%", "51%", "nan", ""] {
             assert!(gc_budget(bad).is_err(), "{bad}");
         }
-        assert_eq!(gc_budget("2%"), Ok(Budget(Some(0.02))));
+        assert_eq!(gc_budget("2%"), Ok(GcBudget::Share(0.02)));
+        assert_eq!(gc_budget("attach"), Ok(GcBudget::AtAttach));
+        assert_eq!(gc_budget("off"), Ok(GcBudget::Off));
     }
 
     #[test]

@@ -97,20 +97,28 @@ fn feature(window: &Window, name: &str) -> f64 {
     index(name).and_then(|i| window.features.get(i)).copied().unwrap_or(0.0)
 }
 
-/// The window as the guard's budgets read it.
-pub fn reading(window: &Window) -> crate::policy::guard::Reading {
-    let (worst, max_us) = ["gen0_max_us", "gen1_max_us", "gen2_max_us"]
-        .iter()
-        .map(|n| feature(window, n))
-        .enumerate()
-        .fold((0, 0.0), |best, (g, us)| if us > best.1 { (g, us) } else { best });
-    crate::policy::guard::Reading {
+/// The window as the model of the collector reads it. `age_s`: the process's age at the
+/// window's end, where known.
+pub fn reading(window: &Window, age_s: Option<f64>) -> crate::policy::predict::Reading {
+    let per_gen =
+        |name: &str, scale: f64| [0, 1, 2].map(|g| feature(window, &format!("gen{g}_{name}")) * scale);
+    let s = &window.sample;
+    crate::policy::predict::Reading {
         ts_ns: window.end_ns,
-        pause_max_ns: (max_us * 1e3) as u64,
-        pause_gen: worst as u8,
+        secs: (window.end_ns.saturating_sub(window.start_ns) as f64 / 1e9).max(1e-3),
+        collections: window.collections,
+        pause_p50_ns: per_gen("p50_us", 1e3),
+        pause_max_ns: per_gen("max_us", 1e3),
+        collected_per: per_gen("collected_per", 1.0),
         gc_share: feature(window, "gc_share"),
-        rss: window.sample.rss_bytes,
+        alloc_per_s: feature(window, "alloc_per_s"),
+        rss: s.rss_bytes,
+        thresholds: s.thresholds,
+        older_counts: s.older_counts,
+        long_lived: s.long_lived,
+        freeze_count: s.freeze_count,
         idle: idle(window),
+        age_s,
     }
 }
 
@@ -140,6 +148,8 @@ mod tests {
             rss_bytes: rss_mib << 20,
             cpu_ns: cpu_ms * 1_000_000,
             freeze_count: None,
+            older_counts: None,
+            long_lived: None,
         }
     }
 

@@ -111,6 +111,10 @@ pub async fn run(
         launched.release()?;
     }
     let first = sample(pid, &dec.gc, &clock, None);
+    let mut steer = steer;
+    if let Some(s) = steer.as_mut() {
+        s.target(pid, process::age_s(pid));
+    }
     let mut obs = Observer {
         plan,
         dec,
@@ -128,7 +132,7 @@ pub async fn run(
     };
     obs.start_actuator()?;
     let attach = obs.attach_record(first, &opts);
-    obs.emit(&Record::Attach(attach))?;
+    obs.emit(&Record::Attach(Box::new(attach)))?;
     // Its own block at once: a recorder killed in its first second still leaves a readable file.
     if let Some(r) = obs.records.as_mut() {
         r.seal()?;
@@ -211,10 +215,12 @@ fn sample(pid: i32, gc: &GcStatus, clock: &Clock, freeze_count: Option<i64>) -> 
     Sample {
         ts_ns: clock.now_unix_ns(),
         thresholds: settings.map(|s| s.thresholds.map(i64::from)),
-        count0: settings.map(|s| i64::from(s.count0)),
+        count0: settings.map(|s| i64::from(s.counts[0])),
         rss_bytes,
         cpu_ns,
         freeze_count,
+        older_counts: settings.map(|s| [1, 2].map(|g| i64::from(s.counts[g]))),
+        long_lived: settings.and_then(|s| s.long_lived),
     }
 }
 

@@ -1,5 +1,6 @@
-//! advise/act: every window, the model scores the actions and the guard decides; in act mode the
-//! decision goes to the actuator thread, whose answers come back as [`Event`]s and are reported
+//! advise/act: every window, the controller predicts every candidate action and chooses within
+//! the budgets (the ONNX model's proposal is one of the candidates); in act mode the decision
+//! goes to the actuator thread, whose answers come back as [`Event`]s and are reported
 //! as "actuation" records. Nothing here waits on the target.
 use std::time::{Duration, Instant};
 
@@ -10,10 +11,7 @@ use neurogc_trace::{Actuation, Decision, LatencySummary, ModelInfo};
 use crate::{
     actuate::{self, ActuatorHandle, ActuatorKind, Command, Event, Finish},
     features::Window,
-    policy::{
-        guard::{Guard, GuardConfig},
-        model::Model,
-    },
+    policy::{budgets::GuardConfig, controller::Controller, model::Model},
     target::{AttachPlan, layout::GcState},
 };
 
@@ -49,7 +47,10 @@ pub struct Steering {
     pub mode: Mode,
     model: Model,
     guard_cfg: GuardConfig,
-    guard: Option<Guard>,
+    controller: Option<Controller>,
+    /// When the target started (its age tells whether its heap is warm), where known.
+    started: Option<Instant>,
+    pid: Option<i32>,
     actuator_kind: ActuatorKind,
     actuator: Actuator,
     /// The application's thresholds as the actuator found them.
@@ -92,7 +93,9 @@ impl Steering {
             mode,
             model,
             guard_cfg,
-            guard: None,
+            controller: None,
+            started: None,
+            pid: None,
             actuator_kind,
             actuator: Actuator::None,
             original: None,
@@ -106,6 +109,12 @@ impl Steering {
             last_effect: None,
             failed_to_start: None,
         }
+    }
+
+    /// The target, and its age now (from /proc): a process running for a while has a warm heap.
+    pub fn target(&mut self, pid: i32, age_s: Option<f64>) {
+        self.pid = Some(pid);
+        self.started = age_s.and_then(|a| Instant::now().checked_sub(Duration::from_secs_f64(a)));
     }
 
     pub fn provider(&self) -> &'static str {
@@ -191,11 +200,15 @@ impl Steering {
                 rec.event = outcome.to_owned();
                 if outcome == "not-frozen" {
                     tracing::warn!("act mode: {detail}");
-                    if let Some(g) = &mut self.guard {
-                        g.freeze_failed();
+                    if let Some(c) = &mut self.controller {
+                        c.freeze_failed();
                     }
                 }
                 rec.freeze_count = count;
+                // What the model needs to tell frozen objects from walked ones.
+                if count.is_some() {
+                    self.freeze_count = count;
+                }
                 rec.latency_ns = Some(latency.as_nanos() as u64);
                 rec.detail = Some(detail);
                 Actuator::Ready(h)
@@ -217,8 +230,11 @@ impl Steering {
                 if self.original.is_none() {
                     // Act mode never started: the agent has nothing to do and says why on exit.
                     self.failed_to_start = Some((why.clone(), user));
-                } else {
+                } else if self.pid.is_some_and(crate::target::process::exists) {
                     tracing::error!("act mode: {why}");
+                } else {
+                    // The target ended: nothing is left to steer or to restore in it.
+                    tracing::info!("act mode: {why}");
                 }
                 Actuator::Halted(h, why)
             }
@@ -251,17 +267,21 @@ impl Steering {
             observed: None,
             scores,
             effect: None,
+            predicted: None,
         };
-        // The guard compares with the thresholds the application had: the hook's (or memory's)
-        // reading in act mode, the sample otherwise.
+        // The controller starts from the thresholds the application had: the hook's (or
+        // memory's) reading in act mode, the sample otherwise.
         let original = match self.mode {
             Mode::Act => self.original,
             _ => window.sample.thresholds,
         };
-        let guard =
-            match (&mut self.guard, original) {
-                (Some(g), _) => g,
-                (None, Some(original)) => self.guard.insert(Guard::new(self.guard_cfg.clone(), original)),
+        let act = self.mode == Mode::Act;
+        let controller =
+            match (&mut self.controller, original) {
+                (Some(c), _) => c,
+                (None, Some(original)) => {
+                    self.controller.insert(Controller::new(self.guard_cfg.clone(), original, act))
+                }
                 (None, None) => {
                     decision.reason = match (&self.actuator, self.mode) {
                     (Actuator::Halted(_, why), _) => format!("not steering: {why}"),
@@ -277,17 +297,18 @@ impl Steering {
         // generation: gc.unfreeze() releases all of it, so neurogc could not undo only its own
         // freeze (CPython 3.12 starts with 375 objects there: no freeze on 3.12). Act mode
         // has the hook's gc.get_freeze_count(); advise mode only the sample's reading.
-        if !guard.frozen() {
+        if !controller.frozen() {
             let app_froze = match self.mode {
                 Mode::Act => {
                     self.actuator_kind != ActuatorKind::Hook || self.freeze_count.is_none_or(|n| n > 0)
                 }
                 _ => window.sample.freeze_count.is_some_and(|n| n > 0),
             };
-            guard.allow_freeze(!app_froze);
+            controller.allow_freeze(!app_froze);
         }
-        let before = guard.thresholds();
-        let verdict = guard.decide(proposed, &crate::features::reading(window));
+        let before = controller.thresholds();
+        let age = self.started.map(|s| s.elapsed().as_secs_f64());
+        let verdict = controller.decide(Some(proposed), &crate::features::reading(window, age));
         decision.thresholds = verdict.thresholds;
         decision.change = verdict.change;
         decision.reason = verdict.reason;
@@ -296,6 +317,7 @@ impl Steering {
         decision.budget = verdict.budget.map(str::to_owned);
         decision.given_up = verdict.given_up;
         decision.observed = Some(verdict.observed);
+        decision.predicted = verdict.predicted;
         decision.effect = verdict.effect;
         if decision.effect.is_some() {
             self.last_effect = decision.effect.clone();
@@ -313,7 +335,8 @@ impl Steering {
                     decision.requested = true;
                 }
                 Actuator::Halted(_, why) => decision.reason = format!("not steering: {why}"),
-                _ => decision.reason = format!("would change: {}", decision.reason),
+                _ if act => decision.reason = format!("would change: {}", decision.reason),
+                _ => {}
             }
         }
         self.last = Some(decision.clone());

@@ -227,6 +227,8 @@ fn sample(ts_ns: u64, rss_mib: u64, t0: i64) -> Sample {
         rss_bytes: rss_mib << 20,
         cpu_ns: ts_ns / 2,
         freeze_count: None,
+        older_counts: None,
+        long_lived: None,
     }
 }
 
@@ -237,7 +239,7 @@ fn synthetic(path: &Path, n: u64, json: bool) -> Vec<Collection> {
     let mut w = if json { TraceWriter::json_lines(file) } else { TraceWriter::zstd(file).unwrap() };
     let t0 = 1_700_000_000_000_000_000u64;
     let features: Vec<String> = (0..25).map(|i| format!("f{i}")).collect();
-    w.write(&Record::Attach(Attach {
+    w.write(&Record::Attach(Box::new(Attach {
         format: neurogc_trace::FORMAT,
         pid: 4242,
         python: "3.12.8".into(),
@@ -252,7 +254,7 @@ fn synthetic(path: &Path, n: u64, json: bool) -> Vec<Collection> {
         interval_s: Some(1.0),
         model: None,
         guard: None,
-    }))
+    })))
     .unwrap();
     let mut out = Vec::new();
     let step = 120_000_000_000 / n; // two minutes

@@ -182,3 +182,45 @@ fn live_view_reads_thresholds_and_count_from_memory() {
         errors
     });
 }
+
+/// The GC state the controller's model reads: generations 1 and 2's counts and, on 3.8–3.13,
+/// `long_lived_total`/`long_lived_pending`, against what the interpreter itself says while it
+/// holds still after a full collection (`len(gc.get_objects(2))`, `gc.get_count()`).
+#[test]
+fn the_old_generation_is_read_as_the_interpreter_counts_it() {
+    for_each_python(|py| {
+        let target = py.command(&["--seconds", "0.5", "--still", "--linger", "1.5"]);
+        let out = agent()
+            .args(["--json", "--interval", "0.2", "--duration", "120", "--"])
+            .args(&target)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() != Some(0) {
+            return vec![format!("{}: agent exited {:?}: {stderr}", py.name, out.status)];
+        }
+        let lines = json_lines(&stdout.lines().map(str::to_owned).collect::<Vec<_>>());
+        let report = report_of(&json_lines(&stderr.lines().map(str::to_owned).collect::<Vec<_>>()));
+        let minor: u32 = report["version"].as_str().unwrap().split('.').nth(1).unwrap().parse().unwrap();
+        let samples: Vec<&Value> =
+            lines.iter().filter(|l| l["type"] == "window").map(|l| &l["sample"]).collect();
+        let old = report["old_generation"].as_i64().unwrap();
+        let counts = &report["counts"];
+        if minor <= 13 {
+            let want = serde_json::json!([old, 0]);
+            let older = serde_json::json!([counts[1], counts[2]]);
+            if !samples.iter().any(|s| s["long_lived"] == want && s["older_counts"] == older) {
+                let seen: Vec<String> =
+                    samples.iter().map(|s| format!("{} {}", s["long_lived"], s["older_counts"])).collect();
+                return vec![format!(
+                    "{}: no window read long_lived {want} and counts {older}; read {seen:?}",
+                    py.name
+                )];
+            }
+        } else if let Some(s) = samples.iter().find(|s| s.get("long_lived").is_some()) {
+            return vec![format!("{}: long_lived read where the build keeps none: {s}", py.name)];
+        }
+        Vec::new()
+    });
+}

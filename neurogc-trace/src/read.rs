@@ -315,7 +315,7 @@ mod tests {
     };
 
     fn attach(format: u32) -> Record {
-        Record::Attach(Attach {
+        Record::Attach(Box::new(Attach {
             format,
             pid: 7,
             python: "3.12.8".into(),
@@ -330,6 +330,8 @@ mod tests {
                 rss_bytes: 0,
                 cpu_ns: 0,
                 freeze_count: None,
+                older_counts: None,
+                long_lived: None,
             },
             build: None,
             host: None,
@@ -337,7 +339,7 @@ mod tests {
             interval_s: None,
             model: None,
             guard: None,
-        })
+        }))
     }
 
     fn gc(i: u64) -> Record {

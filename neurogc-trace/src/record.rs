@@ -14,7 +14,7 @@ pub const FORMAT: u32 = 1;
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum Record {
     /// First record of every stream: what was observed, by what, how.
-    Attach(Attach),
+    Attach(Box<Attach>),
     /// One garbage collection.
     Gc(Collection),
     /// One feature window (closes every `--interval`).
@@ -105,9 +105,13 @@ pub struct GuardConfig {
     /// Pause budget: the longest collection allowed in a window, in nanoseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pause_budget_ns: Option<u64>,
-    /// GC budget: the share of wall time in collections, over the last 10 windows.
+    /// GC budget: the share of wall time in collections.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gc_budget: Option<f64>,
+    /// Without `gc_budget`: the GC share may be no worse than in the windows before neurogc's
+    /// first change.
+    #[serde(default)]
+    pub gc_at_attach: bool,
     /// `gc.freeze()` may be used (never where the application froze anything itself), once the
     /// agent has watched this many seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -127,6 +131,20 @@ pub struct Observed {
     /// The RSS the memory budget allows (absent before neurogc changed anything).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rss_limit_mib: Option<f64>,
+}
+
+/// What the controller's model predicts an action brings over the next minute.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Predicted {
+    /// The longest pause predicted (ms) and its generation.
+    pub pause_max_ms: f64,
+    pub pause_gen: u8,
+    pub gc_share: f64,
+    /// What the action costs in memory over the application's own settings (MiB).
+    pub memory_mib: f64,
+    /// When the next full collection is due (s), where the GC state tells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_full_s: Option<f64>,
 }
 
 /// What a change did, a few windows after it: the same measures before and after.
@@ -152,6 +170,14 @@ pub struct Sample {
     /// CPU time of all the target's threads so far.
     pub cpu_ns: u64,
     pub freeze_count: Option<i64>,
+    /// Generations 1 and 2's counts: collections of the next younger generation since their own
+    /// last one (how far each is from its threshold).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub older_counts: Option<[i64; 2]>,
+    /// `long_lived_total` (objects in the oldest generation after the last full collection) and
+    /// `long_lived_pending` (promoted into it since), on builds that keep them (3.8–3.13).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub long_lived: Option<[i64; 2]>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -206,9 +232,12 @@ pub struct Decision {
     /// The model's score per action (the attach record lists the actions).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scores: Vec<f32>,
-    /// What the last change did, reported once, a few windows after it.
+    /// What the last change did, measured, reported once a few windows after it (act mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effect: Option<Effect>,
+    /// The chosen action's predicted effect (the change, or keeping what is in force).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted: Option<Predicted>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -340,8 +369,16 @@ mod tests {
             })
             .filter(|f| f.is_finite())
             .collect();
-        let sample =
-            Sample { ts_ns: 1, thresholds: None, count0: None, rss_bytes: 0, cpu_ns: 0, freeze_count: None };
+        let sample = Sample {
+            ts_ns: 1,
+            thresholds: None,
+            count0: None,
+            rss_bytes: 0,
+            cpu_ns: 0,
+            freeze_count: None,
+            older_counts: None,
+            long_lived: None,
+        };
         let w = Record::Window(Window {
             schema: 1,
             start_ns: 0,

@@ -67,6 +67,8 @@ def main():
     p.add_argument("--manual", type=int, default=0, help="gc.collect(gen) every K iterations")
     p.add_argument("--threshold", type=int, help="threshold0 to use")
     p.add_argument("--linger", type=float, default=0.0, help="sleep this long after the report")
+    p.add_argument("--still", action="store_true", help="end with a full collection, then report "
+                   "the old generation's size and the counts, which --linger then leaves as they are")
     p.add_argument("--idle-main", action="store_true", help="the main thread only joins the workers")
     args = p.parse_args()
     if args.threshold:
@@ -113,6 +115,10 @@ def main():
         "elapsed_s": elapsed,
         "thresholds": list(gc.get_threshold()),
     }
+    if args.still:
+        gc.collect()
+        report["old_generation"] = len(gc.get_objects(2))
+        report["counts"] = list(gc.get_count())
     sys.stdout.write(json.dumps(report) + "\n")
     sys.stdout.flush()
     if args.linger:

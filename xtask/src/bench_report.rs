@@ -43,8 +43,10 @@ fn write_trace(path: &Path, n: u64, json: bool) -> Result<u64> {
         rss_bytes: rss,
         cpu_ns: ts_ns - t0,
         freeze_count: None,
+        older_counts: None,
+        long_lived: None,
     };
-    w.write(&Record::Attach(Attach {
+    w.write(&Record::Attach(Box::new(Attach {
         format: neurogc_trace::FORMAT,
         pid: 31337,
         python: "3.12.8".into(),
@@ -59,7 +61,7 @@ fn write_trace(path: &Path, n: u64, json: bool) -> Result<u64> {
         interval_s: Some(1.0),
         model: None,
         guard: None,
-    }))?;
+    })))?;
     let (mut ts, mut window_start, mut in_window) = (t0, t0, [0u64; 3]);
     for i in 0..n {
         let u = rng.unit();

@@ -32,11 +32,11 @@ struct Cli {
 enum Task {
     /// Install what building the eBPF half needs (rust-src, bpf-linker on rustc's own LLVM)
     Setup,
-    /// Set up, build the agent and let it steer a real Python process with the embedded default
-    /// model (the README's first command)
+    /// Set up, build the agent, and run a demo service under CPython's defaults and then under
+    /// act mode with the embedded model; ends with a before/after line (the README's first command)
     Demo {
-        /// Seconds to observe
-        #[arg(long, default_value = "8")]
+        /// Seconds measured in each run (after 6 s of warm-up)
+        #[arg(long, default_value = "10", value_parser = clap::value_parser!(u32).range(2..=600))]
         seconds: u32,
     },
     /// Fetch and list the real CPython builds the tests run against
@@ -159,6 +159,9 @@ pub fn build_release_agent() -> Result<PathBuf> {
     Ok(agent)
 }
 
+/// The README's first command: the demo service (bench/demo_service.py) under CPython's
+/// defaults, then under `neurogc-agent --mode act` with the embedded model and default budgets,
+/// the same load in both; ends with one before/after line measured in this run.
 fn demo(seconds: u32) -> Result<()> {
     setup::run()?;
     let agent = build_release_agent()?;
@@ -166,13 +169,44 @@ fn demo(seconds: u32) -> Result<()> {
         .into_iter()
         .find(|p| Path::new(p).exists())
         .context("no /usr/bin/python3 to observe")?;
-    let workload = workspace_root().join("tests/workloads/cycles.py");
-    let secs = seconds.to_string();
-    run(Command::new(agent)
-        .args(["--mode", "act", "--duration", &secs, "--"])
-        .arg(python)
-        .arg(workload)
-        .args(["--seconds", &secs, "--threads", "1"]))
+    let dir = workspace_root().join("target/demo");
+    std::fs::create_dir_all(&dir)?;
+    let service = |result: &Path| {
+        let mut args: Vec<String> = vec![python.to_owned()];
+        args.push(workspace_root().join("bench/demo_service.py").display().to_string());
+        args.extend(["--seconds".to_owned(), seconds.to_string(), "--result".to_owned()]);
+        args.push(result.display().to_string());
+        args
+    };
+    let before = dir.join("defaults.json");
+    let after = dir.join("act.json");
+    for f in [&before, &after] {
+        let _ = std::fs::remove_file(f);
+    }
+    eprintln!("xtask: the demo service under CPython's defaults ({seconds} s measured after 6 s of warm-up)");
+    let args = service(&before);
+    run(Command::new(&args[0]).args(&args[1..]))?;
+    eprintln!("xtask: the same service under neurogc-agent --mode act (launch mode)");
+    let args = service(&after);
+    run(Command::new(&agent).args(["--mode", "act", "--"]).args(&args))?;
+    let read = |f: &Path| -> Result<serde_json::Value> {
+        Ok(serde_json::from_str(
+            &std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
+        )?)
+    };
+    let (b, a) = (read(&before)?, read(&after)?);
+    let num = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    println!(
+        "before/after: p99 {:.1} ms -> {:.1} ms ({:.2}x) · GC {:.1}% -> {:.1}% · peak RSS {:.0} -> {:.0} MiB",
+        num(&b, "p99_ms"),
+        num(&a, "p99_ms"),
+        num(&a, "p99_ms") / num(&b, "p99_ms"),
+        num(&b, "gc_share") * 100.0,
+        num(&a, "gc_share") * 100.0,
+        num(&b, "peak_rss_mib"),
+        num(&a, "peak_rss_mib"),
+    );
+    Ok(())
 }
 
 fn test(cargo_args: &[String]) -> Result<()> {

@@ -66,10 +66,8 @@ pub struct Identity {
 impl Identity {
     pub fn read(pid: i32) -> Option<Identity> {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let (head, rest) = stat.rsplit_once(") ")?;
-        let comm = head.split_once(" (")?.1.to_owned();
-        // Field 22 (starttime) is the 20th after the comm.
-        let start = rest.split_whitespace().nth(19)?.parse().ok()?;
+        let comm = stat.rsplit_once(") ")?.0.split_once(" (")?.1.to_owned();
+        let start = crate::target::process::start_ticks(&stat)?;
         let cgroups = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
         let cgroup = cgroups
             .lines()

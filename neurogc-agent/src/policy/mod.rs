@@ -1,7 +1,10 @@
-//! Deciding thresholds: the ONNX model scores actions, the guard turns the best one into a
-//! (possibly no-op) change.
-pub mod guard;
+//! Deciding what to change, in three rooms: the model of the collector predicts what each
+//! action brings (`predict`; the ONNX model's proposal is one of the actions, `model`), the
+//! controller chooses (`controller`), and the budgets say what holds (`budgets`).
+pub mod budgets;
+pub mod controller;
 pub mod model;
+pub mod predict;
 
 use std::path::PathBuf;
 
@@ -11,5 +14,5 @@ pub struct Policy {
     /// None: the embedded default model.
     pub model: Option<PathBuf>,
     pub ep: model::ExecutionProvider,
-    pub guard: guard::GuardConfig,
+    pub guard: budgets::GuardConfig,
 }

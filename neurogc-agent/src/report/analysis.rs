@@ -197,7 +197,7 @@ impl Analysis {
                     gc_share: pos("gc_share"),
                     alloc_per_s: pos("alloc_per_s"),
                 };
-                self.attach = Some(a.clone());
+                self.attach = Some((**a).clone());
             }
             Record::Gc(c) => self.collection(c),
             Record::Window(w) => self.window(w),

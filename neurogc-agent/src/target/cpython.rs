@@ -216,11 +216,25 @@ impl Interpreter {
     pub fn gc_layout(&self) -> Option<GcLayout> {
         let inline = |at| StatsAt::Inline(at);
         Some(match self.version.minor {
-            8..=13 => GcLayout { stats: inline(128), gen0_ptr: Some(96), generations: 24, size: 240 },
+            // `long_lived_total` and `long_lived_pending` follow `callbacks` (checked against
+            // `len(gc.get_objects(2))` after a full collection on every test build).
+            8..=13 => GcLayout {
+                stats: inline(128),
+                gen0_ptr: Some(96),
+                generations: 24,
+                size: 240,
+                long_lived: Some(224),
+            },
             _ if self.incremental_gc() => {
-                GcLayout { stats: inline(120), gen0_ptr: None, generations: 24, size: 240 }
+                GcLayout { stats: inline(120), gen0_ptr: None, generations: 24, size: 240, long_lived: None }
             }
-            14 => GcLayout { stats: inline(120), gen0_ptr: Some(256), generations: 24, size: 264 },
+            14 => GcLayout {
+                stats: inline(120),
+                gen0_ptr: Some(256),
+                generations: 24,
+                size: 264,
+                long_lived: None,
+            },
             // 3.15+: generations[3] and the permanent generation from +8 (after `enabled`,
             // `debug`); where the stats rings' pointer is, the state's size and the rings' size
             // are published (3.15.2: 104, 176, 1120).
@@ -232,6 +246,7 @@ impl Interpreter {
                     gen0_ptr: None,
                     generations: 8,
                     size: dbg.size,
+                    long_lived: None,
                 }
             }
         })
@@ -282,6 +297,10 @@ pub struct GcLayout {
     pub gen0_ptr: Option<u64>,
     pub generations: u64,
     pub size: u64,
+    /// `long_lived_total` (objects in the oldest generation after the last full collection),
+    /// `long_lived_pending` 8 bytes after it (promoted since): where a full collection's work
+    /// and its next run are predicted from. None where the build keeps no such counters.
+    pub long_lived: Option<u64>,
 }
 
 #[cfg(test)]

@@ -17,13 +17,19 @@ pub struct GcState {
     pub address: u64,
     /// Offset of `generations[0]` (its list head) from `address`.
     pub generations: u64,
+    /// Offset of `long_lived_total` (see `GcLayout::long_lived`).
+    pub long_lived: Option<u64>,
 }
 
-/// Thresholds and the gen0 count, read from memory.
+/// Thresholds and counts, read from memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct GcSettings {
     pub thresholds: [i32; 3],
-    pub count0: i32,
+    /// Per generation: net allocations (gen0), collections of the younger generation (1, 2).
+    pub counts: [i32; 3],
+    /// `long_lived_total` and `long_lived_pending`, where the build has them and they are
+    /// plausible.
+    pub long_lived: Option<[i64; 2]>,
 }
 
 /// The GC state's location in the running process, link-time addresses already biased.
@@ -109,7 +115,7 @@ impl GcLocator {
                 check_rings(pid, u64_at(&gc, pointer as usize), &self.layout.stats)?
             }
         }
-        Ok(Some(GcState { address, generations }))
+        Ok(Some(GcState { address, generations, long_lived: self.layout.long_lived }))
     }
 }
 
@@ -150,17 +156,33 @@ impl GcState {
         self.address + self.generations + generation as u64 * GEN_STRIDE + 16
     }
 
+    /// Bytes from `address` that hold the generations and the long-lived counters: one read.
+    fn span(&self) -> usize {
+        let generations = self.generations + 3 * GEN_STRIDE;
+        self.long_lived.map_or(generations, |at| generations.max(at + 16)) as usize
+    }
+
     pub fn read_settings(&self, pid: i32) -> Result<GcSettings> {
-        self.settings_from(&read_bytes(pid, self.address + self.generations, (3 * GEN_STRIDE) as usize)?)
+        self.settings_from(&read_bytes(pid, self.address, self.span())?)
     }
 
     /// The same, through a descriptor bound to the image whose layout was validated.
     pub fn read_settings_in(&self, mem: &ProcMem) -> Result<GcSettings> {
-        self.settings_from(&mem.read(self.address + self.generations, (3 * GEN_STRIDE) as usize)?)
+        self.settings_from(&mem.read(self.address, self.span())?)
     }
 
     fn settings_from(&self, buf: &[u8]) -> Result<GcSettings> {
-        let at = |g: u64, field: u64| i32_at(buf, (g * GEN_STRIDE + 16 + field) as usize);
-        Ok(GcSettings { thresholds: [at(0, 0), at(1, 0), at(2, 0)], count0: at(0, 4) })
+        let at = |g: u64, field: u64| i32_at(buf, (self.generations + g * GEN_STRIDE + 16 + field) as usize);
+        // Counters a collection is reading or rewriting are still plain integers; anything out
+        // of range means the layout is not what it seemed, and the reading is dropped.
+        let long_lived = self.long_lived.and_then(|off| {
+            let v = [i64_at(buf, off as usize), i64_at(buf, off as usize + 8)];
+            v.iter().all(|x| (0..1 << 40).contains(x)).then_some(v)
+        });
+        Ok(GcSettings {
+            thresholds: [at(0, 0), at(1, 0), at(2, 0)],
+            counts: [at(0, 4), at(1, 4), at(2, 4)],
+            long_lived,
+        })
     }
 }

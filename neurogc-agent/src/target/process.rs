@@ -34,6 +34,23 @@ pub fn open(pid: i32) -> Result<Process> {
     Process::new(pid).with_context(|| format!("opening /proc/{pid}"))
 }
 
+/// `/proc/PID/stat`'s start time (field 22, clock ticks since boot): with the PID, it names one
+/// process forever.
+pub fn start_ticks(stat: &str) -> Option<u64> {
+    // The 20th field after the comm, which may itself hold spaces and parentheses.
+    stat.rsplit_once(") ")?.1.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// How long the process has been running, in seconds.
+pub fn age_s(pid: i32) -> Option<f64> {
+    let start = start_ticks(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)?;
+    let uptime: f64 =
+        std::fs::read_to_string("/proc/uptime").ok()?.split_whitespace().next()?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (hz > 0.0).then(|| (uptime - start as f64 / hz).max(0.0))
+}
+
 /// Short description for messages: `1234 (python3.11)`.
 pub fn describe(pid: i32) -> String {
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();

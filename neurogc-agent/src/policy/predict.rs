@@ -1,0 +1,443 @@
+//! The model of the collector: for the process as observed so far and a candidate action
+//! (thresholds, with or without `gc.freeze()`), what the next minute brings — each generation's
+//! pause where it runs, the share of wall time in collections, and the memory the action costs
+//! over the application's own settings.
+//!
+//! The form is CPython's own accounting (3.8–3.13, 3.14.5+): a young collection runs every
+//! `threshold0` net container allocations and walks them; every `threshold1 + 1`-th is a gen1
+//! collection, which also walks the survivors of the gen0 rounds since the last; a full
+//! collection needs `threshold2 + 1` gen1 rounds *and* `long_lived_pending > long_lived_total/4`,
+//! and walks the whole old generation — except what `gc.freeze()` moved to the permanent
+//! generation. Pause is work times a cost per object.
+//!
+//! The parameters are estimated online from this process's own collections and GC state, as
+//! G1's pause predictor does (decaying averages): cost per object of young and full collections,
+//! the young survivors per round, the objects each gen1 round promotes into the old generation, the garbage found there, the bytes an object holds. Priors (measured
+//! on CPython 3.11, x86-64) stand in until the process shows its own.
+use crate::view::thresholds;
+
+/// A young collection's cost per object walked, before the process shows its own (ns).
+const PRIOR_YOUNG_NS: f64 = 40.0;
+/// A full collection's cost per object (ns): old objects are spread over the heap, so it is
+/// several times a young one's (141–229 ns measured on heaps of 0.2–2M objects).
+const PRIOR_FULL_NS: f64 = 200.0;
+/// Bytes per tracked object, before the heap shows its own.
+const PRIOR_OBJECT_BYTES: f64 = 256.0;
+/// How far ahead the old generation's growth is followed, in minutes' worth of windows.
+const HORIZON_S: f64 = 60.0;
+/// How far ahead memory costs are counted (frozen and deferred garbage accumulate).
+const MEMORY_HORIZON_S: f64 = 600.0;
+
+/// One window as the model sees it (built by `features::reading`).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Reading {
+    pub ts_ns: u64,
+    pub secs: f64,
+    pub collections: [u64; 3],
+    /// Per generation: median and longest pause in the window (ns).
+    pub pause_p50_ns: [f64; 3],
+    pub pause_max_ns: [f64; 3],
+    pub collected_per: [f64; 3],
+    /// Share of this window's wall time spent in collections.
+    pub gc_share: f64,
+    /// Net container allocations per second (the gen0 count's movement).
+    pub alloc_per_s: f64,
+    pub rss: u64,
+    /// Thresholds in force at the window's end (the target's own reading, when located).
+    pub thresholds: Option<[i64; 3]>,
+    /// Generations 1 and 2's counts.
+    pub older_counts: Option<[i64; 2]>,
+    pub long_lived: Option<[i64; 2]>,
+    pub freeze_count: Option<i64>,
+    /// Neither collected nor ran (see `features::idle`).
+    pub idle: bool,
+    /// Seconds since the process started.
+    pub age_s: Option<f64>,
+}
+
+impl Reading {
+    /// The longest pause in the window and its generation.
+    pub fn worst(&self) -> (usize, f64) {
+        (0..3).fold(
+            (0, 0.0),
+            |best, g| if self.pause_max_ns[g] > best.1 { (g, self.pause_max_ns[g]) } else { best },
+        )
+    }
+}
+
+/// An action: thresholds, and whether neurogc's freeze is in force after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Candidate {
+    pub thresholds: [i64; 3],
+    pub frozen: bool,
+}
+
+impl std::fmt::Display for Candidate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{}", thresholds(self.thresholds), if self.frozen { " frozen" } else { "" })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Prediction {
+    /// Each generation's pause (ns) when it runs.
+    pub pause_ns: [f64; 3],
+    /// Collections per second that stop at each generation (a gen1 round is not also a gen0
+    /// one); for full collections, the long-run rate.
+    pub rate: [f64; 3],
+    /// Share of wall time in collections.
+    pub share: f64,
+    /// Bytes the action holds over the application's own settings (deferred and frozen garbage).
+    pub memory_bytes: f64,
+    /// When the next full collection is due (s), where the counters tell.
+    pub next_full_s: Option<f64>,
+}
+
+impl Prediction {
+    /// The longest pause among the generations that run.
+    pub fn pause_max_ns(&self) -> f64 {
+        (0..3).filter(|&g| self.rate[g] > 0.0).map(|g| self.pause_ns[g]).fold(0.0, f64::max)
+    }
+
+    /// The share of `window_s` windows that hold a pause over `budget_ns`, and the longest such
+    /// pause: a pause budget holds in 99% of windows when the share is at most 1%.
+    pub fn windows_over(&self, budget_ns: f64, window_s: f64) -> (f64, f64) {
+        (0..3).filter(|&g| self.pause_ns[g] > budget_ns && self.rate[g] > 0.0).fold(
+            (0.0, 0.0),
+            |(share, worst), g| {
+                ((share + self.rate[g] * window_s).min(1.0), f64::max(worst, self.pause_ns[g]))
+            },
+        )
+    }
+}
+
+/// A decaying average that starts from its first sample.
+#[derive(Debug, Clone, Copy, Default)]
+struct Avg(Option<f64>);
+
+impl Avg {
+    fn add(&mut self, x: f64, weight: f64) {
+        if x.is_finite() {
+            self.0 = Some(self.0.map_or(x, |v| v + weight * (x - v)));
+        }
+    }
+    fn or(self, prior: f64) -> f64 {
+        self.0.unwrap_or(prior)
+    }
+}
+
+/// The collector as estimated from this process.
+#[derive(Debug, Clone, Default)]
+pub struct Collector {
+    /// Application's own thresholds: memory costs are counted from them.
+    original: Option<[i64; 3]>,
+    alloc: Avg,
+    young_ns: Avg,
+    full_ns: Avg,
+    /// Survivors of a gen0 round that do not depend on its size (the working set in flight).
+    working_set: Avg,
+    /// Objects a gen1 round promotes into the old generation (`long_lived_pending`'s growth per
+    /// gen1 collection): what is in flight at a gen1 round, so rarer rounds promote less.
+    promoted: Avg,
+    /// Garbage objects per second found by full collections.
+    old_garbage: Avg,
+    object_bytes: Avg,
+    /// The last full pause seen, for builds without long-lived counters.
+    full_pause_ns: Avg,
+    /// Full collections per second, for builds without long-lived counters.
+    full_rate: Avg,
+    last: Option<Reading>,
+    /// Measured over predicted, for the action in force: the share of time in GC, and each
+    /// generation's longest pause (the residual correction, applied to every candidate).
+    share_ratio: Avg,
+    pause_ratio: [Avg; 3],
+    /// The old generation's size in the last readings (oldest first).
+    old_sizes: Vec<i64>,
+    /// neurogc froze and no full collection has run since (the old generation's counters still
+    /// include the frozen objects).
+    frozen_uncollected: bool,
+    windows: u64,
+}
+
+impl Collector {
+    pub fn new(original: [i64; 3]) -> Collector {
+        Collector { original: Some(original), ..Collector::default() }
+    }
+
+    /// Windows observed.
+    pub fn windows(&self) -> u64 {
+        self.windows
+    }
+
+    /// Whether the process has shown enough of itself for predictions to mean something: some
+    /// allocation seen and two windows to estimate rates over.
+    pub fn ready(&self) -> bool {
+        self.windows >= 2
+    }
+
+    /// neurogc froze the heap: the old generation's counters include the frozen objects until the
+    /// next full collection.
+    pub fn froze(&mut self) {
+        self.frozen_uncollected = true;
+    }
+
+    /// Folds one window into the estimates.
+    pub fn observe(&mut self, r: &Reading) {
+        self.windows += 1;
+        let Some(t) = r.thresholds else {
+            self.last = Some(*r);
+            return;
+        };
+        self.alloc.add(r.alloc_per_s.max(0.0), 0.5);
+        let t0 = t[0].max(1) as f64;
+        if r.collections[0] > 0 && r.pause_p50_ns[0] > 0.0 {
+            self.young_ns.add(r.pause_p50_ns[0] / t0, 0.3);
+        }
+        let prev = self.last.and_then(|p| p.long_lived);
+        if let (Some([_, p1]), Some([_, p0])) = (r.long_lived, prev)
+            && r.collections[2] == 0
+            && p1 >= p0
+            && r.collections[1] > 0
+        {
+            self.promoted.add((p1 - p0) as f64 / r.collections[1] as f64, 0.3);
+        }
+        if r.collections[1] > 0 && r.pause_p50_ns[1] > 0.0 {
+            let k = self.young_ns.or(PRIOR_YOUNG_NS);
+            let survivors = ((r.pause_p50_ns[1] / k - t0) / t[1].max(1) as f64).max(0.0);
+            self.working_set.add(survivors, 0.3);
+        }
+        if r.collections[2] > 0 {
+            let walked = prev.map(|[l, p]| self.walked(l, p, r.freeze_count));
+            if let Some(w) = walked.filter(|w| *w > 1000.0) {
+                self.full_ns.add(r.pause_max_ns[2] / w, 0.5);
+            }
+            self.full_pause_ns.add(r.pause_max_ns[2], 0.5);
+            self.frozen_uncollected = false;
+        }
+        self.full_rate.add(r.collections[2] as f64 / r.secs.max(1e-3), 0.2);
+        self.old_garbage.add(r.collected_per[2] * r.collections[2] as f64 / r.secs.max(1e-3), 0.2);
+        if let Some([l, _]) = r.long_lived {
+            self.old_sizes.push(l);
+            if self.old_sizes.len() > 3 {
+                self.old_sizes.remove(0);
+            }
+        }
+        if let Some([l, p]) = r.long_lived {
+            let objects = (l + p + r.freeze_count.unwrap_or(0).max(0)) as f64;
+            if objects > 10_000.0 {
+                self.object_bytes.add((r.rss as f64 / objects).clamp(64.0, 4096.0), 0.2);
+            }
+        }
+        self.last = Some(*r);
+    }
+
+    /// Corrects the model with this window's measurement of the action in force (`c`).
+    pub fn correct(&mut self, c: &Candidate, frozen_now: bool, r: &Reading) {
+        if r.idle || r.thresholds.is_none() || !self.ready() {
+            return;
+        }
+        let p = self.raw(c, frozen_now);
+        if p.share > 1e-4 {
+            self.share_ratio.add((r.gc_share / p.share).clamp(0.25, 4.0), 0.3);
+        }
+        for g in 0..3 {
+            if r.collections[g] > 0 && p.pause_ns[g] > 0.0 {
+                self.pause_ratio[g].add((r.pause_max_ns[g] / p.pause_ns[g]).clamp(0.25, 4.0), 0.3);
+            }
+        }
+    }
+
+    /// Whether the old generation has stopped growing: within 5% over the last three readings.
+    pub fn old_generation_steady(&self) -> bool {
+        match self.old_sizes.as_slice() {
+            [a, .., b] if self.old_sizes.len() >= 3 && *a > 100_000 => (*b - *a).abs() * 20 <= *a,
+            _ => false,
+        }
+    }
+
+    /// Objects a full collection walks, from the long-lived counters.
+    fn walked(&self, total: i64, pending: i64, frozen: Option<i64>) -> f64 {
+        let all = (total + pending) as f64;
+        if self.frozen_uncollected { (all - frozen.unwrap_or(0) as f64).max(pending as f64) } else { all }
+    }
+
+    /// What `c` would bring from the process's current state, corrected by what the model got
+    /// wrong about the action in force.
+    pub fn predict(&self, c: &Candidate, frozen_now: bool) -> Prediction {
+        let mut p = self.raw(c, frozen_now);
+        p.share *= self.share_ratio.or(1.0);
+        for g in 0..3 {
+            p.pause_ns[g] *= self.pause_ratio[g].or(1.0);
+        }
+        p
+    }
+
+    /// The model's form alone.
+    fn raw(&self, c: &Candidate, frozen_now: bool) -> Prediction {
+        let Some(r) = self.last else { return Prediction::default() };
+        let [t0, t1, t2] = c.thresholds.map(|t| t.max(1) as f64);
+        let alloc = self.alloc.or(0.0);
+        let young = self.young_ns.or(PRIOR_YOUNG_NS);
+        // Young rounds: every t0 net allocations; gen1 every t1 + 1 of them.
+        let r0 = alloc / t0;
+        let r1 = r0 / (t1 + 1.0);
+        let survivors = self.working_set.or(0.0);
+        let p0 = young * t0;
+        let p1 = young * (t0 + t1 * survivors);
+        let bytes = self.object_bytes.or(PRIOR_OBJECT_BYTES);
+        let (p2, r2, next_full) = self.full(c, frozen_now, r1, t2, &r);
+        let r2 = r2.min(r1);
+        let rate = [(r0 - r1).max(0.0), (r1 - r2).max(0.0), r2];
+        let share = (rate[0] * p0 + rate[1] * p1 + rate[2] * p2) / 1e9;
+        // Memory: garbage waiting in a larger young generation, garbage that full collections
+        // find later, and garbage among frozen objects (never found).
+        let original = self.original.unwrap_or(c.thresholds);
+        let young_cost = (t0 - original[0] as f64).max(0.0) * bytes;
+        let garbage = self.old_garbage.or(0.0);
+        let own = Candidate { thresholds: original, frozen: false };
+        let own_r1 = alloc / original[0].max(1) as f64 / (original[1].max(1) as f64 + 1.0);
+        let (_, r2_own, _) = self.full(&own, false, own_r1, original[2].max(1) as f64, &r);
+        let period =
+            |rate: f64| if rate > 0.0 { (1.0 / rate).min(MEMORY_HORIZON_S) } else { MEMORY_HORIZON_S };
+        let deferred = garbage * (period(r2) - period(r2_own)).max(0.0) * bytes;
+        let frozen_cost = if c.frozen { garbage * MEMORY_HORIZON_S * bytes } else { 0.0 };
+        Prediction {
+            pause_ns: [p0, p1, p2],
+            rate,
+            share,
+            memory_bytes: young_cost + deferred + frozen_cost,
+            next_full_s: next_full,
+        }
+    }
+
+    /// The next full collection under `c`: its pause (ns), the long-run rate of full collections
+    /// (per s), and when the next is due (s) where the counters tell.
+    fn full(
+        &self,
+        c: &Candidate,
+        frozen_now: bool,
+        r1: f64,
+        t2: f64,
+        r: &Reading,
+    ) -> (f64, f64, Option<f64>) {
+        // Objects reaching the old generation per second under `c`.
+        let retention = self.promoted.or(0.0) * r1;
+        let cost = self.full_ns.or(PRIOR_FULL_NS);
+        let rounds_left = r.older_counts.map_or(t2 + 1.0, |[_, c2]| (t2 + 1.0 - c2 as f64).max(0.0));
+        let by_rounds = if r1 > 0.0 { rounds_left / r1 } else { f64::INFINITY };
+        match r.long_lived {
+            Some([total, pending]) => {
+                let (total, pending) = (total as f64, pending as f64);
+                let by_pending = if pending > total / 4.0 {
+                    0.0
+                } else if retention > 0.0 {
+                    (total / 4.0 - pending) / retention
+                } else {
+                    f64::INFINITY
+                };
+                let due = by_rounds.max(by_pending);
+                let pending_then = pending + retention * due.min(HORIZON_S * 10.0);
+                // Frozen objects are not walked: after a freeze the old generation holds only
+                // what was promoted since.
+                let walked = if c.frozen && !frozen_now {
+                    retention * due.min(HORIZON_S * 10.0)
+                } else if c.frozen && self.frozen_uncollected {
+                    (total + pending_then - r.freeze_count.unwrap_or(0) as f64).max(pending_then - pending)
+                } else {
+                    total + pending_then
+                };
+                // Then one every `t2 + 1` gen1 rounds once a quarter of the old generation is
+                // new (the counters go on counting frozen objects until a full collection).
+                let rounds = (t2 + 1.0) / r1.max(1e-9);
+                let cycle = if retention > 0.0 {
+                    rounds.max(due).max(total / 4.0 / retention)
+                } else {
+                    f64::INFINITY
+                };
+                (cost * walked, 1.0 / cycle, due.is_finite().then_some(due))
+            }
+            None => {
+                // No counters: what full collections have cost, at the rate the thresholds allow.
+                let own = r.thresholds.map_or(t2, |t| t[2].max(1) as f64);
+                let rate = self.full_rate.or(0.0) * (own + 1.0) / (t2 + 1.0);
+                let young = self.young_ns.or(PRIOR_YOUNG_NS) * c.thresholds[0].max(1) as f64;
+                let pause = match (c.frozen, self.full_pause_ns.0) {
+                    // A frozen heap is not walked: what is left is young.
+                    (true, _) if !frozen_now => young,
+                    (_, Some(p)) => p,
+                    (_, None) => 0.0,
+                };
+                (pause, rate, None)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A warm service: 1M objects in the old generation, 300k allocations/s, 1% retained.
+    fn service(t: [i64; 3], pending: i64) -> Reading {
+        Reading {
+            ts_ns: 0,
+            secs: 1.0,
+            collections: [400, 40, 0],
+            pause_p50_ns: [700.0 * 40.0, 700.0 * 40.0 + 10.0 * 500.0 * 40.0, 0.0],
+            pause_max_ns: [40_000.0, 300_000.0, 0.0],
+            collected_per: [500.0, 100.0, 0.0],
+            gc_share: 0.02,
+            alloc_per_s: 300_000.0,
+            rss: 400 << 20,
+            thresholds: Some(t),
+            older_counts: Some([3, 5]),
+            long_lived: Some([1_000_000, pending]),
+            freeze_count: Some(0),
+            idle: false,
+            age_s: Some(100.0),
+        }
+    }
+
+    fn warm() -> Collector {
+        let mut c = Collector::new([700, 10, 10]);
+        for i in 0..4 {
+            c.observe(&service([700, 10, 10], 100_000 + i * 3_000));
+        }
+        c
+    }
+
+    #[test]
+    fn the_next_full_collection_is_predicted_from_the_old_generation() {
+        let c = warm();
+        let keep = Candidate { thresholds: [700, 10, 10], frozen: false };
+        let p = c.predict(&keep, false);
+        // Pending grows ~3,000/s from 109k toward 250k: due in under a minute, walking ~1.25M objects.
+        let due = p.next_full_s.unwrap();
+        assert!((46.0..50.0).contains(&due), "{p:?}");
+        assert!((p.pause_ns[2] / 1e6 - 250.0).abs() < 2.0, "{p:?}");
+        // Freezing leaves only what is promoted until then to walk.
+        let freeze = Candidate { frozen: true, ..keep };
+        let f = c.predict(&freeze, false);
+        assert!(f.pause_ns[2] < p.pause_ns[2] / 5.0, "{f:?}");
+        // Young pauses scale with threshold0; the survivors of a round with it.
+        let big = c.predict(&Candidate { thresholds: [50_000, 10, 10], frozen: false }, false);
+        assert!(big.pause_ns[0] > 60.0 * p.pause_ns[0], "{big:?}");
+        assert!(big.share < p.share, "fewer rounds, less time: {big:?} vs {p:?}");
+        assert!(big.memory_bytes > 0.0 && p.memory_bytes == 0.0);
+    }
+
+    #[test]
+    fn costs_are_learned_from_the_process() {
+        let mut c = warm();
+        // A full collection of 1.2M objects took 120 ms: 100 ns per object, not the prior's 200.
+        let mut r = service([700, 10, 10], 0);
+        r.collections[2] = 1;
+        r.pause_max_ns[2] = 120e6;
+        r.long_lived = Some([1_200_000, 0]);
+        c.observe(&r);
+        c.observe(&service([700, 10, 10], 3_000));
+        let p = c.predict(&Candidate { thresholds: [700, 10, 10], frozen: false }, false);
+        assert!(p.next_full_s.unwrap() > 60.0, "a quarter of the old generation must be new first: {p:?}");
+        assert!(c.full_ns.or(0.0) < 150.0, "{:?}", c.full_ns);
+    }
+}
