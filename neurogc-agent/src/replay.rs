@@ -1,8 +1,8 @@
-//! `replay TRACE`: a model and the guard run over a recording, offline. Every window is
+//! `replay TRACE`: a model and the controller run over a recording, offline. Every window is
 //! recomputed from the recorded collections by the same `Windower` the live agent runs (and
-//! checked against the recorded one), scored, and passed through a fresh guard; what it would
-//! have decided is shown next to what the recorded run had in force and decided. This is how a
-//! new model meets production traces before it is allowed to act.
+//! checked against the recorded one), scored, and decided by a fresh controller (advise mode);
+//! what it would have decided is shown next to what the recorded run had in force and decided.
+//! This is how a new model meets production traces before it is allowed to act.
 //!
 //! What replay cannot tell is how the target would have answered a change it did not get: the
 //! windows are the recorded ones, whatever the replayed policy decides.

@@ -176,29 +176,39 @@ fn target_killed_mid_act_ends_the_agent_with_a_summary() {
 }
 
 #[test]
-fn memory_ceiling_steps_back_toward_the_original() {
+fn a_proposal_that_would_break_the_memory_budget_is_not_taken() {
     let py = python("debian-bookworm");
-    let mut target = start_profile(&py, "bulky", 60, &[]);
-    // The model always wants 60000: cycles holding 4 KiB buffers then pile up between collections.
-    let (mut agent, mut out, _err) =
-        act_agent(target.pid, &fixture("always-60000.onnx"), &["--memory-budget", "10%", "--cooldown", "1"]);
-    let first = decision_applied(&mut out, "first change");
-    assert_eq!(first["thresholds"][0], 60000, "{first}");
-    let back = decision_applied(&mut out, "step back");
-    let reason = back["reason"].as_str().unwrap();
-    assert!(reason.contains("stepping back toward the application's"), "{back}");
-    assert_eq!(back["budget"], "memory", "{back}");
-    let t0 = back["thresholds"][0].as_i64().unwrap();
-    assert!(t0 < 60000, "{back}");
-    // The target itself sees threshold0 come down (it may already be a step further).
-    let deadline = Instant::now() + Duration::from_secs(3);
-    let mut seen = None;
-    while seen.is_none() && Instant::now() < deadline {
-        let v: Value = serde_json::from_str(&target.out.wait_for("thresholds", 5, "target")).unwrap();
-        seen = (v.get("t").is_some() && v["thresholds"][0].as_i64().unwrap() <= t0).then_some(v);
-    }
-    assert!(seen.is_some(), "the target never reported the stepped-back threshold {t0}");
-    target.stop_with(&mut agent);
+    let target = start_profile(&py, "bulky", 60, &[]);
+    // The model always wants 60000: cycles holding 4 KiB buffers would pile up between
+    // collections, far past 10% of this small process.
+    let (mut agent, mut out, _err) = act_agent(
+        target.pid,
+        &fixture("always-60000.onnx"),
+        &["--memory-budget", "10%", "--cooldown", "1", "--duration", "8"],
+    );
+    let status = wait_exit(&mut agent, 30, "act agent");
+    assert!(status.success(), "{status:?}");
+    let lines = json_lines(&out.rest(3));
+    let rss: Vec<f64> = lines
+        .iter()
+        .filter(|l| l["type"] == "window")
+        .map(|l| l["sample"]["rss_bytes"].as_f64().unwrap() / 1048576.0)
+        .collect();
+    assert!(rss.len() >= 8, "{} windows", rss.len());
+    // What the user relies on: the process stays within the budget (16 MiB at the least), with
+    // a few MiB of the allocator's noise.
+    let limit = rss[0] + (rss[0] * 0.10).max(16.0) + 4.0;
+    let peak = rss.iter().copied().fold(0.0, f64::max);
+    assert!(peak <= limit, "RSS reached {peak:.1} MiB, over {limit:.1} MiB: {rss:?}");
+    let taken: Vec<&Value> =
+        lines.iter().filter(|l| l["type"] == "decision" && l["thresholds"][0] == 60000).collect();
+    assert!(taken.is_empty(), "60000 taken: {taken:?}");
+    let said = lines
+        .iter()
+        .filter(|l| l["type"] == "decision")
+        .filter_map(|l| l["predicted"]["memory_mib"].as_f64());
+    assert!(said.count() > 0, "decisions carry the predicted memory cost");
+    target.stop();
 }
 
 #[test]

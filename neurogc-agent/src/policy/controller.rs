@@ -88,6 +88,7 @@ pub struct Controller {
     /// Changes whose measured effect went the wrong way.
     bad: Vec<Candidate>,
     revert: Option<Candidate>,
+    revert_why: Option<String>,
     /// Each window's (longest pause ms, GC share, RSS MiB), newest last.
     history: VecDeque<[f64; 3]>,
     /// What was last said about budgets no action can hold (said once).
@@ -149,6 +150,7 @@ impl Controller {
             pending: None,
             bad: Vec::new(),
             revert: None,
+            revert_why: None,
             history: VecDeque::new(),
             said: None,
         }
@@ -286,11 +288,30 @@ impl Controller {
         }
         let p = self.pending.take()?;
         let after = self.recent();
+        let delta_t0 = (p.to.thresholds[0] - p.from.thresholds[0]) as f64;
+        let delta_rss = (after[2] - p.before[2]) * 1048576.0;
+        self.collector.learn_young_bytes(delta_rss, delta_t0);
         let share_up = after[1] > p.before[1] * 1.15 + 0.003;
         let pauses_not_shorter = after[0] >= p.before[0] * 0.9;
-        if share_up && pauses_not_shorter && p.to.thresholds != p.from.thresholds {
+        // Measured, not predicted: RSS grew past the whole memory budget right after the change.
+        let allowance = self.budgets.memory_allowance(p.before[2] * 1048576.0);
+        let memory_up = delta_rss > allowance;
+        let wrong_way = (share_up && pauses_not_shorter) || memory_up;
+        if wrong_way && p.to != p.from {
             self.bad.push(p.to);
-            self.revert = Some(Candidate { frozen: p.to.frozen, ..p.from });
+            // Undo the thresholds; a freeze is undone only for memory.
+            let frozen = if memory_up { p.from.frozen } else { p.to.frozen };
+            self.revert = Some(Candidate { frozen, ..p.from });
+            self.revert_why = Some(if memory_up {
+                format!(
+                    "the last change grew RSS by {:.0} MiB, past the memory budget ({:.0} MiB): undone, not tried again",
+                    delta_rss / 1048576.0,
+                    allowance / 1048576.0
+                )
+            } else {
+                "the last change went the wrong way (more time in GC, no shorter pauses): undone, not tried again"
+                    .to_owned()
+            });
         }
         Some(Effect {
             of_ts_ns: p.ts_ns,
@@ -344,7 +365,8 @@ impl Controller {
                             let (t, now) = (c.thresholds[g] as f64, self.current[g].max(1) as f64);
                             t <= now * STEP[g] && t >= now / STEP[g]
                         });
-                        if near && c != here && !self.bad.contains(&c) {
+                        let proposed = proposal == Some(c.thresholds);
+                        if (near || proposed) && c != here && !self.bad.contains(&c) {
                             out.push(c);
                         }
                     }
@@ -413,9 +435,9 @@ impl Controller {
         let now = self.score(here, here, app_rss);
         if let Some(back) = self.revert.take() {
             let s = self.score(back, here, app_rss);
-            let why =
-                "the last change went the wrong way (more time in GC): undone, not tried again".to_owned();
-            return (back, now.misses.first(), why, None, Some(s.p));
+            let why = self.revert_why.take().unwrap_or_default();
+            let budget = if why.contains("memory budget") { Some("memory") } else { now.misses.first() };
+            return (back, budget, why, None, Some(s.p));
         }
         if let Some(ago) = self.last_change.map(|w| self.window - w).filter(|ago| *ago < SETTLE_WINDOWS) {
             let why = format!(
@@ -424,6 +446,17 @@ impl Controller {
             );
             return (here, None, why, None, Some(now.p));
         }
+        // Where a pause is missed and a freeze is not a move, say why.
+        let freeze_note = match () {
+            _ if now.misses.pause == 0.0 || self.frozen => String::new(),
+            _ if self.cfg().freeze_after_s.is_none() => "; freezing is off (--no-freeze)".to_owned(),
+            _ if !self.freeze_allowed => {
+                "; freezing is not available (objects were frozen before neurogc, or no hook)".to_owned()
+            }
+            _ if self.freeze_spent => "; freezing was undone and is not tried again".to_owned(),
+            _ if !self.warm(r) => "; waiting for the heap to warm before freezing".to_owned(),
+            _ => String::new(),
+        };
         let scored: Vec<Scored> = self
             .candidates(proposal, here, r)
             .into_iter()
@@ -433,7 +466,15 @@ impl Controller {
         let feasible = scored.iter().filter(|s| s.misses.none()).min_by(|a, b| a.cost.total_cmp(&b.cost));
         if now.misses.none() {
             self.said = None;
-            let better = feasible.filter(|b| b.cost < now.cost - (0.002f64).max(0.1 * now.cost));
+            // The ONNX model's proposal is taken where every budget holds with it and the
+            // prediction says it costs no more GC time than staying.
+            let proposed = proposal.and_then(|t| {
+                scored
+                    .iter()
+                    .find(|s| s.c.thresholds == t && s.c.frozen == here.frozen && t != here.thresholds)
+            });
+            let model = proposed.filter(|s| s.misses.none() && s.p.share <= now.p.share * 1.05 + 0.0005);
+            let better = model.or(feasible.filter(|b| b.cost < now.cost - (0.002f64).max(0.1 * now.cost)));
             let Some(best) = better else {
                 self.streak = None;
                 return (here, None, format!("budgets hold: {}", describe(&now.p)), None, Some(now.p));
@@ -469,7 +510,7 @@ impl Controller {
         if let Some(best) = feasible {
             self.said = None;
             let why = format!(
-                "{} budget missed now ({}); {} holds every budget: {}",
+                "{} budget missed now ({}); {} holds every budget: {}{freeze_note}",
                 now.misses.names(),
                 describe(&now.p),
                 best.c,
@@ -501,7 +542,7 @@ impl Controller {
         match least.filter(|s| clearly_better(s)) {
             Some(best) => {
                 let why = format!(
-                    "{} budget missed now ({}); {} misses less",
+                    "{} budget missed now ({}); {} misses less{freeze_note}",
                     now.misses.names(),
                     describe(&now.p),
                     best.c
@@ -512,7 +553,7 @@ impl Controller {
             None => {
                 let given_up = once(self, least.unwrap_or(&now));
                 let why = format!(
-                    "{} budget missed ({}); no action does better: staying",
+                    "{} budget missed ({}); no action does better: staying{freeze_note}",
                     now.misses.names(),
                     describe(&now.p)
                 );

@@ -142,6 +142,11 @@ pub struct Collector {
     /// Garbage objects per second found by full collections.
     old_garbage: Avg,
     object_bytes: Avg,
+    /// Bytes a deferred young object holds, measured from a change of threshold0.
+    young_bytes: Avg,
+    /// The share of a young generation that is garbage when it is collected: what a larger one
+    /// holds on to (acyclic garbage is freed at once whatever the thresholds).
+    young_garbage: Avg,
     /// The last full pause seen, for builds without long-lived counters.
     full_pause_ns: Avg,
     /// Full collections per second, for builds without long-lived counters.
@@ -193,6 +198,9 @@ impl Collector {
         if r.collections[0] > 0 && r.pause_p50_ns[0] > 0.0 {
             self.young_ns.add(r.pause_p50_ns[0] / t0, 0.3);
         }
+        if r.collections[0] > 0 {
+            self.young_garbage.add((r.collected_per[0] / t0).clamp(0.0, 1.0), 0.3);
+        }
         let prev = self.last.and_then(|p| p.long_lived);
         if let (Some([_, p1]), Some([_, p0])) = (r.long_lived, prev)
             && r.collections[2] == 0
@@ -222,13 +230,23 @@ impl Collector {
                 self.old_sizes.remove(0);
             }
         }
+        // Bytes per tracked object: a heap of few containers holding large buffers (what
+        // thresholds do not count) is what makes deferred garbage expensive.
         if let Some([l, p]) = r.long_lived {
-            let objects = (l + p + r.freeze_count.unwrap_or(0).max(0)) as f64;
-            if objects > 10_000.0 {
+            let objects = (l + p + r.freeze_count.unwrap_or(0).max(0)) as f64 + t0;
+            if objects > 1_000.0 {
                 self.object_bytes.add((r.rss as f64 / objects).clamp(64.0, 4096.0), 0.2);
             }
         }
         self.last = Some(*r);
+    }
+
+    /// A change of threshold0 by `delta_t0` moved RSS by `delta_rss` bytes: what a young object
+    /// deferred by a larger young generation really holds.
+    pub fn learn_young_bytes(&mut self, delta_rss: f64, delta_t0: f64) {
+        if delta_t0.abs() >= 1_000.0 {
+            self.young_bytes.add((delta_rss / delta_t0).clamp(0.0, 65_536.0), 0.5);
+        }
     }
 
     /// Corrects the model with this window's measurement of the action in force (`c`).
@@ -292,7 +310,9 @@ impl Collector {
         // Memory: garbage waiting in a larger young generation, garbage that full collections
         // find later, and garbage among frozen objects (never found).
         let original = self.original.unwrap_or(c.thresholds);
-        let young_cost = (t0 - original[0] as f64).max(0.0) * bytes;
+        // A larger young generation holds more only as fast as net allocations fill it.
+        let deferred_young = (t0 - original[0] as f64).max(0.0).min(alloc * MEMORY_HORIZON_S);
+        let young_cost = deferred_young * self.young_bytes.or(bytes * self.young_garbage.or(0.5));
         let garbage = self.old_garbage.or(0.0);
         let own = Candidate { thresholds: original, frozen: false };
         let own_r1 = alloc / original[0].max(1) as f64 / (original[1].max(1) as f64 + 1.0);
