@@ -451,10 +451,16 @@ fn replay_runs_a_model_over_recorded_windows() {
     let windows = lines.iter().filter(|l| l["type"] == "window").count();
     assert_eq!(decisions.len(), windows);
     assert!(windows >= 100, "{windows} windows replayed in {:?}", started.elapsed());
-    // The guard lets the model's proposal through once, then holds it.
+    // Replay advises (nothing is applied): where no budget is missed the controller takes the
+    // model's proposal every window, and no advice carries a measured effect.
     let changes: Vec<&&Value> = decisions.iter().filter(|d| d["change"] == true).collect();
-    assert_eq!(changes.len(), 1, "{changes:?}");
-    assert_eq!(changes[0]["thresholds"], serde_json::json!([25000, 20, 10]));
+    assert!(changes.len() * 2 >= windows, "{} changes in {windows} windows", changes.len());
+    for d in &changes {
+        assert!(d.get("effect").is_none(), "{d}");
+        if d.get("budget").is_none() {
+            assert_eq!(d["thresholds"], serde_json::json!([25000, 20, 10]), "{d}");
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -1,10 +1,11 @@
-//! `cargo xtask bench steer`: does steering win? Four workloads from bench/ (a cache-heavy HTTP
-//! service, a training-loop-like batch job, a memory-risk service whose garbage carries untracked
-//! payloads, and a service whose load changes shape), each in every configuration, interleaved
-//! round by round: CPython defaults, the hand-tuned static recipe (freeze + 50000/20/20), GC
-//! disabled (a bound), the agent observing, the agent acting with the embedded model (or
-//! `--model`). None of these workloads is among the training profiles: the model meets them here
-//! for the first time.
+//! `cargo xtask bench steer`: does steering win? Six workloads, each in every configuration,
+//! interleaved round by round: CPython defaults, the hand-tuned static recipe (freeze +
+//! 50000/20/20), GC disabled (a bound), the agent observing, the agent acting with the embedded
+//! model (or `--model`). Four are from bench/ and were used while the controller was built (a
+//! cache-heavy HTTP service, a training-loop-like batch job, a memory-risk service whose garbage
+//! carries untracked payloads, a service whose load changes shape); two are held out, written
+//! only to evaluate, on third-party code from PyPI (a bottle web application, a micrograd training
+//! loop: bench/heldout/).
 //!
 //! Open loop: request i is due at start + i/rate whatever happened before, and its latency is
 //! measured from that due time (coordinated omission corrected): a request that waited behind a
@@ -83,9 +84,36 @@ pub enum Workload {
     Memory,
     /// HTTP whose load changes shape: steady, burst (3× garbage per request), idle, steady
     Phases,
+    /// Held out: a bottle (PyPI) web application, ≈1M-container session state, acyclic
+    /// per-request documents alive until rendered
+    Web,
+    /// Held out: training an MLP with micrograd (PyPI), a pure-Python autograd library whose
+    /// every operation leaves a cycle, over a ≈0.45M-container dataset
+    Autograd,
 }
 
-pub const WORKLOADS: [Workload; 4] = [Workload::Cache, Workload::Batch, Workload::Memory, Workload::Phases];
+pub const WORKLOADS: [Workload; 6] =
+    [Workload::Cache, Workload::Batch, Workload::Memory, Workload::Phases, Workload::Web, Workload::Autograd];
+
+/// The third-party packages of the held-out families, pinned; installed for any CPython 3 by
+/// pip into a folder of their own (both are pure Python).
+const HELD_OUT_PACKAGES: [&str; 2] = ["bottle==0.13.4", "micrograd==0.1.0"];
+
+/// The folder the held-out families' packages are installed in (installed when missing).
+pub fn held_out_site() -> Result<PathBuf> {
+    let dir = crate::pythons::cache_dir().join("heldout-site");
+    let stamp = dir.join(".packages");
+    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(&HELD_OUT_PACKAGES.join(" ")) {
+        crate::run(
+            Command::new("python3")
+                .args(["-m", "pip", "install", "--quiet", "--upgrade", "--target"])
+                .arg(&dir)
+                .args(HELD_OUT_PACKAGES),
+        )?;
+        std::fs::write(&stamp, HELD_OUT_PACKAGES.join(" "))?;
+    }
+    Ok(dir)
+}
 
 /// One stretch of the measured load: its share of the run, rate relative to the workload's, path.
 pub struct Phase {
@@ -102,6 +130,22 @@ impl Workload {
             Workload::Batch => "batch",
             Workload::Memory => "memory",
             Workload::Phases => "phases",
+            Workload::Web => "web",
+            Workload::Autograd => "autograd",
+        }
+    }
+
+    /// Written only to evaluate: never run while the controller was tuned.
+    pub fn held_out(self) -> bool {
+        matches!(self, Workload::Web | Workload::Autograd)
+    }
+
+    /// Steps the batch-like workloads run per second of `--seconds` (about that long under
+    /// CPython's defaults on the benchmark machine).
+    pub fn steps_per_s(self) -> f64 {
+        match self {
+            Workload::Autograd => 25.0,
+            _ => 500.0,
         }
     }
 
@@ -111,16 +155,23 @@ impl Workload {
             Workload::Batch => "training-loop-like batch job",
             Workload::Memory => "memory risk",
             Workload::Phases => "phases",
+            Workload::Web => "web application on bottle (held out, PyPI)",
+            Workload::Autograd => "micrograd training loop (held out, PyPI)",
         }
     }
 
     pub fn is_batch(self) -> bool {
-        self == Workload::Batch
+        matches!(self, Workload::Batch | Workload::Autograd)
     }
 
-    fn command(self, python: &Path, config: Config) -> Command {
+    fn command(self, python: &Path, config: Config, site: &Path) -> Command {
         let mut c = Command::new("taskset");
-        let script = if self.is_batch() { "bench/batch_job.py" } else { "bench/cache_service.py" };
+        let script = match self {
+            Workload::Batch => "bench/batch_job.py",
+            Workload::Web => "bench/heldout/web_service.py",
+            Workload::Autograd => "bench/heldout/autograd_train.py",
+            _ => "bench/cache_service.py",
+        };
         c.args(["-c", "0"])
             .arg(python)
             .arg(workspace_root().join(script))
@@ -128,6 +179,7 @@ impl Workload {
         match self {
             Workload::Memory => c.args(["--entries", "150000", "--garbage", "100", "--payload", "8192"]),
             Workload::Phases => c.args(["--entries", "250000", "--garbage", "200"]),
+            Workload::Web | Workload::Autograd => c.env("PYTHONPATH", site),
             Workload::Cache | Workload::Batch => &mut c,
         };
         c
@@ -141,7 +193,8 @@ impl Workload {
             Workload::Cache => 100.0,
             Workload::Memory => 150.0,
             Workload::Phases => 100.0,
-            Workload::Batch => 0.0,
+            Workload::Web => 300.0,
+            Workload::Batch | Workload::Autograd => 0.0,
         }
     }
 
@@ -366,12 +419,13 @@ fn measure_http(
 /// The batch job: unmeasured steps for `warmup` s, then a fixed number of steps (500 per second
 /// of `--seconds`: about that long under CPython defaults), timed by the job itself.
 fn measure_batch(
+    workload: Workload,
     service: &mut Child,
     stdout: &mut BufReader<ChildStdout>,
     opts: &Options,
     measured_from: &mut dyn FnMut(),
 ) -> Result<Measured> {
-    let steps = (opts.seconds * 500.0) as u64;
+    let steps = (opts.seconds * workload.steps_per_s()) as u64;
     writeln!(service.stdin.as_mut().context("the batch job's stdin")?, "go {} {steps}", opts.warmup)?;
     anyhow::ensure!(
         first_line(stdout, "the batch job")? == "measuring",
@@ -400,8 +454,9 @@ pub struct Started {
 }
 
 pub fn start_workload(workload: Workload, config: Config, python: &Path) -> Result<Started> {
+    let site = if workload.held_out() { held_out_site()? } else { PathBuf::new() };
     let mut child = workload
-        .command(python, config)
+        .command(python, config, &site)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -462,7 +517,7 @@ fn one_run(workload: Workload, config: Config, agent: &Path, opts: &Options) -> 
     let mut mark = || (from_s, from_ns) = (start.elapsed().as_secs_f64(), epoch_ns());
     let measured = match port {
         Some(port) => measure_http(port, workload, opts, &mut mark),
-        None => measure_batch(&mut service, &mut stdout, opts, &mut mark),
+        None => measure_batch(workload, &mut service, &mut stdout, opts, &mut mark),
     };
     done.store(true, Ordering::Relaxed);
     let rss = sampler.join().unwrap_or_default();

@@ -159,6 +159,32 @@ fn targets(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
                     cost <= 0.02,
                 );
             }
+            Workload::Web => {
+                let act = m(Config::Act, &p99);
+                row(
+                    "web (held out): act p99 ≤ 0.1× defaults",
+                    format!("{:.3}×", act / m(Config::Defaults, &p99)),
+                    act <= 0.1 * m(Config::Defaults, &p99),
+                );
+                row(
+                    "web (held out): act p99 ≤ 1.5× static recipe",
+                    format!("{:.3}×", act / m(Config::Static, &p99)),
+                    act <= 1.5 * m(Config::Static, &p99),
+                );
+                let ratio = m(Config::Act, &peak) / m(Config::Defaults, &peak);
+                row("web (held out): act peak RSS ≤ 1.15× defaults", format!("{ratio:.3}×"), ratio <= 1.15);
+            }
+            Workload::Autograd => {
+                let total = |r: &Run| r.seconds;
+                let ratio = m(Config::Act, &total) / m(Config::Defaults, &total);
+                row(
+                    "autograd (held out): act total time ≤ 0.8× defaults",
+                    format!("{ratio:.3}×"),
+                    ratio <= 0.8,
+                );
+                let p = m(Config::Act, &p99) / m(Config::Defaults, &p99);
+                row("autograd (held out): act step p99 ≤ defaults", format!("{p:.3}×"), p <= 1.0);
+            }
             Workload::Phases => {}
         }
         if let Some(h) = of.held() {

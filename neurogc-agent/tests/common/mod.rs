@@ -451,10 +451,11 @@ impl Target {
 /// `neurogc-agent --pid PID --mode act --json` with a fast window, confirming at once.
 pub fn act_agent(pid: i32, model: &str, extra: &[&str]) -> (Child, Lines, Lines) {
     let mut args = vec!["--mode", "act", "--json", "--interval", "0.5", "--confirm", "1", "--model", model];
-    // The model's path alone, unless a test states these budgets.
-    for budget in ["--pause-budget", "--gc-budget"] {
+    // The model's path alone, unless a test states these budgets (memory: a ceiling far above
+    // these small targets, so the model's proposals are what is applied).
+    for (budget, value) in [("--pause-budget", "off"), ("--gc-budget", "off"), ("--memory-budget", "4GiB")] {
         if !extra.contains(&budget) {
-            args.extend([budget, "off"]);
+            args.extend([budget, value]);
         }
     }
     args.extend_from_slice(extra);

@@ -1,0 +1,84 @@
+"""Held-out evaluation family (never used to tune the controller): a training loop on a
+third-party pure-Python autograd library, micrograd (PyPI, pinned by xtask). Every operation's
+result keeps a closure that refers back to it: each step's graph is cyclic garbage.
+
+Long-lived state as a training process has it: a dataset of --rows examples held in memory
+(lists and dicts, ≈ 3 tracked containers each) and the model's parameters. Every step runs a
+small MLP forward and backward over a mini-batch and updates the parameters (SGD).
+
+  python autograd_train.py [--rows N] [--batch B] [--recipe none|static|gc-off]
+
+Protocol as bench/batch_job.py: prints "ready", reads "go WARMUP_SECONDS STEPS", runs unmeasured
+steps for WARMUP_SECONDS, prints "measuring", runs STEPS steps, prints "result JSON".
+"""
+import argparse
+import json
+import os
+import random
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from micrograd.nn import MLP  # noqa: E402
+
+import workload  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=150_000)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--recipe", default="none", choices=["none", "static", "gc-off"])
+    args = ap.parse_args()
+    rng = random.Random(7)
+    data = [{"x": [rng.uniform(-1, 1) for _ in range(8)], "y": [rng.choice((-1.0, 1.0))]} for _ in range(args.rows)]
+    model = MLP(8, [16, 16, 1])
+    workload.install()
+    workload.apply_recipe(args.recipe)
+    print("ready", flush=True)
+    _, warmup, steps = sys.stdin.readline().split()
+    warmup, steps = float(warmup), int(steps)
+
+    def step(i):
+        batch = [data[(i * args.batch + k) * 7919 % args.rows] for k in range(args.batch)]
+        loss = sum(((model(row["x"]) - row["y"][0]) ** 2 for row in batch), start=0)
+        model.zero_grad()
+        loss.backward()
+        for p in model.parameters():
+            p.data -= 0.01 * p.grad
+        return loss.data
+
+    i = 0
+    end = time.perf_counter() + warmup
+    while time.perf_counter() < end:
+        step(i)
+        i += 1
+    print("measuring", flush=True)
+    before = workload.stats()
+    import gc
+
+    counts_before = [s["collections"] for s in gc.get_stats()]
+    times = []
+    start = time.perf_counter()
+    for _ in range(steps):
+        t = time.perf_counter()
+        step(i)
+        times.append((time.perf_counter() - t) * 1e3)
+        i += 1
+    total = time.perf_counter() - start
+    after = workload.stats()
+    counts = [s["collections"] - b for s, b in zip(gc.get_stats(), counts_before)]
+    result = {
+        "step_ms": times,
+        "total_s": total,
+        "peak_rss_bytes": workload.peak_rss_bytes(),
+        "collections": counts,
+        "pauses_before": before,
+        "pauses": after,
+    }
+    print("result " + json.dumps(result), flush=True)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
