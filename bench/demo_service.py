@@ -46,7 +46,7 @@ def entry(i):
 
 
 def request(cache, i, size):
-    tree = build(3, 5)  # 156 nodes, each with a dict and two lists: cyclic through .parent
+    tree = build(4, 4)  # 341 nodes, each with a dict and two lists: cyclic through .parent
     total = 0
     for k in range(50):
         total += cache[(i * 7919 + k * 104729) % size]["values"][0]
@@ -69,7 +69,7 @@ def main():
     ap.add_argument("--entries", type=int, default=150_000)
     ap.add_argument("--warmup", type=float, default=6.0)
     ap.add_argument("--seconds", type=float, default=10.0)
-    ap.add_argument("--rate", type=float, default=400.0)
+    ap.add_argument("--rate", type=float, default=300.0)
     args = ap.parse_args()
     cache = [entry(i) for i in range(args.entries)]
     gc.callbacks.append(_callback)

@@ -60,6 +60,8 @@ fn main() {
         )
         .with_target(false)
         .without_time()
+        // Colour only for a person at a terminal, never into a file or a pipe.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     if let Err(err) = task.and_then(|task| run(task, started)) {
         eprintln!("neurogc-agent: error: {err:#}");

@@ -234,7 +234,7 @@ impl Steering {
                     tracing::error!("act mode: {why}");
                 } else {
                     // The target ended: nothing is left to steer or to restore in it.
-                    tracing::info!("act mode: {why}");
+                    tracing::debug!("act mode: {why}");
                 }
                 Actuator::Halted(h, why)
             }

@@ -261,6 +261,7 @@ impl Controller {
                 Some(false) => {
                     self.frozen = false;
                     self.freeze_spent = true;
+                    self.collector.unfroze();
                 }
                 None => {}
             }
@@ -710,10 +711,11 @@ mod tests {
         c.allow_freeze(true);
         for w in 1..=6 {
             let mut r = with_share(service([700, 10, 10], w), 0.05);
-            // Full collections find 20,000 garbage objects a second: frozen, they would stay.
+            // Full collections find 150,000 garbage objects, more than was promoted since the
+            // last (~100,000): old objects die, and frozen, they would stay.
             r.collections[2] = 1;
             r.pause_max_ns[2] = 200e6;
-            r.collected_per[2] = 20_000.0;
+            r.collected_per[2] = 150_000.0;
             let v = c.decide(None, &r);
             assert_ne!(v.freeze, Some(true), "{v:?}");
         }

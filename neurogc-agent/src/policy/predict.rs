@@ -147,8 +147,12 @@ pub struct Collector {
     /// Objects a gen1 round promotes into the old generation (`long_lived_pending`'s growth per
     /// gen1 collection): what is in flight at a gen1 round, so rarer rounds promote less.
     promoted: Avg,
-    /// Garbage objects per second found by full collections.
+    /// Garbage objects per second found by full collections, and gen1 rounds per second then:
+    /// garbage reaches the old generation by promotion, so rarer gen1 rounds bring less.
     old_garbage: Avg,
+    gen1_rate: Avg,
+    /// Objects per second that died old (see `observe`): what frozen garbage accumulates at.
+    old_deaths: Avg,
     object_bytes: Avg,
     /// Bytes a deferred young object holds, measured from a change of threshold0.
     young_bytes: Avg,
@@ -169,6 +173,8 @@ pub struct Collector {
     /// neurogc froze and no full collection has run since (the old generation's counters still
     /// include the frozen objects).
     frozen_uncollected: bool,
+    /// neurogc's freeze is in force.
+    frozen: bool,
     windows: u64,
 }
 
@@ -192,6 +198,13 @@ impl Collector {
     /// next full collection.
     pub fn froze(&mut self) {
         self.frozen_uncollected = true;
+        self.frozen = true;
+    }
+
+    /// neurogc's freeze was undone.
+    pub fn unfroze(&mut self) {
+        self.frozen_uncollected = false;
+        self.frozen = false;
     }
 
     /// Folds one window into the estimates.
@@ -237,7 +250,19 @@ impl Collector {
             self.frozen_uncollected = false;
         }
         self.full_rate.add(r.collections[2] as f64 / r.secs.max(1e-3), 0.2);
-        self.old_garbage.add(r.collected_per[2] * r.collections[2] as f64 / r.secs.max(1e-3), 0.2);
+        let found = r.collected_per[2] * r.collections[2] as f64;
+        self.old_garbage.add(found / r.secs.max(1e-3), 0.2);
+        self.gen1_rate.add((r.collections[1] + r.collections[2]) as f64 / r.secs.max(1e-3), 0.2);
+        // Garbage a full collection finds beyond everything promoted since the last one must
+        // have been old: what a freeze would keep forever (a lower bound: old and young garbage
+        // are not told apart otherwise).
+        // A full collection also frees the young generations' garbage (at most what they hold).
+        // Frozen objects are not walked: while neurogc's freeze holds, the estimate stays.
+        if !self.frozen {
+            let young = t0 * (t[1].max(1) as f64 + 1.0);
+            let old_dead = prev.map_or(0.0, |[_, pending]| (found - pending as f64 - young).max(0.0));
+            self.old_deaths.add(old_dead / r.secs.max(1e-3), 0.2);
+        }
         if let Some([l, _]) = r.long_lived {
             self.old_sizes.push(l);
             if self.old_sizes.len() > 3 {
@@ -356,14 +381,15 @@ impl Collector {
         // A larger young generation holds more only as fast as net allocations fill it.
         let deferred_young = (t0 - original[0] as f64).max(0.0).min(alloc * MEMORY_HORIZON_S);
         let young_cost = deferred_young * self.young_bytes.or(bytes * self.young_garbage.or(0.5));
-        let garbage = self.old_garbage.or(0.0);
+        let per_round = self.old_garbage.or(0.0) / self.gen1_rate.or(0.0).max(1e-3);
+        let garbage = per_round * r1;
         let own = Candidate { thresholds: original, frozen: false };
         let own_r1 = alloc / original[0].max(1) as f64 / (original[1].max(1) as f64 + 1.0);
         let (_, r2_own, _) = self.full(&own, false, own_r1, original[2].max(1) as f64, &r);
         let period =
             |rate: f64| if rate > 0.0 { (1.0 / rate).min(MEMORY_HORIZON_S) } else { MEMORY_HORIZON_S };
         let deferred = garbage * (period(r2) - period(r2_own)).max(0.0) * bytes;
-        let frozen_cost = if c.frozen { garbage * MEMORY_HORIZON_S * bytes } else { 0.0 };
+        let frozen_cost = if c.frozen { self.old_deaths.or(0.0) * MEMORY_HORIZON_S * bytes } else { 0.0 };
         Prediction {
             pause_ns: [p0, p1, p2],
             rate,
@@ -402,13 +428,22 @@ impl Collector {
                 let pending_then = pending + retention * due.min(HORIZON_S * 10.0);
                 // Frozen objects are not walked: after a freeze the old generation holds only
                 // what was promoted since.
-                let walked = if c.frozen && !frozen_now {
-                    retention * due.min(HORIZON_S * 10.0)
-                } else if c.frozen && self.frozen_uncollected {
-                    (total + pending_then - r.freeze_count.unwrap_or(0) as f64).max(pending_then - pending)
+                // Unfreezing puts every frozen object back in the old generation: the next full
+                // collection walks them all.
+                let thawed = if !c.frozen && frozen_now && !self.frozen_uncollected {
+                    r.freeze_count.unwrap_or(0).max(0) as f64
                 } else {
-                    total + pending_then
+                    0.0
                 };
+                let walked = thawed
+                    + if c.frozen && !frozen_now {
+                        retention * due.min(HORIZON_S * 10.0)
+                    } else if c.frozen && self.frozen_uncollected {
+                        (total + pending_then - r.freeze_count.unwrap_or(0) as f64)
+                            .max(pending_then - pending)
+                    } else {
+                        total + pending_then
+                    };
                 // Then one every `t2 + 1` gen1 rounds once a quarter of the old generation is
                 // new (the counters go on counting frozen objects until a full collection).
                 let rounds = (t2 + 1.0) / r1.max(1e-9);
