@@ -197,7 +197,8 @@ fn demo(seconds: u32) -> Result<()> {
     let (b, a) = (read(&before)?, read(&after)?);
     let num = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
     println!(
-        "before/after: p99 {:.1} ms -> {:.1} ms ({:.2}x) · GC {:.1}% -> {:.1}% · peak RSS {:.0} -> {:.0} MiB",
+        // One line within 80 columns: p99 latency, GC share, peak RSS (defaults -> act).
+        "before/after: p99 {:.1} -> {:.1} ms ({:.2}x) · GC {:.1}% -> {:.1}% · RSS {:.0} -> {:.0} MiB",
         num(&b, "p99_ms"),
         num(&a, "p99_ms"),
         num(&a, "p99_ms") / num(&b, "p99_ms"),

@@ -297,7 +297,11 @@ impl Controller {
         // Measured, not predicted: RSS grew past the whole memory budget right after the change.
         let allowance = self.budgets.memory_allowance(p.before[2] * 1048576.0);
         let memory_up = delta_rss > allowance;
-        let wrong_way = (share_up && pauses_not_shorter) || memory_up;
+        // A change after which the pause budget is missed where it held before went the wrong
+        // way too (a larger young generation whose rounds walk more than predicted).
+        let budget_ms = self.budgets.pause_ns().map(|b| b / 1e6);
+        let pause_broken = budget_ms.is_some_and(|b| after[0] > b && p.before[0] <= b);
+        let wrong_way = (share_up && pauses_not_shorter) || memory_up || pause_broken;
         if wrong_way && p.to != p.from {
             self.bad.push(p.to);
             // Undo the thresholds; a freeze is undone only for memory.
@@ -308,6 +312,11 @@ impl Controller {
                     "the last change grew RSS by {:.0} MiB, past the memory budget ({:.0} MiB): undone, not tried again",
                     delta_rss / 1048576.0,
                     allowance / 1048576.0
+                )
+            } else if pause_broken {
+                format!(
+                    "after the last change pauses reached {:.1} ms, over the pause budget: undone, not tried again",
+                    after[0]
                 )
             } else {
                 "the last change went the wrong way (more time in GC, no shorter pauses): undone, not tried again"

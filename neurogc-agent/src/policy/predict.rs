@@ -229,12 +229,20 @@ impl Collector {
             self.young_garbage.add((r.collected_per[0] / t0).clamp(0.0, 1.0), 0.3);
         }
         let prev = self.last.and_then(|p| p.long_lived);
-        if let (Some([_, p1]), Some([_, p0])) = (r.long_lived, prev)
-            && r.collections[2] == 0
-            && p1 >= p0
-            && r.collections[1] > 0
+        // Promotions per gen1 round: the pending counter's growth. A full collection resets it;
+        // every one after the first in a window had to pass the gate again (a quarter of the old
+        // generation pending), which a workload that collects fully every window needs counted.
+        // A lower bound: the first one's share and manual gc.collect() calls are not known.
+        if let (Some([total, p1]), Some([_, p0])) = (r.long_lived, prev)
+            && r.collections[1] + r.collections[2] > 0
         {
-            self.promoted.add((p1 - p0) as f64 / r.collections[1] as f64, 0.3);
+            let promoted = match r.collections[2] {
+                0 => (p1 - p0) as f64,
+                n => (n - 1) as f64 * total as f64 / 4.0 + p1 as f64,
+            };
+            if promoted >= 0.0 {
+                self.promoted.add(promoted / (r.collections[1] + r.collections[2]) as f64, 0.3);
+            }
         }
         if r.collections[1] > 0 && r.pause_p50_ns[1] > 0.0 {
             let k = self.young_ns.or(PRIOR_YOUNG_NS);
@@ -324,11 +332,11 @@ impl Collector {
         }
         let p = self.raw(c, frozen_now);
         if p.share > 1e-4 {
-            self.share_ratio.add((r.gc_share / p.share).clamp(0.25, 4.0), 0.3);
+            self.share_ratio.add((r.gc_share / p.share).clamp(0.1, 10.0), 0.3);
         }
         for g in 0..3 {
             if r.collections[g] > 0 && p.pause_ns[g] > 0.0 {
-                self.pause_ratio[g].add((r.pause_max_ns[g] / p.pause_ns[g]).clamp(0.25, 4.0), 0.3);
+                self.pause_ratio[g].add((r.pause_max_ns[g] / p.pause_ns[g]).clamp(0.1, 10.0), 0.3);
             }
         }
     }
@@ -351,7 +359,8 @@ impl Collector {
     /// wrong about the action in force.
     pub fn predict(&self, c: &Candidate, frozen_now: bool) -> Prediction {
         let mut p = self.raw(c, frozen_now);
-        p.share *= self.share_ratio.or(1.0);
+        // A share of wall time: never more than all of it.
+        p.share = (p.share * self.share_ratio.or(1.0)).min(1.0);
         for g in 0..3 {
             p.pause_ns[g] *= self.pause_ratio[g].or(1.0);
         }

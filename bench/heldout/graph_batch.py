@@ -1,0 +1,85 @@
+"""Held-out evaluation family (written after the controller's last change, never used to tune
+it): a graph-analytics batch job on a third-party pure-Python library, networkx (PyPI, pinned by
+xtask).
+
+Long-lived state: a road-network-like graph of --nodes nodes held in memory (networkx keeps
+dicts of dicts: ≈ 4 tracked containers per node and edge). Every step takes a random region,
+copies it as a subgraph, runs single-source shortest paths and betweenness on it (temporary
+dicts, lists and heaps, alive for the step), and records a few results.
+
+  python graph_batch.py [--nodes N] [--recipe none|static|gc-off]
+
+Protocol as bench/batch_job.py: prints "ready", reads "go WARMUP_SECONDS STEPS", runs unmeasured
+steps for WARMUP_SECONDS, prints "measuring", runs STEPS steps, prints "result JSON".
+"""
+import argparse
+import gc
+import json
+import os
+import random
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import networkx as nx  # noqa: E402
+
+import workload  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nodes", type=int, default=60_000)
+    ap.add_argument("--recipe", default="none", choices=["none", "static", "gc-off"])
+    args = ap.parse_args()
+    rng = random.Random(11)
+    graph = nx.connected_watts_strogatz_graph(args.nodes, 4, 0.1, seed=11)
+    for u, v in graph.edges:
+        graph.edges[u, v]["w"] = rng.uniform(1, 10)
+    results = []
+    workload.install()
+    workload.apply_recipe(args.recipe)
+    print("ready", flush=True)
+    _, warmup, steps = sys.stdin.readline().split()
+    warmup, steps = float(warmup), int(steps)
+
+    def step(i):
+        start = (i * 7919) % args.nodes
+        region = nx.single_source_shortest_path_length(graph, start, cutoff=9)
+        sub = graph.subgraph(list(region)[:600]).copy()
+        dist = nx.single_source_dijkstra_path_length(sub, start, weight="w")
+        central = nx.betweenness_centrality(sub, k=8, seed=i)
+        results.append((i, len(dist), max(central.values(), default=0.0)))
+        if len(results) > 1000:
+            del results[:500]
+
+    i = 0
+    end = time.perf_counter() + warmup
+    while time.perf_counter() < end:
+        step(i)
+        i += 1
+    print("measuring", flush=True)
+    before = workload.stats()
+    counts_before = [s["collections"] for s in gc.get_stats()]
+    times = []
+    start = time.perf_counter()
+    for _ in range(steps):
+        t = time.perf_counter()
+        step(i)
+        times.append((time.perf_counter() - t) * 1e3)
+        i += 1
+    total = time.perf_counter() - start
+    after = workload.stats()
+    result = {
+        "step_ms": times,
+        "total_s": total,
+        "peak_rss_bytes": workload.peak_rss_bytes(),
+        "collections": [s["collections"] - b for s, b in zip(gc.get_stats(), counts_before)],
+        "pauses_before": before,
+        "pauses": after,
+    }
+    print("result " + json.dumps(result), flush=True)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
