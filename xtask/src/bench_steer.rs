@@ -3,9 +3,9 @@
 //! 50000/20/20), GC disabled (a bound), the agent observing, the agent acting with the embedded
 //! model (or `--model`). Four are from bench/ and were used while the controller was built (a
 //! cache-heavy HTTP service, a training-loop-like batch job, a memory-risk service whose garbage
-//! carries untracked payloads, a service whose load changes shape); two are held out, written
-//! only to evaluate, on third-party code from PyPI (a bottle web application, a micrograd training
-//! loop: bench/heldout/).
+//! carries untracked payloads, a service whose load changes shape); three were written only to
+//! evaluate, on third-party code from PyPI (a bottle web application, a micrograd training loop,
+//! networkx graph analytics: bench/heldout/).
 //!
 //! Open loop: request i is due at start + i/rate whatever happened before, and its latency is
 //! measured from that due time (coordinated omission corrected): a request that waited behind a
@@ -90,14 +90,23 @@ pub enum Workload {
     /// Held out: training an MLP with micrograd (PyPI), a pure-Python autograd library whose
     /// every operation leaves a cycle, over a ≈0.45M-container dataset
     Autograd,
+    /// Held out: graph analytics with networkx (PyPI) over a 60,000-node graph kept in memory
+    Graph,
 }
 
-pub const WORKLOADS: [Workload; 6] =
-    [Workload::Cache, Workload::Batch, Workload::Memory, Workload::Phases, Workload::Web, Workload::Autograd];
+pub const WORKLOADS: [Workload; 7] = [
+    Workload::Cache,
+    Workload::Batch,
+    Workload::Memory,
+    Workload::Phases,
+    Workload::Web,
+    Workload::Autograd,
+    Workload::Graph,
+];
 
 /// The third-party packages of the held-out families, pinned; installed for any CPython 3 by
 /// pip into a folder of their own (both are pure Python).
-const HELD_OUT_PACKAGES: [&str; 2] = ["bottle==0.13.4", "micrograd==0.1.0"];
+const HELD_OUT_PACKAGES: [&str; 3] = ["bottle==0.13.4", "micrograd==0.1.0", "networkx==3.4.2"];
 
 /// The folder the held-out families' packages are installed in (installed when missing).
 pub fn held_out_site() -> Result<PathBuf> {
@@ -132,12 +141,13 @@ impl Workload {
             Workload::Phases => "phases",
             Workload::Web => "web",
             Workload::Autograd => "autograd",
+            Workload::Graph => "graph",
         }
     }
 
     /// Written only to evaluate: never run while the controller was tuned.
     pub fn held_out(self) -> bool {
-        matches!(self, Workload::Web | Workload::Autograd)
+        matches!(self, Workload::Web | Workload::Autograd | Workload::Graph)
     }
 
     /// Steps the batch-like workloads run per second of `--seconds` (about that long under
@@ -145,6 +155,7 @@ impl Workload {
     pub fn steps_per_s(self) -> f64 {
         match self {
             Workload::Autograd => 25.0,
+            Workload::Graph => 100.0,
             _ => 500.0,
         }
     }
@@ -157,11 +168,12 @@ impl Workload {
             Workload::Phases => "phases",
             Workload::Web => "web application on bottle (held out, PyPI)",
             Workload::Autograd => "micrograd training loop (held out, PyPI)",
+            Workload::Graph => "networkx graph analytics (held out, PyPI)",
         }
     }
 
     pub fn is_batch(self) -> bool {
-        matches!(self, Workload::Batch | Workload::Autograd)
+        matches!(self, Workload::Batch | Workload::Autograd | Workload::Graph)
     }
 
     fn command(self, python: &Path, config: Config, site: &Path) -> Command {
@@ -170,6 +182,7 @@ impl Workload {
             Workload::Batch => "bench/batch_job.py",
             Workload::Web => "bench/heldout/web_service.py",
             Workload::Autograd => "bench/heldout/autograd_train.py",
+            Workload::Graph => "bench/heldout/graph_batch.py",
             _ => "bench/cache_service.py",
         };
         c.args(["-c", "0"])
@@ -179,7 +192,7 @@ impl Workload {
         match self {
             Workload::Memory => c.args(["--entries", "150000", "--garbage", "100", "--payload", "8192"]),
             Workload::Phases => c.args(["--entries", "250000", "--garbage", "200"]),
-            Workload::Web | Workload::Autograd => c.env("PYTHONPATH", site),
+            Workload::Web | Workload::Autograd | Workload::Graph => c.env("PYTHONPATH", site),
             Workload::Cache | Workload::Batch => &mut c,
         };
         c
@@ -194,7 +207,7 @@ impl Workload {
             Workload::Memory => 150.0,
             Workload::Phases => 100.0,
             Workload::Web => 300.0,
-            Workload::Batch | Workload::Autograd => 0.0,
+            Workload::Batch | Workload::Autograd | Workload::Graph => 0.0,
         }
     }
 
