@@ -52,3 +52,44 @@ def peak_rss_bytes():
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+def run_batch(step):
+    """The batch protocol the benchmark drives (bench/heldout/*): print "ready", read "go
+    WARMUP_SECONDS STEPS", run step(i) unmeasured for WARMUP_SECONDS, print "measuring", run STEPS
+    timed steps, print "result JSON" (every step's ms, the total, peak RSS, collections and pauses
+    per generation over the measured steps), and exit without a shutdown collection."""
+    import json
+    import os
+    import sys
+
+    print("ready", flush=True)
+    _, warmup, steps = sys.stdin.readline().split()
+    warmup, steps = float(warmup), int(steps)
+    i = 0
+    end = time.perf_counter() + warmup
+    while time.perf_counter() < end:
+        step(i)
+        i += 1
+    print("measuring", flush=True)
+    before = stats()
+    counts_before = [s["collections"] for s in gc.get_stats()]
+    times = []
+    start = time.perf_counter()
+    for _ in range(steps):
+        t = time.perf_counter()
+        step(i)
+        times.append((time.perf_counter() - t) * 1e3)
+        i += 1
+    total = time.perf_counter() - start
+    after = stats()
+    result = {
+        "step_ms": times,
+        "total_s": total,
+        "peak_rss_bytes": peak_rss_bytes(),
+        "collections": [s["collections"] - b for s, b in zip(gc.get_stats(), counts_before)],
+        "pauses_before": before,
+        "pauses": after,
+    }
+    print("result " + json.dumps(result), flush=True)
+    os._exit(0)

@@ -12,11 +12,9 @@ Protocol as bench/batch_job.py: prints "ready", reads "go WARMUP_SECONDS STEPS",
 steps for WARMUP_SECONDS, prints "measuring", runs STEPS steps, prints "result JSON".
 """
 import argparse
-import json
 import os
 import random
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from micrograd.nn import MLP  # noqa: E402
@@ -35,9 +33,6 @@ def main():
     model = MLP(8, [16, 16, 1])
     workload.install()
     workload.apply_recipe(args.recipe)
-    print("ready", flush=True)
-    _, warmup, steps = sys.stdin.readline().split()
-    warmup, steps = float(warmup), int(steps)
 
     def step(i):
         batch = [data[(i * args.batch + k) * 7919 % args.rows] for k in range(args.batch)]
@@ -48,36 +43,7 @@ def main():
             p.data -= 0.01 * p.grad
         return loss.data
 
-    i = 0
-    end = time.perf_counter() + warmup
-    while time.perf_counter() < end:
-        step(i)
-        i += 1
-    print("measuring", flush=True)
-    before = workload.stats()
-    import gc
-
-    counts_before = [s["collections"] for s in gc.get_stats()]
-    times = []
-    start = time.perf_counter()
-    for _ in range(steps):
-        t = time.perf_counter()
-        step(i)
-        times.append((time.perf_counter() - t) * 1e3)
-        i += 1
-    total = time.perf_counter() - start
-    after = workload.stats()
-    counts = [s["collections"] - b for s, b in zip(gc.get_stats(), counts_before)]
-    result = {
-        "step_ms": times,
-        "total_s": total,
-        "peak_rss_bytes": workload.peak_rss_bytes(),
-        "collections": counts,
-        "pauses_before": before,
-        "pauses": after,
-    }
-    print("result " + json.dumps(result), flush=True)
-    os._exit(0)
+    workload.run_batch(step)
 
 
 if __name__ == "__main__":

@@ -13,12 +13,9 @@ Protocol as bench/batch_job.py: prints "ready", reads "go WARMUP_SECONDS STEPS",
 steps for WARMUP_SECONDS, prints "measuring", runs STEPS steps, prints "result JSON".
 """
 import argparse
-import gc
-import json
 import os
 import random
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import networkx as nx  # noqa: E402
@@ -38,9 +35,6 @@ def main():
     results = []
     workload.install()
     workload.apply_recipe(args.recipe)
-    print("ready", flush=True)
-    _, warmup, steps = sys.stdin.readline().split()
-    warmup, steps = float(warmup), int(steps)
 
     def step(i):
         start = (i * 7919) % args.nodes
@@ -52,33 +46,7 @@ def main():
         if len(results) > 1000:
             del results[:500]
 
-    i = 0
-    end = time.perf_counter() + warmup
-    while time.perf_counter() < end:
-        step(i)
-        i += 1
-    print("measuring", flush=True)
-    before = workload.stats()
-    counts_before = [s["collections"] for s in gc.get_stats()]
-    times = []
-    start = time.perf_counter()
-    for _ in range(steps):
-        t = time.perf_counter()
-        step(i)
-        times.append((time.perf_counter() - t) * 1e3)
-        i += 1
-    total = time.perf_counter() - start
-    after = workload.stats()
-    result = {
-        "step_ms": times,
-        "total_s": total,
-        "peak_rss_bytes": workload.peak_rss_bytes(),
-        "collections": [s["collections"] - b for s, b in zip(gc.get_stats(), counts_before)],
-        "pauses_before": before,
-        "pauses": after,
-    }
-    print("result " + json.dumps(result), flush=True)
-    os._exit(0)
+    workload.run_batch(step)
 
 
 if __name__ == "__main__":

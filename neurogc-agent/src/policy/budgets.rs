@@ -149,24 +149,29 @@ impl Budgets {
     }
 }
 
+/// The defaults as the command line gives them, for the policy's tests.
+#[cfg(test)]
+pub fn test_config() -> GuardConfig {
+    GuardConfig {
+        min: [100, 2, 2],
+        max: [100_000, 100, 100],
+        cooldown: 3,
+        confirm: 1,
+        memory_budget: 0.15,
+        memory_limit_bytes: None,
+        pause_budget_ns: Some(10_000_000),
+        gc_budget: None,
+        gc_at_attach: true,
+        freeze_after_s: Some(5.0),
+        allow_disable: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn cfg() -> GuardConfig {
-        GuardConfig {
-            min: [100, 2, 2],
-            max: [100_000, 100, 100],
-            cooldown: 3,
-            confirm: 1,
-            memory_budget: 0.15,
-            memory_limit_bytes: None,
-            pause_budget_ns: Some(10_000_000),
-            gc_budget: None,
-            gc_at_attach: true,
-            freeze_after_s: Some(5.0),
-            allow_disable: false,
-        }
+    use super::test_config as cfg;
     }
 
     fn predicted(pause_ms: f64, share: f64, memory_mib: f64) -> Prediction {

@@ -577,20 +577,7 @@ impl Controller {
 mod tests {
     use super::*;
 
-    fn cfg() -> GuardConfig {
-        GuardConfig {
-            min: [100, 2, 2],
-            max: [100_000, 100, 100],
-            cooldown: 3,
-            confirm: 1,
-            memory_budget: 0.15,
-            memory_limit_bytes: None,
-            pause_budget_ns: Some(10_000_000),
-            gc_budget: None,
-            gc_at_attach: true,
-            freeze_after_s: Some(5.0),
-            allow_disable: false,
-        }
+    use crate::policy::budgets::test_config as cfg;
     }
 
     /// A warm service at `t`: 1M objects in the old generation, 300k net allocations/s, young
