@@ -172,7 +172,6 @@ mod tests {
     use super::*;
 
     use super::test_config as cfg;
-    }
 
     fn predicted(pause_ms: f64, share: f64, memory_mib: f64) -> Prediction {
         Prediction {

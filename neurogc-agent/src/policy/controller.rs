@@ -578,7 +578,6 @@ mod tests {
     use super::*;
 
     use crate::policy::budgets::test_config as cfg;
-    }
 
     /// A warm service at `t`: 1M objects in the old generation, 300k net allocations/s, young
     /// rounds walking 40 ns per object, 3,000 objects/s reaching the old generation.
