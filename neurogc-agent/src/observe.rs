@@ -97,7 +97,7 @@ pub async fn run(
     plan: &AttachPlan,
     probes: Probes,
     launched: Option<Launched>,
-    steer: Option<Steering>,
+    mut steer: Option<Steering>,
     mut opts: Options,
 ) -> Result<()> {
     let pid = plan.pid;
@@ -111,7 +111,6 @@ pub async fn run(
         launched.release()?;
     }
     let first = sample(pid, &dec.gc, &clock, None);
-    let mut steer = steer;
     if let Some(s) = steer.as_mut() {
         s.target(pid, process::age_s(pid));
     }

@@ -27,10 +27,9 @@ const PRIOR_YOUNG_SLOPE: f64 = 0.05;
 const PRIOR_FULL_NS: f64 = 200.0;
 /// Bytes per tracked object, before the heap shows its own.
 const PRIOR_OBJECT_BYTES: f64 = 256.0;
-/// How far ahead the old generation's growth is followed, in minutes' worth of windows.
-const HORIZON_S: f64 = 60.0;
-/// How far ahead memory costs are counted (frozen and deferred garbage accumulate).
-const MEMORY_HORIZON_S: f64 = 600.0;
+/// How far ahead predictions look (s): how long the old generation's growth is followed, and
+/// how long frozen and deferred garbage are counted to accumulate.
+const HORIZON_S: f64 = 600.0;
 
 /// One window as the model sees it (built by `features::reading`).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -388,17 +387,16 @@ impl Collector {
         // find later, and garbage among frozen objects (never found).
         let original = self.original.unwrap_or(c.thresholds);
         // A larger young generation holds more only as fast as net allocations fill it.
-        let deferred_young = (t0 - original[0] as f64).max(0.0).min(alloc * MEMORY_HORIZON_S);
+        let deferred_young = (t0 - original[0] as f64).max(0.0).min(alloc * HORIZON_S);
         let young_cost = deferred_young * self.young_bytes.or(bytes * self.young_garbage.or(0.5));
         let per_round = self.old_garbage.or(0.0) / self.gen1_rate.or(0.0).max(1e-3);
         let garbage = per_round * r1;
         let own = Candidate { thresholds: original, frozen: false };
         let own_r1 = alloc / original[0].max(1) as f64 / (original[1].max(1) as f64 + 1.0);
         let (_, r2_own, _) = self.full(&own, false, own_r1, original[2].max(1) as f64, &r);
-        let period =
-            |rate: f64| if rate > 0.0 { (1.0 / rate).min(MEMORY_HORIZON_S) } else { MEMORY_HORIZON_S };
+        let period = |rate: f64| if rate > 0.0 { (1.0 / rate).min(HORIZON_S) } else { HORIZON_S };
         let deferred = garbage * (period(r2) - period(r2_own)).max(0.0) * bytes;
-        let frozen_cost = if c.frozen { self.old_deaths.or(0.0) * MEMORY_HORIZON_S * bytes } else { 0.0 };
+        let frozen_cost = if c.frozen { self.old_deaths.or(0.0) * HORIZON_S * bytes } else { 0.0 };
         Prediction {
             pause_ns: [p0, p1, p2],
             rate,
@@ -434,7 +432,7 @@ impl Collector {
                     f64::INFINITY
                 };
                 let due = by_rounds.max(by_pending);
-                let pending_then = pending + retention * due.min(HORIZON_S * 10.0);
+                let pending_then = pending + retention * due.min(HORIZON_S);
                 // Frozen objects are not walked: after a freeze the old generation holds only
                 // what was promoted since.
                 // Unfreezing puts every frozen object back in the old generation: the next full
@@ -446,7 +444,7 @@ impl Collector {
                 };
                 let walked = thawed
                     + if c.frozen && !frozen_now {
-                        retention * due.min(HORIZON_S * 10.0)
+                        retention * due.min(HORIZON_S)
                     } else if c.frozen && self.frozen_uncollected {
                         (total + pending_then - r.freeze_count.unwrap_or(0) as f64)
                             .max(pending_then - pending)
