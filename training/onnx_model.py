@@ -1,48 +1,50 @@
-"""Writes neurogc's policy model as an ONNX graph from numpy weights (no deep-learning framework).
+"""Writes neurogc's learned model as an ONNX graph from numpy weights (no deep-learning
+framework), following the agent's "corrector/1" contract (neurogc-agent/src/policy/model.rs):
 
-Graph: features [1, H, F] -> Asinh (sign-preserving log scale: rates, pauses and bytes span
-decades) -> (x - mean) / std -> reshape [1, H*F] -> Gemm -> Relu -> Gemm -> scores [1, K].
-Metadata carries the contract the agent checks: neurogc.schema, neurogc.history, neurogc.actions.
+  candidates [N, F] -> (x - mean) / std -> Gemm -> Relu -> ... -> Gemm -> correction [N, 4]
+
+One row per candidate action; the output is ln(measured / predicted) expected for the GC share
+and generations 0, 1 and 2's pauses. A linear model is one Gemm; a constant, one Gemm of zeros.
 """
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+CONTRACT = "corrector/1"
+OUTPUTS = ["share", "pause0", "pause1", "pause2"]
 
-def build(w1, b1, w2, b2, mean, std, history, n_features, actions, schema, extra_meta=None):
-    k = len(actions)
+
+def build(layers, mean, std, features, cls, extra_meta=None):
+    """layers: [(W [in, out], b [out]), ...], ReLU between them; the last has 4 outputs."""
+    n = len(features)
     inits = [
-        numpy_helper.from_array(np.asarray(mean, np.float32).reshape(1, 1, n_features), "mean"),
-        numpy_helper.from_array(np.asarray(std, np.float32).reshape(1, 1, n_features), "std"),
-        numpy_helper.from_array(np.array([1, history * n_features], np.int64), "flat_shape"),
-        numpy_helper.from_array(np.asarray(w1, np.float32), "w1"),
-        numpy_helper.from_array(np.asarray(b1, np.float32), "b1"),
-        numpy_helper.from_array(np.asarray(w2, np.float32), "w2"),
-        numpy_helper.from_array(np.asarray(b2, np.float32), "b2"),
+        numpy_helper.from_array(np.asarray(mean, np.float32).reshape(1, n), "mean"),
+        numpy_helper.from_array(np.asarray(std, np.float32).reshape(1, n), "std"),
     ]
     nodes = [
-        helper.make_node("Asinh", ["features"], ["scaled"]),
-        helper.make_node("Sub", ["scaled", "mean"], ["centred"]),
-        helper.make_node("Div", ["centred", "std"], ["normed"]),
-        helper.make_node("Reshape", ["normed", "flat_shape"], ["flat"]),
-        helper.make_node("Gemm", ["flat", "w1", "b1"], ["hidden_pre"]),
-        helper.make_node("Relu", ["hidden_pre"], ["hidden"]),
-        helper.make_node("Gemm", ["hidden", "w2", "b2"], ["scores"]),
+        helper.make_node("Sub", ["candidates", "mean"], ["centred"]),
+        helper.make_node("Div", ["centred", "std"], ["x0"]),
     ]
+    x = "x0"
+    for i, (w, b) in enumerate(layers):
+        inits += [numpy_helper.from_array(np.asarray(w, np.float32), f"w{i}"),
+                  numpy_helper.from_array(np.asarray(b, np.float32), f"b{i}")]
+        last = i == len(layers) - 1
+        out = "correction" if last else f"h{i}"
+        nodes.append(helper.make_node("Gemm", [x, f"w{i}", f"b{i}"], [out if last else f"pre{i}"]))
+        if not last:
+            nodes.append(helper.make_node("Relu", [f"pre{i}"], [out]))
+        x = out
     graph = helper.make_graph(
         nodes,
-        "neurogc_policy",
-        [helper.make_tensor_value_info("features", TensorProto.FLOAT, [1, history, n_features])],
-        [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, k])],
+        "neurogc_corrector",
+        [helper.make_tensor_value_info("candidates", TensorProto.FLOAT, ["n", n])],
+        [helper.make_tensor_value_info("correction", TensorProto.FLOAT, ["n", len(OUTPUTS)])],
         inits,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="neurogc-training")
     model.ir_version = 9  # onnxruntime 1.17+ reads it
-    meta = {
-        "neurogc.schema": str(schema),
-        "neurogc.history": str(history),
-        "neurogc.actions": ";".join(",".join(str(int(v)) for v in a) for a in actions),
-    }
+    meta = {"neurogc.contract": CONTRACT, "neurogc.features": ",".join(features), "neurogc.class": cls}
     meta.update(extra_meta or {})
     for key, value in meta.items():
         entry = model.metadata_props.add()

@@ -10,7 +10,7 @@ use crate::{
     actuate::ActuatorKind,
     bail_user,
     fleet::discover::{Filter, Rule, RuleKey},
-    policy::{Policy, budgets::GuardConfig, model::ExecutionProvider},
+    policy::{ModelChoice, Policy, budgets::GuardConfig, model::ExecutionProvider},
     steer::Mode,
     target::ProbeChoice,
 };
@@ -196,9 +196,10 @@ pub struct SteerArgs {
 /// The model and its guardrails: live, recorded or replayed alike.
 #[derive(Debug, Args)]
 pub struct PolicyArgs {
-    /// ONNX model to decide with, a regular file of at most 64 MiB (default: the model embedded
-    /// in the agent; contract in README)
-    #[arg(long, value_name = "PATH")]
+    /// Learned ONNX model that corrects the analytic model of the collector, a regular file of at
+    /// most 64 MiB (default: the one embedded in the agent; contract in README), or "none": the
+    /// analytic model alone (no ONNX Runtime needed)
+    #[arg(long, value_name = "PATH|none")]
     pub model: Option<PathBuf>,
 
     /// Where to run the model
@@ -478,7 +479,11 @@ impl PolicyArgs {
             }
         }
         Ok(Policy {
-            model: self.model,
+            model: match self.model {
+                None => ModelChoice::Embedded,
+                Some(p) if p.as_os_str() == "none" => ModelChoice::Analytic,
+                Some(p) => ModelChoice::File(p),
+            },
             ep: match self.ep {
                 CliEp::Cpu => ExecutionProvider::Cpu,
                 CliEp::Cuda => ExecutionProvider::Cuda,

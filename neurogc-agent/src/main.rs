@@ -32,7 +32,6 @@ use clap::Parser;
 use crate::{
     cli::{Cli, FleetOutput, Output, Task},
     launch::Launched,
-    policy::model::Model,
     probes::Probes,
     steer::{Mode, Steering},
 };
@@ -86,7 +85,7 @@ fn run(task: Task, started: Instant) -> Result<()> {
     let steer = match opts.mode {
         Mode::Observe => None,
         mode => {
-            let model = Model::load(opts.policy.model.as_deref(), opts.policy.ep)?;
+            let model = opts.policy.load_model()?;
             Some(Steering::new(mode, model, opts.policy.guard.clone(), opts.actuator))
         }
     };

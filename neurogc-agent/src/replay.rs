@@ -19,7 +19,7 @@ use crate::{
     actuate::ActuatorKind,
     bail_user,
     features::{self, Windower},
-    policy::{Policy, model::Model},
+    policy::Policy,
     steer::{Mode, Steering},
 };
 
@@ -53,7 +53,7 @@ pub fn run(opts: &Options) -> Result<()> {
     let read_error = |e| crate::input::trace_error(&opts.trace, e);
     // The trace's own errors come before the model's: its first record is read first.
     let mut first = reader.next().map_err(read_error)?;
-    let model = Model::load(opts.policy.model.as_deref(), opts.policy.ep)?;
+    let model = opts.policy.load_model()?;
     // Advise mode: the live agent's own model-then-guard step, with no actuator behind it.
     let mut steer = Steering::new(Mode::Advise, model, opts.policy.guard.clone(), ActuatorKind::Hook);
     let source = steer.describe().0.source;
@@ -87,6 +87,15 @@ pub fn run(opts: &Options) -> Result<()> {
                 }
                 start_ns = a.sample.ts_ns;
                 windower = Some(Windower::new(a.sample));
+                if opts.json {
+                    // The stream starts as every stream does: what was observed, and by which
+                    // model and guard it is replayed.
+                    let (model, guard) = steer.describe();
+                    let mut a = a;
+                    (a.mode, a.model, a.guard) = ("advise".to_owned(), Some(model), Some(guard));
+                    serde_json::to_writer(&mut out, &Record::Attach(a))?;
+                    writeln!(out)?;
+                }
             }
             Record::Gc(c) => windower.as_mut().expect("the reader checks attach comes first").record(&c),
             Record::Window(recorded) => {

@@ -1,5 +1,5 @@
-//! advise/act: every window, the controller predicts every candidate action and chooses within
-//! the budgets (the ONNX model's proposal is one of the candidates); in act mode the decision
+//! advise/act: every window, the controller predicts every candidate action (the analytic model,
+//! corrected by the learned ONNX model in one call) and chooses within the budgets; in act mode the decision
 //! goes to the actuator thread, whose answers come back as [`Event`]s and are reported
 //! as "actuation" records. Nothing here waits on the target.
 use std::time::{Duration, Instant};
@@ -11,7 +11,12 @@ use neurogc_trace::{Actuation, Decision, LatencySummary, ModelInfo};
 use crate::{
     actuate::{self, ActuatorHandle, ActuatorKind, Command, Event, Finish},
     features::Window,
-    policy::{budgets::GuardConfig, controller::Controller, model::Model},
+    policy::{
+        budgets::GuardConfig,
+        controller::Controller,
+        model::Model,
+        predict::{Correction, FEATURE_COUNT},
+    },
     target::{AttachPlan, layout::GcState},
 };
 
@@ -45,7 +50,10 @@ enum Actuator {
 
 pub struct Steering {
     pub mode: Mode,
-    model: Model,
+    /// The learned model (None: `--model none`, the analytic model alone).
+    model: Option<Model>,
+    /// The learned model failed once: said, and the analytic model stands from then on.
+    model_failed: bool,
     guard_cfg: GuardConfig,
     controller: Option<Controller>,
     /// When the target started (its age tells whether its heap is warm), where known.
@@ -88,10 +96,16 @@ pub type Events = tokio::sync::mpsc::UnboundedReceiver<Event>;
 const FINISH_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Steering {
-    pub fn new(mode: Mode, model: Model, guard_cfg: GuardConfig, actuator_kind: ActuatorKind) -> Steering {
+    pub fn new(
+        mode: Mode,
+        model: Option<Model>,
+        guard_cfg: GuardConfig,
+        actuator_kind: ActuatorKind,
+    ) -> Steering {
         Steering {
             mode,
             model,
+            model_failed: false,
             guard_cfg,
             controller: None,
             started: None,
@@ -117,17 +131,28 @@ impl Steering {
         self.started = age_s.and_then(|a| Instant::now().checked_sub(Duration::from_secs_f64(a)));
     }
 
+    /// Where the learned model runs ("none" without one).
     pub fn provider(&self) -> &'static str {
-        self.model.provider
+        self.model.as_ref().map_or("none", |m| m.provider)
     }
 
     /// The model and guard, as the attach record names them.
     pub fn describe(&self) -> (ModelInfo, GuardConfig) {
-        let model = ModelInfo {
-            source: self.model.source.clone(),
-            digest: self.model.digest.clone(),
-            provider: self.model.provider.to_owned(),
-            actions: self.model.actions.clone(),
+        let model = match &self.model {
+            Some(m) => ModelInfo {
+                source: m.source.clone(),
+                digest: m.digest.clone(),
+                provider: m.provider.to_owned(),
+                actions: Vec::new(),
+                class: Some(m.class.clone()),
+            },
+            None => ModelInfo {
+                source: "none".to_owned(),
+                digest: String::new(),
+                provider: "none".to_owned(),
+                actions: Vec::new(),
+                class: Some("none (the analytic model alone)".to_owned()),
+            },
         };
         (model, self.guard_cfg.clone())
     }
@@ -251,12 +276,9 @@ impl Steering {
 
     /// One window. `opened` is when the window's processing began (for the latency figure).
     pub fn decide(&mut self, window: &Window, opened: Instant) -> Result<Decision> {
-        let started = Instant::now();
-        let (proposed, scores) = self.model.propose(&window.features)?;
-        self.inference_ns.saturating_record(started.elapsed().as_nanos().max(1) as u64);
         let mut decision = Decision {
             ts_ns: window.end_ns,
-            thresholds: proposed,
+            thresholds: window.sample.thresholds.unwrap_or_default(),
             change: false,
             requested: false,
             reason: String::new(),
@@ -265,9 +287,10 @@ impl Steering {
             budget: None,
             given_up: None,
             observed: None,
-            scores,
+            scores: Vec::new(),
             effect: None,
             predicted: None,
+            check: None,
         };
         // The controller starts from the thresholds the application had: the hook's (or
         // memory's) reading in act mode, the sample otherwise.
@@ -308,7 +331,21 @@ impl Steering {
         }
         let before = controller.thresholds();
         let age = self.started.map(|s| s.elapsed().as_secs_f64());
-        let verdict = controller.decide(Some(proposed), &crate::features::reading(window, age));
+        // One call of the learned model scores every candidate; a model that fails is said once
+        // and the analytic model stands.
+        let (model, failed, inference_ns) = (&mut self.model, &mut self.model_failed, &mut self.inference_ns);
+        let mut learned = |rows: &[[f32; FEATURE_COUNT]]| -> Vec<Correction> {
+            let Some(m) = model.as_mut().filter(|_| !*failed) else { return Vec::new() };
+            let started = Instant::now();
+            let k = m.correct(rows);
+            inference_ns.saturating_record(started.elapsed().as_nanos().max(1) as u64);
+            k.unwrap_or_else(|err| {
+                tracing::warn!("the learned model failed, steering on the analytic model alone: {err:#}");
+                *failed = true;
+                Vec::new()
+            })
+        };
+        let verdict = controller.decide(&mut learned, &crate::features::reading(window, age));
         decision.thresholds = verdict.thresholds;
         decision.change = verdict.change;
         decision.reason = verdict.reason;
@@ -319,6 +356,7 @@ impl Steering {
         decision.observed = Some(verdict.observed);
         decision.predicted = verdict.predicted;
         decision.effect = verdict.effect;
+        decision.check = verdict.check;
         if decision.effect.is_some() {
             self.last_effect = decision.effect.clone();
         }

@@ -26,10 +26,11 @@ fn act_once(pid: i32, model: &str) -> std::process::Output {
     agent().args(["--pid", &pid.to_string(), "--mode", "act", "--model", model]).output().unwrap()
 }
 
-/// A target under an act-mode agent whose model always wants 25000/20/10, once it has decided so.
+/// A target under an act-mode agent whose model prefers 5000/10/10 (one move from 700/10/10),
+/// once it has decided so.
 fn steered(py: &Python) -> (Target, Child, Lines, Value) {
-    let target = start_profile(py, "acyclic", 40, &[]);
-    let (agent, mut out, _err) = act_agent(target.pid, &fixture("always-25000.onnx"), &[]);
+    let target = start_profile(py, "cycles", 40, &[]);
+    let (agent, mut out, _err) = act_agent(target.pid, &fixture("prefer-5000.onnx"), &[]);
     let decision = decision_applied(&mut out, &py.name);
     (target, agent, out, decision)
 }
@@ -39,13 +40,13 @@ fn act_mode_steers_and_sigterm_restores() {
     for_each_python(|py| {
         let mut errors = Vec::new();
         let (mut target, mut agent, mut out, d) = steered(py);
-        if d["thresholds"] != serde_json::json!([25000, 20, 10]) {
+        if d["thresholds"] != serde_json::json!([5000, 10, 10]) {
             errors.push(format!("{}: unexpected decision {d}", py.name));
         }
         // Within one window (0.5 s) of the decision, the target itself sees the new thresholds.
-        match target.reports(&[25000, 20, 10], Duration::from_millis(600)) {
+        match target.reports(&[5000, 10, 10], Duration::from_millis(600)) {
             Some(t) => eprintln!("{}: target saw the change {t:?} after the decision line", py.name),
-            None => errors.push(format!("{}: the target never reported 25000/20/10", py.name)),
+            None => errors.push(format!("{}: the target never reported 5000/10/10", py.name)),
         }
         signal(agent.id(), "-TERM");
         let status = wait_exit(&mut agent, 20, &py.name);
@@ -71,7 +72,7 @@ fn sigkilled_agent_is_undone_by_the_hook_within_2s() {
     for_each_python(|py| {
         let mut errors = Vec::new();
         let (mut target, mut agent, _out, _) = steered(py);
-        if target.reports(&[25000, 20, 10], Duration::from_secs(2)).is_none() {
+        if target.reports(&[5000, 10, 10], Duration::from_secs(2)).is_none() {
             errors.push(format!("{}: change not seen", py.name));
         }
         kill(&mut agent);
@@ -116,7 +117,7 @@ fn pause_budget_freezes_the_heap_and_every_ending_unfreezes_it() {
             let at_start = frozen_reported(&mut target, |_| true, Duration::from_secs(3)).unwrap();
             let (mut agent, mut out, _err) = act_agent(
                 target.pid,
-                &fixture("always-25000.onnx"),
+                &fixture("prefer-5000.onnx"),
                 &["--pause-budget", "2ms", "--gc-budget", "off", "--freeze-after", "0"],
             );
             if at_start > 0 {
@@ -164,8 +165,8 @@ fn pause_budget_freezes_the_heap_and_every_ending_unfreezes_it() {
 #[test]
 fn target_killed_mid_act_ends_the_agent_with_a_summary() {
     let py = python("debian-bookworm");
-    let target = start_profile(&py, "acyclic", 40, &[]);
-    let (mut agent, mut out, _err) = act_agent(target.pid, &fixture("always-25000.onnx"), &[]);
+    let target = start_profile(&py, "cycles", 40, &[]);
+    let (mut agent, mut out, _err) = act_agent(target.pid, &fixture("prefer-5000.onnx"), &[]);
     decision_applied(&mut out, "act");
     target.stop();
     let status = wait_exit(&mut agent, 10, "agent after the target was killed");
@@ -179,11 +180,11 @@ fn target_killed_mid_act_ends_the_agent_with_a_summary() {
 fn a_proposal_that_would_break_the_memory_budget_is_not_taken() {
     let py = python("debian-bookworm");
     let target = start_profile(&py, "bulky", 60, &[]);
-    // The model always wants 60000: cycles holding 4 KiB buffers would pile up between
-    // collections, far past 10% of this small process.
+    // The model prefers 50000: cycles holding 4 KiB buffers would pile up between collections,
+    // far past 10% of this small process.
     let (mut agent, mut out, _err) = act_agent(
         target.pid,
-        &fixture("always-60000.onnx"),
+        &fixture("prefer-50000.onnx"),
         &["--memory-budget", "10%", "--cooldown", "1", "--duration", "8"],
     );
     let status = wait_exit(&mut agent, 30, "act agent");
@@ -201,8 +202,8 @@ fn a_proposal_that_would_break_the_memory_budget_is_not_taken() {
     let peak = rss.iter().copied().fold(0.0, f64::max);
     assert!(peak <= limit, "RSS reached {peak:.1} MiB, over {limit:.1} MiB: {rss:?}");
     let taken: Vec<&Value> =
-        lines.iter().filter(|l| l["type"] == "decision" && l["thresholds"][0] == 60000).collect();
-    assert!(taken.is_empty(), "60000 taken: {taken:?}");
+        lines.iter().filter(|l| l["type"] == "decision" && l["thresholds"][0] == 50000).collect();
+    assert!(taken.is_empty(), "50000 taken: {taken:?}");
     let said = lines
         .iter()
         .filter(|l| l["type"] == "decision")
@@ -214,23 +215,23 @@ fn a_proposal_that_would_break_the_memory_budget_is_not_taken() {
 #[test]
 fn a_second_agent_does_not_get_a_second_hook() {
     let py = python("pyenv-3.12");
-    let mut target = start_profile(&py, "acyclic", 40, &[]);
-    let (mut first, mut out, _err) = act_agent(target.pid, &fixture("always-25000.onnx"), &[]);
+    let mut target = start_profile(&py, "cycles", 40, &[]);
+    let (mut first, mut out, _err) = act_agent(target.pid, &fixture("prefer-5000.onnx"), &[]);
     decision_applied(&mut out, "first agent");
-    assert!(target.reports(&[25000, 20, 10], Duration::from_secs(2)).is_some());
-    let second = act_once(target.pid, &fixture("always-60000.onnx"));
+    assert!(target.reports(&[5000, 10, 10], Duration::from_secs(2)).is_some());
+    let second = act_once(target.pid, &fixture("prefer-50000.onnx"));
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert!(!second.status.success() && stderr.contains("another neurogc agent"), "{stderr}");
     // The first agent's hook still rules.
-    assert!(target.reports(&[25000, 20, 10], Duration::from_secs(1)).is_some());
+    assert!(target.reports(&[5000, 10, 10], Duration::from_secs(1)).is_some());
     target.stop_with(&mut first);
 }
 
 #[test]
 fn injection_disabled_is_refused_and_memory_actuator_works_instead() {
     let py = python("debian-sid-3.14");
-    let mut target = start_profile(&py, "acyclic", 40, &[("PYTHON_DISABLE_REMOTE_DEBUG", "1")]);
-    let out = act_once(target.pid, &fixture("always-25000.onnx"));
+    let mut target = start_profile(&py, "cycles", 40, &[("PYTHON_DISABLE_REMOTE_DEBUG", "1")]);
+    let out = act_once(target.pid, &fixture("prefer-5000.onnx"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("remote debugging disabled") && stderr.contains("--actuator memory"), "{stderr}");
@@ -238,9 +239,9 @@ fn injection_disabled_is_refused_and_memory_actuator_works_instead() {
     assert!(target.reports(&original, Duration::from_secs(1)).is_some(), "target changed after a refusal");
 
     let (mut agent, mut lines, _err) =
-        act_agent(target.pid, &fixture("always-25000.onnx"), &["--actuator", "memory"]);
+        act_agent(target.pid, &fixture("prefer-5000.onnx"), &["--actuator", "memory"]);
     decision_applied(&mut lines, "memory actuator");
-    assert!(target.reports(&[25000, 20, 10], Duration::from_secs(2)).is_some(), "memory write not seen");
+    assert!(target.reports(&[5000, 10, 10], Duration::from_secs(2)).is_some(), "memory write not seen");
     signal(agent.id(), "-TERM");
     wait_exit(&mut agent, 20, "memory agent");
     assert!(target.reports(&original, Duration::from_secs(2)).is_some(), "memory actuator did not restore");

@@ -50,7 +50,7 @@ fn another_user_can_neither_hijack_nor_disturb_an_injection() {
         let py = python(name);
         let mut t =
             Target::start(&py, &py.script_command("target.py", &["busy", "--seconds", "3"], true), &[]);
-        let (mut agent, mut out, mut err) = act_agent(t.pid, &fixture("always-25000.onnx"), &[]);
+        let (mut agent, mut out, mut err) = act_agent(t.pid, &fixture("prefer-5000.onnx"), &[]);
         decision_applied(&mut out, &py.name);
         signal(agent.id(), "-TERM");
         wait_exit(&mut agent, 20, &py.name);

@@ -19,9 +19,9 @@ fn target(py: &Python, state: &str, seconds: f64, extra: &[&str]) -> Target {
     Target::start(py, &py.script_command("target.py", &args, true), &[])
 }
 
-/// The act agent on `pid` with a model that always wants 25000/20/10.
+/// The act agent on `pid` with a model that prefers 5000/10/10 (one move from 700/10/10).
 fn steer(pid: i32, extra: &[&str]) -> (Child, Lines, Lines) {
-    act_agent(pid, &fixture("always-25000.onnx"), extra)
+    act_agent(pid, &fixture("prefer-5000.onnx"), extra)
 }
 
 fn summary_of(out: &mut Lines) -> Value {
@@ -199,7 +199,7 @@ fn the_memory_actuator_is_undone_after_sigkill_and_never_writes_an_execd_image()
     let mut t = target(&py, "busy", 5.0, &[]);
     let (mut agent, mut out, _err) = steer(t.pid, &["--actuator", "memory"]);
     decision_applied(&mut out, "memory actuator");
-    assert!(t.reports(&[25000, 20, 10], Duration::from_secs(2)).is_some());
+    assert!(t.reports(&[5000, 10, 10], Duration::from_secs(2)).is_some());
     kill(&mut agent);
     let original = t.original.clone();
     assert!(

@@ -92,10 +92,10 @@ fn trial(py: &Python, rng: &mut Rng, c: &mut Counts, freeze: bool) {
     let aim = if freeze { Some(FROZEN) } else { aim };
     let jitter = Duration::from_micros(rng.below(3000));
     let uniform = Duration::from_millis(rng.below(2500));
-    // 700 is the application's own: only the pause budget acts (a freeze at the first long full
-    // collection). 25000: the model's change first, then the budgets.
-    let model = ["always-700.onnx", "always-25000.onnx"][rng.below(2) as usize];
-    let model = if freeze { "always-700.onnx" } else { model };
+    // stay: every change costs more than it saves, so only the pause budget acts (a freeze at
+    // the first long full collection). prefer-5000: the model's change first, then the budgets.
+    let model = ["stay.onnx", "prefer-5000.onnx"][rng.below(2) as usize];
+    let model = if freeze { "stay.onnx" } else { model };
     let what = format!(
         "{} {state} {model} {sig} {}",
         py.name,

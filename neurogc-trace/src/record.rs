@@ -82,7 +82,12 @@ pub struct ModelInfo {
     /// FNV-1a 64 of the model file, hex: tells two models apart.
     pub digest: String,
     pub provider: String,
+    /// Recordings before the corrector contract: the policy model's action list.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub actions: Vec<[i64; 3]>,
+    /// The model's class, as its metadata names it ("none": the analytic model alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
 }
 
 /// The guardrails' settings and the budgets: what the agent's guard runs with, and what the
@@ -145,6 +150,25 @@ pub struct Predicted {
     /// When the next full collection is due (s), where the GC state tells.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_full_s: Option<f64>,
+}
+
+/// The model of the collector checked against a window: what it predicted, one window before,
+/// for the action that was then in force through this window, and what the window measured. The
+/// features are the learned model's inputs for that prediction: these checks are its training
+/// data (`replay --json` writes them for any recording).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// `features` in the order of the model contract's `neurogc.features`.
+    pub features: Vec<f32>,
+    /// Where the thresholds changed at the start of this window: the features of the action in
+    /// force before, from the same state (the learned model corrects the difference).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<Vec<f32>>,
+    /// Predicted by the analytic model with its online correction, before the learned one:
+    /// GC share, then the pause (ns) of generations 0, 1 and 2 where they run.
+    pub predicted: [f64; 4],
+    /// Measured, in the same order; a pause only where that generation ran.
+    pub measured: [Option<f64>; 4],
 }
 
 /// What a change did, a few windows after it: the same measures before and after.
@@ -238,6 +262,9 @@ pub struct Decision {
     /// The chosen action's predicted effect (the change, or keeping what is in force).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted: Option<Predicted>,
+    /// The last window's prediction, checked against this window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<Check>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

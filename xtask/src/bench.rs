@@ -64,11 +64,15 @@ pub enum Which {
         #[arg(long, default_value = "10")]
         seconds: u32,
     },
-    /// Steering against defaults, the static recipe and GC off, on four workloads from bench/
+    /// Steering against defaults, the static recipe, GC off and the agent without its learned
+    /// model, on the workloads of bench/ and the held-out families of bench/heldout/
     Steer {
-        /// Workloads to run (all four unless given)
+        /// Workloads to run (all unless given)
         #[arg(long, value_enum, value_delimiter = ',')]
         workload: Vec<crate::bench_steer::Workload>,
+        /// Configurations each round runs (all unless given)
+        #[arg(long, value_enum, value_delimiter = ',')]
+        configs: Vec<crate::bench_steer::Config>,
         /// Interleaved rounds (each runs every configuration once)
         #[arg(long, default_value = "5", value_parser = clap::value_parser!(u32).range(1..=100))]
         rounds: u32,
@@ -142,13 +146,14 @@ pub fn run(which: Which) -> Result<()> {
         Which::Locust { rounds, run_time, python } => {
             crate::bench_locust::run_locust(rounds as usize, &run_time, &python)
         }
-        Which::Steer { workload, rounds, seconds, warmup, load, python, model, out } => {
+        Which::Steer { workload, configs, rounds, seconds, warmup, load, python, model, out } => {
             crate::bench_steer::run(crate::bench_steer::Options {
                 workloads: if workload.is_empty() {
                     crate::bench_steer::WORKLOADS.to_vec()
                 } else {
                     workload
                 },
+                configs: if configs.is_empty() { crate::bench_steer::CONFIGS.to_vec() } else { configs },
                 rounds: rounds as usize,
                 seconds,
                 warmup,

@@ -15,6 +15,7 @@ fn colour(c: Config) -> RGBColor {
         Config::GcOff => RGBColor(150, 150, 150),
         Config::Observe => RGBColor(44, 160, 44),
         Config::Act => RGBColor(214, 39, 40),
+        Config::Rules => RGBColor(255, 127, 14),
     }
 }
 

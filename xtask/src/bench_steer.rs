@@ -32,17 +32,24 @@ use crate::{
     bench_steer_report, build_release_agent, workspace_root,
 };
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
 pub enum Config {
+    /// CPython's defaults
     Defaults,
+    /// The static recipe: gc.freeze() after warm-up and 50000/20/20
     Static,
+    /// GC disabled (a bound, not a recommendation)
     GcOff,
+    /// The agent observing (its cost)
     Observe,
+    /// The agent steering with the learned model
     Act,
+    /// The agent steering on the analytic model alone, `--model none` (the ablation)
+    Rules,
 }
 
-pub const CONFIGS: [Config; 5] =
-    [Config::Defaults, Config::Static, Config::GcOff, Config::Observe, Config::Act];
+pub const CONFIGS: [Config; 6] =
+    [Config::Defaults, Config::Static, Config::GcOff, Config::Observe, Config::Act, Config::Rules];
 
 impl Config {
     pub fn label(self) -> &'static str {
@@ -52,6 +59,7 @@ impl Config {
             Config::GcOff => "GC disabled (bound)",
             Config::Observe => "neurogc-agent --mode observe",
             Config::Act => "neurogc-agent --mode act",
+            Config::Rules => "act, no learned model (--model none)",
         }
     }
 
@@ -62,6 +70,7 @@ impl Config {
             Config::GcOff => "gc-off",
             Config::Observe => "observe",
             Config::Act => "act",
+            Config::Rules => "rules",
         }
     }
 
@@ -234,6 +243,10 @@ pub struct Held {
     pub pause: usize,
     pub gc: usize,
     pub memory: usize,
+    /// The agent's own p99s over the run (µs): the learned model's call, and a window's close to
+    /// its decision (candidates predicted and scored).
+    pub inference_p99_us: f64,
+    pub decision_p99_us: f64,
 }
 
 pub struct Timeline {
@@ -299,6 +312,12 @@ fn agent_records(jsonl: &Path, start_ns: u64, from_ns: u64) -> Result<(Held, Tim
                     held.pause += (o.pause_max_ms <= 10.0) as usize;
                     held.gc += (o.gc_share <= 0.02) as usize;
                     held.memory += o.rss_limit_mib.is_none_or(|limit| o.rss_mib <= limit) as usize;
+                }
+            }
+            Record::Summary(s) => {
+                if let Some(p) = s.policy {
+                    held.inference_p99_us = p.inference_ns.p99 as f64 / 1e3;
+                    held.decision_p99_us = p.window_to_decision_ns.p99 as f64 / 1e3;
                 }
             }
             _ => {}
@@ -490,16 +509,24 @@ pub fn start_agent(
     jsonl: &Path,
     model: Option<&Path>,
 ) -> Result<Option<Child>> {
-    if !matches!(config, Config::Observe | Config::Act) {
-        return Ok(None);
-    }
+    let mode = match config {
+        Config::Observe => "observe",
+        Config::Act | Config::Rules => "act",
+        _ => return Ok(None),
+    };
     let mut cmd = Command::new("taskset");
     cmd.args(["-c", "1"])
         .arg(agent)
-        .args(["--pid", &pid.to_string(), "--mode", config.short(), "--json", "-o"])
+        .args(["--pid", &pid.to_string(), "--mode", mode, "--json", "-o"])
         .arg(jsonl);
-    if let (Config::Act, Some(model)) = (config, model) {
-        cmd.arg("--model").arg(model);
+    match (config, model) {
+        (Config::Rules, _) => {
+            cmd.args(["--model", "none"]);
+        }
+        (Config::Act, Some(model)) => {
+            cmd.arg("--model").arg(model);
+        }
+        _ => {}
     }
     let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?;
     // Read to the end by its own thread, so the agent never blocks on a full pipe.
@@ -537,7 +564,7 @@ fn one_run(workload: Workload, config: Config, agent: &Path, opts: &Options) -> 
     stop(observer, service);
     let mut m = measured?;
     let (held, timeline) = match config {
-        Config::Act => {
+        Config::Act | Config::Rules => {
             let (h, t) = agent_records(&jsonl, start_ns, from_ns)?;
             (Some(h), Some(t))
         }
@@ -563,6 +590,8 @@ fn one_run(workload: Workload, config: Config, agent: &Path, opts: &Options) -> 
 
 pub struct Options {
     pub workloads: Vec<Workload>,
+    /// The configurations each round runs, in turn.
+    pub configs: Vec<Config>,
     pub rounds: usize,
     pub seconds: f64,
     pub warmup: f64,
@@ -583,8 +612,8 @@ pub fn run(opts: Options) -> Result<()> {
     for &workload in &opts.workloads {
         let mut runs: Vec<(Config, Run)> = Vec::new();
         for round in 0..opts.rounds {
-            for i in 0..CONFIGS.len() {
-                let config = CONFIGS[(i + round) % CONFIGS.len()];
+            for i in 0..opts.configs.len() {
+                let config = opts.configs[(i + round) % opts.configs.len()];
                 let r = one_run(workload, config, &agent, &opts)
                     .with_context(|| format!("{}, round {round}, {}", workload.name(), config.label()))?;
                 eprintln!(

@@ -30,12 +30,15 @@ impl Of<'_> {
     fn median(&self, c: Config, f: impl Fn(&Run) -> f64) -> f64 {
         median(self.values(c, f))
     }
-    /// Act's budgets over every run's measured windows (None without any).
-    fn held(&self) -> Option<HeldShare> {
-        let held: Vec<_> = self.runs(Config::Act).filter_map(|r| r.held).collect();
+    /// An agent's budgets over every run's measured windows (None without any).
+    fn held(&self, c: Config) -> Option<HeldShare> {
+        let held: Vec<_> = self.runs(c).filter_map(|r| r.held).collect();
         let windows: usize = held.iter().map(|h| h.windows).sum();
         let pct = |f: fn(&Held) -> usize| 100.0 * held.iter().map(f).sum::<usize>() as f64 / windows as f64;
+        let p99 = |f: fn(&Held) -> f64| median(held.iter().map(f).collect());
         (windows > 0).then(|| HeldShare {
+            inference_p99_us: p99(|h| h.inference_p99_us),
+            decision_p99_us: p99(|h| h.decision_p99_us),
             runs: held.len(),
             windows,
             pause: pct(|h| h.pause),
@@ -47,6 +50,8 @@ impl Of<'_> {
 
 /// Percentages of windows in which each budget held.
 struct HeldShare {
+    inference_p99_us: f64,
+    decision_p99_us: f64,
     runs: usize,
     windows: usize,
     pause: f64,
@@ -93,11 +98,60 @@ fn table(workload: Workload, of: &Of) -> String {
             spread(of.values(c, |r| r.pauses.iter().map(|p| p.2).fold(0.0, f64::max)), 1),
         );
     }
-    if let Some(h) = of.held() {
+    for c in [Config::Act, Config::Rules] {
+        if let Some(h) = of.held(c) {
+            md += &format!(
+                "\n{}, measured part ({} windows over {} runs): budgets held in {:.1}% of windows (pause 10 ms), \
+                 {:.1}% (GC 2%), {:.1}% (memory 15%); p99 over runs (median): model call {:.0} µs, window to \
+                 decision {:.0} µs.\n",
+                c.label(),
+                h.windows,
+                h.runs,
+                h.pause,
+                h.gc,
+                h.memory,
+                h.inference_p99_us,
+                h.decision_p99_us,
+            );
+        }
+    }
+    md
+}
+
+/// The headline measure of a workload, lower is better: p99 latency for services, total time
+/// for batch loops.
+fn headline(workload: Workload) -> (&'static str, fn(&Run) -> f64) {
+    if workload.is_batch() { ("total time", |r| r.seconds) } else { ("p99", |r| r.quantile(0.99)) }
+}
+
+/// What the learned model earns: act with it against act on the analytic model alone, on each
+/// workload's headline measure (ratios of medians; below 1, the model helps).
+fn ablation(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
+    let mut md = String::from(
+        "## What the learned model earns\n\nAct with the learned model against act on the analytic model \
+         alone (`--model none`), same rounds, interleaved. Below 1×, the model helps.\n\n\
+         | workload | measure | act | rules only | act / rules |\n|---|---|---|---|---|\n",
+    );
+    let mut held_out = Vec::new();
+    for (workload, runs) in results {
+        let of = Of(runs);
+        let (what, f) = headline(*workload);
+        let (act, rules) = (of.median(Config::Act, f), of.median(Config::Rules, f));
+        if !(act.is_finite() && rules.is_finite()) {
+            continue;
+        }
+        if workload.held_out() {
+            held_out.push(act / rules);
+        }
+        md += &format!("| {} | {what} | {act:.2} | {rules:.2} | {:.3}× |\n", workload.name(), act / rules);
+    }
+    if !held_out.is_empty() {
+        let geo = (held_out.iter().map(|r| r.ln()).sum::<f64>() / held_out.len() as f64).exp();
+        let lost = held_out.iter().filter(|r| **r > 1.0).count();
         md += &format!(
-            "\nAct, measured part ({} windows over {} runs): budgets held in {:.1}% of windows (pause 10 ms), \
-             {:.1}% (GC 2%), {:.1}% (memory 15%).\n",
-            h.windows, h.runs, h.pause, h.gc, h.memory,
+            "\nHeld-out families: geometric mean {geo:.3}×; the model loses on {lost} of {} ({}).\n",
+            held_out.len(),
+            verdict(geo < 1.0 && lost == 0)
         );
     }
     md
@@ -186,7 +240,7 @@ fn targets(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
             }
             Workload::Phases => {}
         }
-        if let Some(h) = of.held() {
+        if let Some(h) = of.held(Config::Act) {
             row(
                 &format!("{}: every budget held in ≥ 99% of windows after convergence", workload.name()),
                 format!("pause {:.1}%, GC {:.1}%, memory {:.1}%", h.pause, h.gc, h.memory),
@@ -229,6 +283,8 @@ pub fn write(opts: &Options, results: &[(Workload, Vec<(Config, Run)>)]) -> Resu
         ),
     );
     md += &targets(results);
+    md += "\n";
+    md += &ablation(results);
     for (workload, runs) in results {
         let of = Of(runs);
         let base_rate = if workload.is_batch() { String::new() } else { format!(", load × {}", opts.load) };

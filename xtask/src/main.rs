@@ -49,17 +49,24 @@ enum Task {
         #[arg(last = true)]
         cargo_args: Vec<String>,
     },
-    /// Record traces and train the default model (models/default.onnx, models/MODEL_CARD.md)
+    /// Record the exploration workloads and train the default model (models/default.onnx,
+    /// models/MODEL_CARD.md)
     Train {
         /// Interpreter the workloads run on
         #[arg(long, default_value = "/usr/bin/python3.11")]
         python: String,
         /// Seconds per recording
-        #[arg(long, default_value = "5")]
+        #[arg(long, default_value = "20")]
         seconds: u32,
-        /// Recordings per (profile, action)
-        #[arg(long, default_value = "2")]
+        /// Seeds per family
+        #[arg(long, default_value = "8")]
         repeats: u32,
+        /// Record only these families (replacing their recordings), keep the others'
+        #[arg(long, value_delimiter = ',')]
+        family: Vec<String>,
+        /// Record nothing: train again on the recordings in target/training-traces
+        #[arg(long)]
+        retrain: bool,
     },
     /// The torture job: act mode against real targets in every state, the agent killed at random
     /// and at aimed moments; prints counts (target deaths, settings, files and other leftovers)
@@ -94,7 +101,9 @@ fn main() -> Result<()> {
         Task::Pythons => pythons::ensure().map(|m| pythons::print(&m)),
         Task::DeployCheck => deploy::check(),
         Task::Test { cargo_args } => test(&cargo_args),
-        Task::Train { python, seconds, repeats } => train::run_training(&python, seconds, repeats),
+        Task::Train { python, seconds, repeats, family, retrain } => {
+            train::run_training(&train::Options { python, seconds, repeats, families: family, retrain })
+        }
         Task::Torture { trials, seed, path } => torture(trials, seed, path.as_deref()),
         Task::Fuzz { seconds } => fuzz(seconds),
         Task::Bench { which } => bench::run(which),

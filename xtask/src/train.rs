@@ -1,50 +1,91 @@
-//! `cargo xtask train`: records traces of tests/workloads/profiles.py under every action of the
-//! default model, then trains it (training/train.py, numpy + onnx in a private venv) and writes
-//! models/default.onnx and models/MODEL_CARD.md.
-use std::process::Command;
+//! `cargo xtask train`: records the exploration workloads (training/generator.py: every family,
+//! `repeats` seeds each, randomised thresholds), replays each recording with the analytic model
+//! alone to get its prediction checks, then trains the learned corrector (training/train.py,
+//! numpy + onnx in a private venv) and writes models/default.onnx and models/MODEL_CARD.md.
+use std::{
+    path::Path,
+    process::{Command, Stdio},
+};
 
 use anyhow::{Context, Result};
 
 use crate::{build_release_agent, run, workspace_root};
 
-const PROFILES: [&str; 4] = ["cycles", "cache", "acyclic", "bulky"];
-/// Must match ACTIONS in training/train.py.
-const ACTIONS: [[u32; 3]; 6] =
-    [[700, 10, 10], [2000, 10, 10], [5000, 10, 10], [10000, 10, 10], [25000, 20, 10], [60000, 20, 20]];
+/// Must match FAMILIES in training/generator.py.
+pub const FAMILIES: [&str; 6] = ["service-cyclic", "service-acyclic", "batch", "memory", "phases", "threads"];
 const PACKAGES: [&str; 3] = ["numpy==2.4.6", "onnx==1.23.2", "zstandard==0.25.0"];
+/// Window length of the recordings (s): many windows, each with collections of every young kind.
+const INTERVAL: &str = "0.5";
 
-pub fn run_training(python_target: &str, seconds: u32, repeats: u32) -> Result<()> {
+pub struct Options {
+    pub python: String,
+    pub seconds: u32,
+    pub repeats: u32,
+    /// Record only these families (replacing their recordings), keep the others'.
+    pub families: Vec<String>,
+    /// Record nothing: check and train on the recordings there are.
+    pub retrain: bool,
+}
+
+pub fn run_training(opts: &Options) -> Result<()> {
+    for f in &opts.families {
+        anyhow::ensure!(FAMILIES.contains(&f.as_str()), "--family {f}: not one of {}", FAMILIES.join(", "));
+    }
     let agent = build_release_agent()?;
     let python = crate::venv::venv("train-venv", &PACKAGES)?;
-    let traces = workspace_root().join("target/training-traces");
-    let _ = std::fs::remove_dir_all(&traces);
-    std::fs::create_dir_all(&traces)?;
-    let workload = workspace_root().join("tests/workloads/profiles.py");
-    for repeat in 0..repeats {
-        for profile in PROFILES {
-            for t in ACTIONS {
-                let name = format!("{profile}__{}-{}-{}__{repeat}.ngc", t[0], t[1], t[2]);
-                eprintln!("xtask: recording {name}");
-                let status = Command::new(&agent)
-                    .args(["record", "--mode", "observe", "--interval", "1", "-o"])
-                    .arg(traces.join(&name))
-                    .arg("--")
-                    .arg(python_target)
-                    .arg(&workload)
-                    .arg(profile)
-                    .args(["--seconds", &seconds.to_string(), "--threshold"])
-                    .args(t.map(|v| v.to_string()))
-                    .stdout(std::process::Stdio::null())
-                    .status()
-                    .context("running the agent")?;
-                anyhow::ensure!(status.success(), "recording {name} failed ({status})");
+    let root = workspace_root();
+    let traces = root.join("target/training-traces");
+    if !opts.retrain {
+        if opts.families.is_empty() {
+            let _ = std::fs::remove_dir_all(&traces);
+        }
+        std::fs::create_dir_all(&traces)?;
+        for seed in 0..opts.repeats {
+            for family in
+                FAMILIES.iter().filter(|f| opts.families.is_empty() || opts.families.iter().any(|g| g == *f))
+            {
+                record(&agent, &opts.python, &traces, family, seed, opts.seconds)?;
             }
         }
     }
-    let root = workspace_root();
+    // The checks: what the analytic model predicted each window for the thresholds then in
+    // force, against what the next window measured (decision records), from every recording.
+    let mut recordings: Vec<_> = std::fs::read_dir(&traces)
+        .with_context(|| format!("{}: run `cargo xtask train` to record", traces.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "ngc"))
+        .collect();
+    recordings.sort();
+    for trace in &recordings {
+        let out = Command::new(&agent)
+            .args(["replay", "--json", "--model", "none"])
+            .arg(trace)
+            .stderr(Stdio::inherit())
+            .output()
+            .context("replaying")?;
+        anyhow::ensure!(out.status.success(), "replaying {} failed ({})", trace.display(), out.status);
+        std::fs::write(trace.with_extension("checks.jsonl"), out.stdout)?;
+    }
     run(Command::new(python)
         .arg(root.join("training/train.py"))
         .arg(&traces)
         .arg(root.join("models/default.onnx"))
         .arg(root.join("models/MODEL_CARD.md")))
+}
+
+fn record(agent: &Path, python: &str, traces: &Path, family: &str, seed: u32, seconds: u32) -> Result<()> {
+    let name = format!("{family}__{seed}");
+    eprintln!("xtask: recording {name}");
+    let status = Command::new(agent)
+        .args(["record", "--mode", "observe", "--interval", INTERVAL, "-o"])
+        .arg(traces.join(format!("{name}.ngc")))
+        .arg("--")
+        .arg(python)
+        .arg(workspace_root().join("training/generator.py"))
+        .args([family, "--seed", &seed.to_string(), "--seconds", &seconds.to_string()])
+        .stdout(Stdio::null())
+        .status()
+        .context("running the agent")?;
+    anyhow::ensure!(status.success(), "recording {name} failed ({status})");
+    Ok(())
 }

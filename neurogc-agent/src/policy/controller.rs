@@ -1,7 +1,8 @@
 //! The controller: every window, every candidate action (threshold triples on a grid that holds
-//! the thresholds in force, the application's own and the model's proposal; with and without
-//! `gc.freeze()`) is predicted by the model of the collector, and the one that holds every budget
-//! at the least cost is chosen, before the first long pause rather than after it.
+//! the thresholds in force and the application's own; with and without `gc.freeze()`) is
+//! predicted by the model of the collector — the analytic model fitted to this process, corrected
+//! by the learned (ONNX) model in one call for all candidates — and the one that holds every
+//! budget at the least cost is chosen, before the first long pause rather than after it.
 //!
 //! - Where no action holds every budget, memory comes first, then pauses, then the GC share; the
 //!   verdict says once which budget cannot be held and the prediction behind it, and the
@@ -16,11 +17,11 @@
 //! verdict carries what would be done and its predicted effect, never a measured one.
 use std::collections::VecDeque;
 
-use neurogc_trace::{Effect, Observed, Predicted};
+use neurogc_trace::{Check, Effect, Observed, Predicted};
 
 use super::{
     budgets::{Budgets, GuardConfig, Misses},
-    predict::{Candidate, Collector, Prediction, Reading},
+    predict::{Candidate, Collector, Correction, FEATURE_COUNT, Prediction, Reading},
 };
 use crate::view::thresholds;
 
@@ -57,7 +58,13 @@ pub struct Verdict {
     pub predicted: Option<Predicted>,
     /// What the last change did, measured (act mode only).
     pub effect: Option<Effect>,
+    /// The last window's prediction for the action in force, checked against this window.
+    pub check: Option<Check>,
 }
+
+/// The learned model: for each candidate's features, its correction of the analytic prediction
+/// (one call per window scores every candidate).
+pub type Learned<'a> = &'a mut dyn FnMut(&[[f32; FEATURE_COUNT]]) -> Vec<Correction>;
 
 /// A change waiting for its effect to be measured.
 struct Pending {
@@ -124,6 +131,28 @@ fn describe(p: &Prediction) -> String {
     )
 }
 
+/// The model's prediction a window ago for the action then in force through this window, against
+/// what the window measured (`before`: the model then; `after`: now, having seen the window).
+fn check(before: &Collector, after: &Collector, r: &Reading) -> Option<Check> {
+    let thresholds = r.thresholds?;
+    if r.idle || !before.ready() {
+        return None;
+    }
+    let c = Candidate { thresholds, frozen: after.is_frozen() };
+    let p = before.predict(&c, before.is_frozen());
+    let ran = |g: usize| (r.collections[g] > 0).then_some(r.pause_max_ns[g]);
+    let from = before.in_force().filter(|f| *f != c).map(|f| {
+        let q = before.predict(&f, before.is_frozen());
+        before.features(&f, before.is_frozen(), &q).to_vec()
+    });
+    Some(Check {
+        features: before.features(&c, before.is_frozen(), &p).to_vec(),
+        from,
+        predicted: [p.share, p.pause_ns[0], p.pause_ns[1], p.pause_ns[2]],
+        measured: [Some(r.gc_share), ran(0), ran(1), ran(2)],
+    })
+}
+
 /// One candidate, predicted and held against the budgets.
 struct Scored {
     c: Candidate,
@@ -174,6 +203,7 @@ impl Controller {
     /// The actuator could not freeze (the main thread did not run the call): not tried again.
     pub fn freeze_failed(&mut self) {
         self.frozen = false;
+        self.collector.unfroze();
         self.freeze_spent = true;
     }
 
@@ -192,8 +222,9 @@ impl Controller {
         [mean(last().map(|h| h[0])), mean(last().map(|h| h[1])), mean(last().map(|h| h[2]))]
     }
 
-    pub fn decide(&mut self, proposal: Option<[i64; 3]>, r: &Reading) -> Verdict {
+    pub fn decide(&mut self, learned: Learned, r: &Reading) -> Verdict {
         self.window += 1;
+        let before = self.collector.clone();
         self.first_ts.get_or_insert(r.ts_ns);
         if !self.act
             && let Some(t) = r.thresholds
@@ -201,6 +232,7 @@ impl Controller {
             self.current = t;
         }
         self.collector.observe(r);
+        let check = check(&before, &self.collector, r);
         // Online correction: what the model predicts for the action in force against what this
         // window measured.
         let in_force = Candidate { thresholds: self.current, frozen: self.frozen };
@@ -225,7 +257,7 @@ impl Controller {
             rss_limit_mib: Some(mib(app_rss + self.budgets.memory_allowance(app_rss))),
         };
         let effect = self.effect();
-        let (to, budget, reason, given_up, prediction) = self.choose(proposal, r, here, app_rss);
+        let (to, budget, reason, given_up, prediction) = self.choose(learned, r, here, app_rss);
         let change = to != here;
         let freeze = (to.frozen != here.frozen).then_some(to.frozen);
         let what = change.then(|| {
@@ -277,6 +309,7 @@ impl Controller {
             observed,
             predicted: prediction.as_ref().map(predicted),
             effect,
+            check,
         }
     }
 
@@ -340,7 +373,7 @@ impl Controller {
         r.age_s.unwrap_or(watched).max(watched) >= after || self.collector.old_generation_steady()
     }
 
-    fn candidates(&self, proposal: Option<[i64; 3]>, here: Candidate, r: &Reading) -> Vec<Candidate> {
+    fn candidates(&self, here: Candidate, r: &Reading) -> Vec<Candidate> {
         let cfg = self.cfg();
         let least = if cfg.allow_disable { 0 } else { 1 };
         let values = |g: usize| {
@@ -348,7 +381,6 @@ impl Controller {
                 .iter()
                 .copied()
                 .chain([self.current[g], self.original[g]])
-                .chain(proposal.map(|p| p[g]))
                 .map(|t| t.clamp(cfg.min[g].max(least), cfg.max[g].max(cfg.min[g]).max(least)))
                 .collect();
             v.sort_unstable();
@@ -375,8 +407,7 @@ impl Controller {
                             let (t, now) = (c.thresholds[g] as f64, self.current[g].max(1) as f64);
                             t <= now * STEP[g] && t >= now / STEP[g]
                         });
-                        let proposed = proposal == Some(c.thresholds);
-                        if (near || proposed) && c != here && !self.bad.contains(&c) {
+                        if near && c != here && !self.bad.contains(&c) {
                             out.push(c);
                         }
                     }
@@ -386,8 +417,20 @@ impl Controller {
         out
     }
 
-    fn score(&self, c: Candidate, here: Candidate, app_rss: f64) -> Scored {
-        let p = self.collector.predict(&c, self.frozen);
+    /// Every candidate's prediction: the analytic model's, corrected by the learned model in one
+    /// call. The first candidate is the action in force, which the online correction already
+    /// fits to what this process measures: the learned model corrects how each other candidate
+    /// differs from it (its output for a candidate, less its output for the action in force).
+    fn predict_all(&self, cands: &[Candidate], learned: Learned) -> Vec<Prediction> {
+        let raw: Vec<Prediction> = cands.iter().map(|c| self.collector.predict(c, self.frozen)).collect();
+        let rows: Vec<[f32; FEATURE_COUNT]> =
+            cands.iter().zip(&raw).map(|(c, p)| self.collector.features(c, self.frozen, p)).collect();
+        let k = learned(&rows);
+        let Some(here) = k.first().filter(|_| k.len() == raw.len()).copied() else { return raw };
+        raw.into_iter().zip(&k).map(|(p, k)| p.corrected(&std::array::from_fn(|i| k[i] - here[i]))).collect()
+    }
+
+    fn score(&self, c: Candidate, p: Prediction, here: Candidate, app_rss: f64) -> Scored {
         let misses = self.budgets.misses(&p, app_rss);
         // Least time in GC; then the memory it costs; a change, a freeze and an unfreeze each
         // have to earn their place.
@@ -409,7 +452,7 @@ impl Controller {
     #[allow(clippy::type_complexity)]
     fn choose(
         &mut self,
-        proposal: Option<[i64; 3]>,
+        learned: Learned,
         r: &Reading,
         here: Candidate,
         app_rss: f64,
@@ -442,9 +485,13 @@ impl Controller {
                 None,
             );
         }
-        let now = self.score(here, here, app_rss);
+        let mut cands = self.candidates(here, r);
+        cands.extend(self.revert.filter(|b| !cands.contains(b)));
+        let preds = self.predict_all(&cands, learned);
+        let prediction = |c: Candidate| cands.iter().position(|x| *x == c).map(|i| preds[i]);
+        let now = self.score(here, preds[0], here, app_rss);
         if let Some(back) = self.revert.take() {
-            let s = self.score(back, here, app_rss);
+            let s = self.score(back, prediction(back).unwrap_or(preds[0]), here, app_rss);
             let why = self.revert_why.take().unwrap_or_default();
             let budget = if why.contains("memory budget") { Some("memory") } else { now.misses.first() };
             return (back, budget, why, None, Some(s.p));
@@ -467,24 +514,17 @@ impl Controller {
             _ if !self.warm(r) => "; waiting for the heap to warm before freezing".to_owned(),
             _ => String::new(),
         };
-        let scored: Vec<Scored> = self
-            .candidates(proposal, here, r)
-            .into_iter()
+        let scored: Vec<Scored> = cands
+            .iter()
+            .zip(&preds)
             .skip(1)
-            .map(|c| self.score(c, here, app_rss))
+            .filter(|(c, _)| !self.bad.contains(c))
+            .map(|(c, p)| self.score(*c, *p, here, app_rss))
             .collect();
         let feasible = scored.iter().filter(|s| s.misses.none()).min_by(|a, b| a.cost.total_cmp(&b.cost));
         if now.misses.none() {
             self.said = None;
-            // The ONNX model's proposal is taken where every budget holds with it and the
-            // prediction says it costs no more GC time than staying.
-            let proposed = proposal.and_then(|t| {
-                scored
-                    .iter()
-                    .find(|s| s.c.thresholds == t && s.c.frozen == here.frozen && t != here.thresholds)
-            });
-            let model = proposed.filter(|s| s.misses.none() && s.p.share <= now.p.share * 1.05 + 0.0005);
-            let better = model.or(feasible.filter(|b| b.cost < now.cost - (0.002f64).max(0.1 * now.cost)));
+            let better = feasible.filter(|b| b.cost < now.cost - (0.002f64).max(0.1 * now.cost));
             let Some(best) = better else {
                 self.streak = None;
                 return (here, None, format!("budgets hold: {}", describe(&now.p)), None, Some(now.p));
@@ -607,6 +647,56 @@ mod tests {
         r
     }
 
+    /// No learned model: the analytic predictions stand.
+    fn analytic(_: &[[f32; FEATURE_COUNT]]) -> Vec<Correction> {
+        Vec::new()
+    }
+
+    #[test]
+    fn the_learned_model_corrects_every_candidate_in_one_call_and_changes_the_choice() {
+        let gc = GuardConfig { pause_budget_ns: None, freeze_after_s: None, gc_budget: None, ..cfg() };
+        let d_ln_t0 = crate::policy::predict::FEATURES.iter().position(|f| *f == "d_ln_t0").unwrap();
+        let first_move = |learned: Learned| {
+            let mut c = Controller::new(gc.clone(), [700, 10, 10], true);
+            (1..=4)
+                .map(|w| c.decide(learned, &with_share(service([700, 10, 10], w), 0.05)))
+                .find(|v| v.change)
+        };
+        // Analytic alone: fewer, larger young rounds cost less time; threshold0 goes up.
+        let alone = first_move(&mut analytic).expect("a move");
+        assert!(alone.thresholds[0] > 700, "{alone:?}");
+        // A learned model that says every larger young generation costs far more than the
+        // analytic model predicts (a young generation whose objects reference a large heap):
+        // e^3, held to the bound of 10 times.
+        let mut calls = 0;
+        let mut learned = |rows: &[[f32; FEATURE_COUNT]]| {
+            calls += 1;
+            rows.iter().map(|f| if f[d_ln_t0] > 0.0 { [3.0, 3.0, 3.0, 0.0] } else { [0.0; 4] }).collect()
+        };
+        let corrected = first_move(&mut learned);
+        assert!(corrected.as_ref().is_none_or(|v| v.thresholds[0] <= 700), "{corrected:?}");
+        // Windows 2 to 4 (the first learns): one call each, every candidate in it.
+        assert_eq!(calls, 3);
+    }
+
+    #[test]
+    fn each_window_checks_the_last_prediction_for_the_action_in_force() {
+        let mut c = Controller::new(cfg(), [700, 10, 10], false);
+        let checks: Vec<Check> = (1..=4)
+            .filter_map(|w| c.decide(&mut analytic, &with_share(service([700, 10, 10], w), 0.05)).check)
+            .collect();
+        // From the third window: the first two are needed before the model predicts.
+        assert_eq!(checks.len(), 2, "{checks:?}");
+        let k = &checks[1];
+        assert_eq!(k.features.len(), FEATURE_COUNT);
+        assert_eq!(k.measured[0], Some(0.05));
+        // Young rounds of 700 objects at 40 ns: the analytic model predicts them within 2x of the
+        // longest (60 ns per object) measured.
+        let (p, m) = (k.predicted[1], k.measured[1].unwrap());
+        assert!(m / p > 0.5 && m / p < 2.0, "{k:?}");
+        assert_eq!(k.measured[3], None, "no full collection ran");
+    }
+
     #[test]
     fn the_pause_budget_is_acted_on_before_the_first_long_full_collection() {
         let mut c = Controller::new(cfg(), [700, 10, 10], true);
@@ -614,7 +704,7 @@ mod tests {
         let mut t = [700, 10, 10];
         let mut moved = Vec::new();
         for w in 1..=5 {
-            let v = c.decide(Some([700, 10, 10]), &with_share(service(t, w), 0.05));
+            let v = c.decide(&mut analytic, &with_share(service(t, w), 0.05));
             assert!(v.observed.pause_gen < 2, "no full collection seen: {v:?}");
             if v.change {
                 t = v.thresholds;
@@ -638,7 +728,7 @@ mod tests {
         c.allow_freeze(true);
         let mut advice = Vec::new();
         for w in 1..=12 {
-            let v = c.decide(Some([700, 10, 10]), &with_share(service([700, 10, 10], w), 0.05));
+            let v = c.decide(&mut analytic, &with_share(service([700, 10, 10], w), 0.05));
             assert!(v.effect.is_none(), "{v:?}");
             if w >= 3 {
                 assert!(v.change, "the advice stands every window: {v:?}");
@@ -662,7 +752,7 @@ mod tests {
         for w in 1..=30 {
             // Whatever neurogc does, the application spends more time collecting after it.
             let share = if t == [700, 10, 10] { 0.05 } else { 0.12 };
-            let v = c.decide(None, &with_share(service(t, w), share));
+            let v = c.decide(&mut analytic, &with_share(service(t, w), share));
             if v.change {
                 changes.push((w, v.thresholds, v.reason.clone()));
                 t = v.thresholds;
@@ -690,7 +780,7 @@ mod tests {
         let mut c = Controller::new(c, [700, 10, 10], true);
         let mut said = 0;
         for w in 1..=10 {
-            let v = c.decide(None, &with_share(service([700, 10, 10], w), 0.05));
+            let v = c.decide(&mut analytic, &with_share(service([700, 10, 10], w), 0.05));
             assert!(!v.change, "{v:?}");
             if let Some(g) = v.given_up {
                 said += 1;
@@ -711,7 +801,7 @@ mod tests {
             r.collections[2] = 1;
             r.pause_max_ns[2] = 200e6;
             r.collected_per[2] = 150_000.0;
-            let v = c.decide(None, &r);
+            let v = c.decide(&mut analytic, &r);
             assert_ne!(v.freeze, Some(true), "{v:?}");
         }
     }

@@ -1,6 +1,7 @@
 //! Deciding what to change, in three rooms: the model of the collector predicts what each
-//! action brings (`predict`; the ONNX model's proposal is one of the actions, `model`), the
-//! controller chooses (`controller`), and the budgets say what holds (`budgets`).
+//! action brings (`predict`, the analytic model fitted to this process, corrected by the learned
+//! ONNX model, `model`), the controller chooses (`controller`), and the budgets say what holds
+//! (`budgets`).
 pub mod budgets;
 pub mod controller;
 pub mod model;
@@ -8,11 +9,33 @@ pub mod predict;
 
 use std::path::PathBuf;
 
+use anyhow::Result;
+
+/// Which learned model corrects the analytic one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelChoice {
+    /// The model embedded in the agent.
+    Embedded,
+    File(PathBuf),
+    /// None: the analytic model alone, corrected online only (`--model none`, the ablation).
+    Analytic,
+}
+
 /// The model and guard settings, live, recorded or replayed alike.
 #[derive(Clone)]
 pub struct Policy {
-    /// None: the embedded default model.
-    pub model: Option<PathBuf>,
+    pub model: ModelChoice,
     pub ep: model::ExecutionProvider,
     pub guard: budgets::GuardConfig,
+}
+
+impl Policy {
+    /// The learned model, loaded (None for `--model none`).
+    pub fn load_model(&self) -> Result<Option<model::Model>> {
+        match &self.model {
+            ModelChoice::Embedded => model::Model::load(None, self.ep).map(Some),
+            ModelChoice::File(p) => model::Model::load(Some(p), self.ep).map(Some),
+            ModelChoice::Analytic => Ok(None),
+        }
+    }
 }

@@ -1,24 +1,26 @@
-//! The ONNX model behind decisions, run by ONNX Runtime (`ort`, loaded at run time: nothing is
-//! linked at build time, so the agent builds and observes without the library).
+//! The learned model of the collector, run by ONNX Runtime (`ort`, loaded at run time: nothing
+//! is linked at build time, so the agent builds and observes without the library).
 //!
-//! Model contract (README, "Model contract"):
-//! - input `features`, float32 `[1, H, F]`: the last H windows' feature vectors (schema
-//!   `features::SCHEMA`, F = `features::COUNT`), oldest first, in the units the agent emits.
-//! - output `scores`, float32 `[1, K]`: one score per action; the agent takes the highest.
-//! - metadata: `neurogc.schema` (= SCHEMA), `neurogc.history` (= H), `neurogc.actions`
-//!   ("t0,t1,t2;t0,t1,t2;…", K threshold triples).
-use std::{collections::VecDeque, path::Path};
+//! Model contract (README, "Model contract"): the model corrects the analytic model's predictions
+//! (`predict`) with what it learned from many processes' recorded checks.
+//! - input `candidates`, float32 `[N, F]`: one row per candidate action, the features named by
+//!   `predict::FEATURES` (F of them), N any (one call per window scores every candidate).
+//! - output `correction`, float32 `[N, 4]`: ln(measured / predicted) expected for the GC share
+//!   and generations 0, 1 and 2's pauses.
+//! - metadata: `neurogc.contract` = "corrector/1", `neurogc.features` (the feature names, comma
+//!   separated, in order: they must be this agent's), `neurogc.class` (what kind of model).
+use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use ort::{
     environment::Environment,
     ep,
-    memory::Allocator,
     session::{Session, builder::GraphOptimizationLevel},
     value::Tensor,
 };
 
-use crate::{bail_user, features};
+use super::predict::{Correction, FEATURE_COUNT, FEATURES};
+use crate::bail_user;
 
 /// Models are small (the default is a few KiB); anything larger than this is not one of ours.
 const MAX_MODEL_BYTES: u64 = 64 << 20;
@@ -33,13 +35,16 @@ pub enum ExecutionProvider {
     Cuda,
 }
 
+/// The contract this agent speaks (see the module's documentation).
+pub const CONTRACT: &str = "corrector/1";
+
+/// The most candidates one call scores (the controller's grid holds a few hundred at most).
+const MAX_ROWS: usize = 1024;
+
 pub struct Model {
     session: Session,
-    history: usize,
-    pub actions: Vec<[i64; 3]>,
-    windows: VecDeque<Vec<f32>>,
-    /// The input tensor, allocated once and rewritten in place every window.
-    input: Tensor<f32>,
+    /// The model's kind, from its metadata ("linear", "MLP", …).
+    pub class: String,
     /// What actually runs the model ("CPU", or "CUDA").
     pub provider: &'static str,
     /// "embedded", or the path it was loaded from.
@@ -86,15 +91,6 @@ fn init_runtime() -> Result<&'static Environment> {
         Ok(env) => Ok(env),
         Err(msg) => bail_user!("{msg}"),
     }
-}
-
-fn parse_actions(text: &str) -> Result<Vec<[i64; 3]>> {
-    text.split(';')
-        .map(|triple| {
-            let v: Vec<i64> = triple.split(',').map(|x| x.trim().parse()).collect::<Result<_, _>>()?;
-            <[i64; 3]>::try_from(v).map_err(|v| anyhow::anyhow!("action {v:?} is not a threshold triple"))
-        })
-        .collect()
 }
 
 impl Model {
@@ -148,81 +144,51 @@ impl Model {
     fn check_contract(session: Session, provider: &'static str) -> Result<Model> {
         let meta = ort(session.metadata())?;
         let custom = |key: &str| meta.custom(key).with_context(|| format!("metadata {key} missing"));
-        let schema: u32 = custom("neurogc.schema")?.parse().context("neurogc.schema")?;
-        if schema != features::SCHEMA {
-            bail!("it was made for feature schema {schema}, this agent computes schema {}", features::SCHEMA);
+        let contract = custom("neurogc.contract")?;
+        if contract != CONTRACT {
+            bail!("it follows contract {contract:?}, this agent speaks {CONTRACT:?}");
         }
-        let history: usize = custom("neurogc.history")?.parse().context("neurogc.history")?;
-        let actions = parse_actions(&custom("neurogc.actions")?).context("neurogc.actions")?;
-        anyhow::ensure!((1..=64).contains(&history), "history {history} out of range");
-        anyhow::ensure!(!actions.is_empty(), "no actions");
+        let names = custom("neurogc.features")?;
+        if names != FEATURES.join(",") {
+            bail!("it was trained on features [{names}], this agent computes [{}]", FEATURES.join(","));
+        }
+        let class = custom("neurogc.class")?;
         drop(meta);
-        let input =
-            session.inputs().iter().find(|i| i.name() == "features").context("no input named features")?;
-        let shape: Vec<i64> =
-            input.dtype().tensor_shape().context("input is not a tensor")?.iter().copied().collect();
-        if shape.len() != 3 || shape[1] != history as i64 || shape[2] != features::COUNT as i64 {
-            bail!("input features has shape {shape:?}, expected [1, {history}, {}]", features::COUNT);
-        }
-        let output =
-            session.outputs().iter().find(|o| o.name() == "scores").context("no output named scores")?;
-        let shape: Vec<i64> =
-            output.dtype().tensor_shape().context("output is not a tensor")?.iter().copied().collect();
-        if shape.len() != 2 || shape[1] != actions.len() as i64 {
-            bail!("output scores has shape {shape:?}, expected [1, {}]", actions.len());
-        }
-        let input = ort(Tensor::<f32>::new(&Allocator::default(), [1usize, history, features::COUNT]))?;
-        let mut model = Model {
-            session,
-            history,
-            actions,
-            windows: VecDeque::new(),
-            input,
-            provider,
-            source: String::new(),
-            digest: String::new(),
+        let shape_of = |io: Option<&ort::value::ValueType>, what: &str| -> Result<Vec<i64>> {
+            Ok(io.with_context(|| format!("no {what}"))?.tensor_shape().context("not a tensor")?.to_vec())
         };
+        let input = session.inputs().iter().find(|i| i.name() == "candidates").map(|i| i.dtype());
+        let shape = shape_of(input, "input named candidates")?;
+        if shape.len() != 2 || shape[1] != FEATURE_COUNT as i64 {
+            bail!("input candidates has shape {shape:?}, expected [N, {FEATURE_COUNT}]");
+        }
+        let output = session.outputs().iter().find(|o| o.name() == "correction").map(|o| o.dtype());
+        let shape = shape_of(output, "output named correction")?;
+        if shape.len() != 2 || shape[1] != 4 {
+            bail!("output correction has shape {shape:?}, expected [N, 4]");
+        }
+        let mut model = Model { session, class, provider, source: String::new(), digest: String::new() };
         // The first run of a session is slow (allocations, kernel selection): pay it at load time.
-        model.score(&[0.0; features::COUNT])?;
-        model.windows.clear();
+        model.correct(&[[0.0; FEATURE_COUNT]; 1])?;
         Ok(model)
     }
 
-    /// Adds a window and scores the actions on the last H windows (the oldest window is repeated
-    /// while fewer than H exist).
-    pub fn score(&mut self, features: &[f64]) -> Result<Vec<f32>> {
-        self.windows.push_back(features.iter().map(|&x| x as f32).collect());
-        while self.windows.len() > self.history {
-            self.windows.pop_front();
+    /// Every candidate's correction, in one call.
+    pub fn correct(&mut self, rows: &[[f32; FEATURE_COUNT]]) -> Result<Vec<Correction>> {
+        if rows.is_empty() {
+            return Ok(Vec::new());
         }
-        let (_, input) = self.input.extract_tensor_mut();
-        let missing = self.history - self.windows.len();
-        for (i, row) in input.chunks_exact_mut(features::COUNT).enumerate() {
-            row.copy_from_slice(&self.windows[i.saturating_sub(missing)]);
-        }
-        let outputs = ort(self.session.run(::ort::inputs!["features" => &self.input]))?;
-        let (_, scores) = ort(outputs["scores"].try_extract_tensor::<f32>())?;
-        anyhow::ensure!(scores.iter().all(|s| s.is_finite()), "the model produced non-finite scores");
-        Ok(scores.to_vec())
-    }
-
-    /// The action with the highest score for this window (the next in the model's history), and
-    /// every action's score.
-    pub fn propose(&mut self, features: &[f64]) -> Result<([i64; 3], Vec<f32>)> {
-        let scores = self.score(features)?;
-        let best = scores.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |(i, _)| i);
-        Ok((self.actions[best], scores))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_actions;
-
-    #[test]
-    fn actions_metadata() {
-        assert_eq!(parse_actions("700,10,10;5000,20,10").unwrap(), vec![[700, 10, 10], [5000, 20, 10]]);
-        assert!(parse_actions("700,10").is_err());
-        assert!(parse_actions("a,b,c").is_err());
+        anyhow::ensure!(rows.len() <= MAX_ROWS, "{} candidates, at most {MAX_ROWS} are scored", rows.len());
+        let flat: Vec<f32> = rows.iter().flatten().copied().collect();
+        let input = ort(Tensor::from_array(([rows.len(), FEATURE_COUNT], flat)))?;
+        let outputs = ort(self.session.run(::ort::inputs!["candidates" => input]))?;
+        let (shape, k) = ort(outputs["correction"].try_extract_tensor::<f32>())?;
+        anyhow::ensure!(
+            shape.len() == 2 && shape[0] as usize == rows.len() && shape[1] == 4,
+            "the model answered shape {shape:?} for {} candidates",
+            rows.len()
+        );
+        anyhow::ensure!(k.iter().all(|x| x.is_finite()), "the model produced non-finite corrections");
+        Ok(k.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]).collect())
     }
 }

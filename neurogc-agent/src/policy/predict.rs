@@ -31,6 +31,40 @@ const PRIOR_OBJECT_BYTES: f64 = 256.0;
 /// how long frozen and deferred garbage are counted to accumulate.
 const HORIZON_S: f64 = 600.0;
 
+/// The learned model's inputs for one candidate (the model contract's `neurogc.features`): the
+/// analytic prediction, how far the candidate is from what the process has shown, and the
+/// process's state. Logarithms, since pauses, rates and sizes span decades. training/features.py
+/// reads this array from here: keep it one name per line.
+pub const FEATURES: [&str; 18] = [
+    "ln_share",
+    "ln_pause0_us",
+    "ln_pause1_us",
+    "ln_pause2_ms",
+    "full_per_min",
+    "d_ln_t0",
+    "d_ln_t1",
+    "d_ln_t2",
+    "ln_t0_700",
+    "freeze_change",
+    "frozen",
+    "ln_t0_seen",
+    "ln_alloc_k",
+    "young_garbage",
+    "ln_old_100k",
+    "pending_share",
+    "ln_share_ratio",
+    "ln_pause0_ratio",
+];
+pub const FEATURE_COUNT: usize = FEATURES.len();
+
+/// What the learned model says the analytic prediction misses, per candidate: ln(measured /
+/// predicted) of the GC share and of generations 0, 1 and 2's pauses.
+pub type Correction = [f32; 4];
+
+/// A learned correction moves a prediction by at most this factor either way: a model trained on
+/// other processes does not outvote this one's own measurements by more.
+const MAX_CORRECTION: f32 = std::f32::consts::LN_10;
+
 /// One window as the model sees it (built by `features::reading`).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Reading {
@@ -97,6 +131,16 @@ pub struct Prediction {
 }
 
 impl Prediction {
+    /// The prediction with a learned correction applied.
+    pub fn corrected(mut self, k: &Correction) -> Prediction {
+        let f = |x: f32| f64::from(x.clamp(-MAX_CORRECTION, MAX_CORRECTION)).exp();
+        self.share = (self.share * f(k[0])).min(1.0);
+        for g in 0..3 {
+            self.pause_ns[g] *= f(k[g + 1]);
+        }
+        self
+    }
+
     /// The longest pause among the generations that run.
     pub fn pause_max_ns(&self) -> f64 {
         (0..3).filter(|&g| self.rate[g] > 0.0).map(|g| self.pause_ns[g]).fold(0.0, f64::max)
@@ -200,6 +244,18 @@ impl Collector {
         self.frozen = true;
     }
 
+    /// The action in force at the last reading (None before one with thresholds).
+    pub fn in_force(&self) -> Option<Candidate> {
+        let t = self.last?.thresholds?;
+        Some(Candidate { thresholds: t, frozen: self.frozen })
+    }
+
+    /// Whether the heap is frozen, as far as this model knows (neurogc's freeze, or one the
+    /// counters showed).
+    pub fn is_frozen(&self) -> bool {
+        self.frozen
+    }
+
     /// neurogc's freeze was undone.
     pub fn unfroze(&mut self) {
         self.frozen_uncollected = false;
@@ -209,6 +265,14 @@ impl Collector {
     /// Folds one window into the estimates.
     pub fn observe(&mut self, r: &Reading) {
         self.windows += 1;
+        // A freeze or unfreeze seen in the counters (the application's, or neurogc's own,
+        // confirmed): the old generation's counters count frozen objects until a full collection.
+        let before = self.last.and_then(|l| l.freeze_count);
+        match (before, r.freeze_count) {
+            (Some(0), Some(n)) if n > 0 && !self.frozen => self.froze(),
+            (Some(b), Some(0)) if b > 0 && self.frozen => self.unfroze(),
+            _ => {}
+        }
         let Some(t) = r.thresholds else {
             self.last = Some(*r);
             return;
@@ -338,6 +402,42 @@ impl Collector {
                 self.pause_ratio[g].add((r.pause_max_ns[g] / p.pause_ns[g]).clamp(0.1, 10.0), 0.3);
             }
         }
+    }
+
+    /// The learned model's inputs for `c` (see [`FEATURES`]), given its prediction `p`.
+    pub fn features(&self, c: &Candidate, frozen_now: bool, p: &Prediction) -> [f32; FEATURE_COUNT] {
+        let r = self.last.unwrap_or_default();
+        let now = r.thresholds.unwrap_or(c.thresholds).map(|t| t.max(1) as f64);
+        let t = c.thresholds.map(|t| t.max(1) as f64);
+        // How far threshold0 is from the nearest one whose young cost was measured.
+        let seen = self
+            .young_by_t0
+            .iter()
+            .map(|(s, _)| (t[0] / s).ln())
+            .min_by(|a, b| a.abs().total_cmp(&b.abs()))
+            .unwrap_or((t[0] / 700.0).ln());
+        let [total, pending] = r.long_lived.unwrap_or([0, 0]).map(|v| v.max(0) as f64);
+        let f = [
+            (p.share + 1e-4).ln(),
+            (p.pause_ns[0] / 1e3 + 1.0).ln(),
+            (p.pause_ns[1] / 1e3 + 1.0).ln(),
+            (p.pause_ns[2] / 1e6 + 1.0).ln(),
+            (p.rate[2] * 60.0).min(600.0),
+            (t[0] / now[0]).ln(),
+            (t[1] / now[1]).ln(),
+            (t[2] / now[2]).ln(),
+            (t[0] / 700.0).ln(),
+            f64::from(u8::from(c.frozen)) - f64::from(u8::from(frozen_now)),
+            f64::from(u8::from(frozen_now)),
+            seen,
+            (self.alloc.or(0.0) / 1e3 + 1.0).ln(),
+            self.young_garbage.or(0.5),
+            (total / 1e5 + 1.0).ln(),
+            if total > 0.0 { (pending / total).min(4.0) } else { 0.0 },
+            self.share_ratio.or(1.0).ln(),
+            self.pause_ratio[0].or(1.0).ln(),
+        ];
+        f.map(|x| if x.is_finite() { x as f32 } else { 0.0 })
     }
 
     /// Whether the old generation has stopped growing: within 5% over the last three readings.
