@@ -214,18 +214,19 @@ pub struct PolicyArgs {
     #[arg(long, value_name = "T0,T1,T2", default_value = "100000,100,100", value_parser = triple)]
     pub threshold_max: [i64; 3],
 
-    /// Windows to wait after a change before making another (0 to 100000)
+    /// Windows to wait after a change before making another that no budget asks for (0 to 100000)
     #[arg(long, value_name = "WINDOWS", default_value = "5", value_parser = clap::value_parser!(u64).range(0..=100_000))]
     pub cooldown: u64,
 
-    /// Consecutive windows the model must propose the same change before it is made (1 to 1000)
+    /// Consecutive windows the controller must choose the same change no budget asks for before it
+    /// is made (1 to 1000)
     #[arg(long, value_name = "WINDOWS", default_value = "2", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub confirm: u32,
 
-    /// Memory budget, first of the budgets: RSS growth over its value when neurogc first changed
-    /// anything ("15%", 1% to 1000%; at least 16 MiB of growth), or an absolute RSS ("512MiB",
-    /// "2GiB"; 16MiB to 1TiB).
-    /// Over it, neurogc undoes its freeze and steps thresholds back toward the application's
+    /// Memory budget, first of the budgets: what neurogc's changes cost (deferred and frozen
+    /// garbage, as predicted) as a share of the application's own RSS ("15%", 1% to 1000%; at
+    /// least 16 MiB), or an absolute RSS ("512MiB", "2GiB"; 16MiB to 1TiB). Over it, neurogc
+    /// undoes its freeze and steps thresholds back toward the application's
     #[arg(long, value_name = "PCT%|SIZE", default_value = "15%", value_parser = memory_budget)]
     pub memory_budget: MemoryBudget,
 

@@ -414,7 +414,7 @@ impl Observer<'_> {
             policy: self.steer.as_ref().map(|s| PolicySummary {
                 mode: s.mode.name().to_owned(),
                 provider: s.provider().to_owned(),
-                decisions: s.inference_ns.len(),
+                decisions: s.decisions,
                 changes_applied: s.changes,
                 inference_ns: latency(&s.inference_ns),
                 window_to_decision_ns: latency(&s.decision_ns),

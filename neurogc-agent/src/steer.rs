@@ -70,6 +70,8 @@ pub struct Steering {
     /// Request → the hook's (or memory's) confirmation that the target has the new thresholds.
     pub apply_ns: Histogram<u64>,
     pub changes: u64,
+    /// Windows decided (each one a decision record).
+    pub decisions: u64,
     pub injected_in: Option<Duration>,
     pub last: Option<Decision>,
     /// The most recent change's measured effect (shown until the next one).
@@ -118,6 +120,7 @@ impl Steering {
             decision_ns: histogram(),
             apply_ns: histogram(),
             changes: 0,
+            decisions: 0,
             injected_in: None,
             last: None,
             last_effect: None,
@@ -276,6 +279,7 @@ impl Steering {
 
     /// One window. `opened` is when the window's processing began (for the latency figure).
     pub fn decide(&mut self, window: &Window, opened: Instant) -> Result<Decision> {
+        self.decisions += 1;
         let mut decision = Decision {
             ts_ns: window.end_ns,
             thresholds: window.sample.thresholds.unwrap_or_default(),

@@ -48,8 +48,11 @@ fn another_user_can_neither_hijack_nor_disturb_an_injection() {
     std::thread::sleep(Duration::from_millis(700)); // its traps are set
     for name in ["debian-bookworm-3.11", "debian-sid-3.14"] {
         let py = python(name);
-        let mut t =
-            Target::start(&py, &py.script_command("target.py", &["busy", "--seconds", "3"], true), &[]);
+        let mut t = Target::start(
+            &py,
+            &py.script_command("target.py", &["busy", "--seconds", "3", "--cycles"], true),
+            &[],
+        );
         let (mut agent, mut out, mut err) = act_agent(t.pid, &fixture("prefer-5000.onnx"), &[]);
         decision_applied(&mut out, &py.name);
         signal(agent.id(), "-TERM");

@@ -453,12 +453,20 @@ fn replay_runs_a_model_over_recorded_windows() {
     assert!(windows >= 100, "{windows} windows replayed in {:?}", started.elapsed());
     // Replay advises (nothing is applied): through the first minute (700/10/10 in force, a GC
     // share around the 0.1% budget) the advice is the model's preference in most windows (those
-    // where the budget is missed); none carries a measured effect. From 5000/10/10, nothing.
+    // where the budget is missed); none carries a measured effect. From 5000/10/10 it may advise
+    // a next step where the budget is still missed.
     let changes: Vec<&&Value> = decisions.iter().filter(|d| d["change"] == true).collect();
     assert!(changes.len() * 8 >= windows * 3, "{} changes in {windows} windows", changes.len());
-    for d in &changes {
-        assert!(d.get("effect").is_none(), "{d}");
-        assert_eq!(d["thresholds"], serde_json::json!([5000, 10, 10]), "{d}");
+    let mut in_force = Value::Null;
+    for l in &lines {
+        if l["type"] == "window" {
+            in_force = l["sample"]["thresholds"].clone();
+        } else if l["type"] == "decision" && l["change"] == true {
+            assert!(l.get("effect").is_none(), "{l}");
+            if in_force == serde_json::json!([700, 10, 10]) {
+                assert_eq!(l["thresholds"], serde_json::json!([5000, 10, 10]), "{l}");
+            }
+        }
     }
     // Every window from the third checks the last one's prediction, with the model's inputs.
     for d in decisions.iter().skip(2) {

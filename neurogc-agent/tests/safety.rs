@@ -14,7 +14,9 @@ use serde_json::Value;
 
 fn target(py: &Python, state: &str, seconds: f64, extra: &[&str]) -> Target {
     let secs = seconds.to_string();
-    let mut args = vec![state, "--seconds", &secs, "--report-thresholds", "0.1"];
+    // Cyclic garbage over a long-lived heap: enough time in GC for the fixture model's change to
+    // be worth making.
+    let mut args = vec![state, "--seconds", &secs, "--report-thresholds", "0.1", "--cycles"];
     args.extend_from_slice(extra);
     Target::start(py, &py.script_command("target.py", &args, true), &[])
 }
