@@ -488,10 +488,10 @@ impl Controller {
         let mut cands = self.candidates(here, r);
         cands.extend(self.revert.filter(|b| !cands.contains(b)));
         let preds = self.predict_all(&cands, learned);
-        let prediction = |c: Candidate| cands.iter().position(|x| *x == c).map(|i| preds[i]);
         let now = self.score(here, preds[0], here, app_rss);
         if let Some(back) = self.revert.take() {
-            let s = self.score(back, prediction(back).unwrap_or(preds[0]), here, app_rss);
+            let at = cands.iter().position(|c| *c == back).expect("the undo is among the candidates");
+            let s = self.score(back, preds[at], here, app_rss);
             let why = self.revert_why.take().unwrap_or_default();
             let budget = if why.contains("memory budget") { Some("memory") } else { now.misses.first() };
             return (back, budget, why, None, Some(s.p));
@@ -514,13 +514,8 @@ impl Controller {
             _ if !self.warm(r) => "; waiting for the heap to warm before freezing".to_owned(),
             _ => String::new(),
         };
-        let scored: Vec<Scored> = cands
-            .iter()
-            .zip(&preds)
-            .skip(1)
-            .filter(|(c, _)| !self.bad.contains(c))
-            .map(|(c, p)| self.score(*c, *p, here, app_rss))
-            .collect();
+        let scored: Vec<Scored> =
+            cands.iter().zip(&preds).skip(1).map(|(c, p)| self.score(*c, *p, here, app_rss)).collect();
         let feasible = scored.iter().filter(|s| s.misses.none()).min_by(|a, b| a.cost.total_cmp(&b.cost));
         if now.misses.none() {
             self.said = None;
