@@ -66,7 +66,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--state", type=int, default=300_000)
     p.add_argument("--graph", type=int, default=400)
-    p.add_argument("--recipe", choices=["none", "static", "gc-off"], default="none")
+    p.add_argument("--recipe", choices=workload.RECIPES, default="none")
     args = p.parse_args()
     workload.install()
     build_state(args.state)

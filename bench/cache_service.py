@@ -97,7 +97,7 @@ def main():
     p.add_argument("--entries", type=int, default=400_000)
     p.add_argument("--garbage", type=int, default=300)
     p.add_argument("--payload", type=int, default=0)
-    p.add_argument("--recipe", choices=["none", "static", "gc-off"], default="none")
+    p.add_argument("--recipe", choices=workload.RECIPES, default="none")
     ARGS = p.parse_args()
     workload.install()
     build_cache(ARGS.entries)

@@ -35,6 +35,10 @@ def stats():
     return out
 
 
+# What apply_recipe knows: every workload's --recipe takes one of these.
+RECIPES = ("none", "static", "gc-off")
+
+
 def apply_recipe(recipe):
     """static: the hand-tuned production recipe (after warm-up: freeze the heap, rarer
     collections); gc-off: the collector disabled (a bound, not a recipe)."""

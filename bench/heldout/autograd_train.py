@@ -26,7 +26,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=150_000)
     ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--recipe", default="none", choices=["none", "static", "gc-off"])
+    ap.add_argument("--recipe", default="none", choices=workload.RECIPES)
     args = ap.parse_args()
     rng = random.Random(7)
     data = [{"x": [rng.uniform(-1, 1) for _ in range(8)], "y": [rng.choice((-1.0, 1.0))]} for _ in range(args.rows)]

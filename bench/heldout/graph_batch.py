@@ -26,7 +26,7 @@ import workload  # noqa: E402
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", type=int, default=60_000)
-    ap.add_argument("--recipe", default="none", choices=["none", "static", "gc-off"])
+    ap.add_argument("--recipe", default="none", choices=workload.RECIPES)
     args = ap.parse_args()
     rng = random.Random(11)
     graph = nx.connected_watts_strogatz_graph(args.nodes, 4, 0.1, seed=11)

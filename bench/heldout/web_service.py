@@ -86,7 +86,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sessions", type=int, default=150_000)
     ap.add_argument("--items", type=int, default=120)
-    ap.add_argument("--recipe", default="none", choices=["none", "static", "gc-off"])
+    ap.add_argument("--recipe", default="none", choices=workload.RECIPES)
     ARGS = ap.parse_args()
     build_sessions(ARGS.sessions)
     workload.install()
