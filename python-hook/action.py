@@ -1,7 +1,8 @@
 # A freeze action queued as a pending call (like boot.py: carried in memory, never a file):
-# @ACTION@ is "freeze" or "unfreeze", methods of the fork guard (neurogc_hook.py), which holds
-# their logic and the record that tells the agent what happened. Nothing runs where no guard is.
+# @ACTION@ is "freeze()", "freeze(True)" (a full collection first) or "unfreeze()", methods of the
+# fork guard (neurogc_hook.py), which holds their logic and the record that tells the agent what
+# happened. Nothing runs where no guard is.
 for c in object.__subclasses__():
-    if c.__name__ == "_NeurogcForkGuard" and c.__dict__.get("protocol") == 5:
-        c.@ACTION@()
+    if c.__name__ == "_NeurogcForkGuard" and c.__dict__.get("protocol") == 6:
+        c.@ACTION@
         break

@@ -21,7 +21,8 @@ id() and checks the object's type before writing):
 In the child, each field that holds A or B goes back to the original; a field the application set
 itself is left alone; a heap neurogc froze is unfrozen (unless the application froze more since).
 freeze() and unfreeze() are queued like boot.py, by python-hook/action.py; unfreeze() also runs
-in a forked child. neurogc freezes only while an agent steers, only when nothing is frozen yet
+in a forked child. freeze(True) runs a full collection first, when one is due anyway, so that
+the garbage waiting for it is not frozen with the live heap. neurogc freezes only while an agent steers, only when nothing is frozen yet
 (gc.unfreeze() releases everything, so the undo could not spare what someone else froze), and
 only once; the undo releases only what neurogc froze: a permanent generation holding more than
 neurogc left there (the application froze too) stays frozen.
@@ -31,7 +32,7 @@ callback (CPython cannot unregister it), once per process however many agents co
 sys.modules (gc and _socket leave it as soon as they are imported, when the hook brought them
 in), no thread, no file descriptor, nothing in gc.callbacks or __main__.
 
-The answer: "hello 5 PID VERSION T0 T1 T2 FREEZE RECORD_ID ACTIVE AGENT_PID". Runs on 3.8-3.14.
+The answer: "hello 6 PID VERSION T0 T1 T2 FREEZE RECORD_ID ACTIVE AGENT_PID". Runs on 3.8-3.14.
 """
 import sys
 
@@ -44,8 +45,8 @@ if not _HAD_GC:
     del sys.modules["gc"]
 import posix  # noqa: E402
 
-PROTOCOL = 5
-_MAGIC = b"NGC5"
+PROTOCOL = 6
+_MAGIC = b"NGC6"
 _RECORD = 64
 # MSG_NOSIGNAL: a send to a vanished agent must not raise SIGPIPE (fatal where it is SIG_DFL).
 _NOSIGNAL = 0x4000
@@ -82,12 +83,24 @@ def _guard():
                 cls.gc.set_threshold(*back)
 
         @staticmethod
-        def freeze():
+        def freeze(collect=False):
             cls = _NeurogcForkGuard
             r = cls.record
-            if r[4:8] != bytes(4) and r[52:56] == bytes(4) and cls.gc.get_freeze_count() == 0:
-                cls.gc.freeze()
-                r[52:56] = max(cls.gc.get_freeze_count(), 1).to_bytes(4, "little")
+
+            def allowed():
+                return r[4:8] != bytes(4) and r[52:56] == bytes(4) and cls.gc.get_freeze_count() == 0
+
+            if not allowed():
+                return
+            if collect:
+                # The full collection that was due anyway, so that only live objects are frozen.
+                # It runs finalizers and gc.callbacks: what they did (a freeze of their own, the
+                # agent gone) is checked again.
+                cls.gc.collect()
+                if not allowed():
+                    return
+            cls.gc.freeze()
+            r[52:56] = max(cls.gc.get_freeze_count(), 1).to_bytes(4, "little")
 
         @staticmethod
         def unfreeze():

@@ -295,6 +295,7 @@ impl Steering {
             effect: None,
             predicted: None,
             check: None,
+            unholdable: Vec::new(),
         };
         // The controller starts from the thresholds the application had: the hook's (or
         // memory's) reading in act mode, the sample otherwise.
@@ -361,6 +362,7 @@ impl Steering {
         decision.predicted = verdict.predicted;
         decision.effect = verdict.effect;
         decision.check = verdict.check;
+        decision.unholdable = verdict.unholdable.iter().map(|s| (*s).to_owned()).collect();
         if decision.effect.is_some() {
             self.last_effect = decision.effect.clone();
         }
@@ -368,8 +370,10 @@ impl Steering {
         if verdict.change {
             match &self.actuator {
                 Actuator::Ready(h) => {
-                    if let Some(freeze) = verdict.freeze {
-                        h.send(Command::Freeze(freeze));
+                    match verdict.freeze {
+                        Some(true) => h.send(Command::Freeze { collect: verdict.collect }),
+                        Some(false) => h.send(Command::Unfreeze),
+                        None => {}
                     }
                     if verdict.thresholds != before {
                         h.send(Command::Apply(verdict.thresholds));

@@ -57,8 +57,10 @@ struct Counts {
     files_left: u32,
     leftovers: u32,
     custodians_left: u32,
-    /// Trials in which the agent froze the target's heap before it was stopped.
+    /// Trials in which the agent froze the target's heap before it was stopped, and of those,
+    /// the ones that ran a full collection first.
     froze: u32,
+    collected_first: u32,
     failures: Vec<String>,
 }
 
@@ -136,8 +138,9 @@ fn trial(py: &Python, rng: &mut Rng, c: &mut Counts, freeze: bool) {
     }
     signal(agent.id(), sig);
     wait_exit(&mut agent, 20, &what);
-    if lines.rest(1).iter().any(|l| l.contains("\"event\":\"frozen\"")) {
+    if let Some(frozen) = lines.rest(1).iter().find(|l| l.contains(FROZEN)) {
         c.froze += 1;
+        c.collected_first += u32::from(frozen.contains("gc.collect(), then"));
     }
     if state == "stdin" {
         std::thread::sleep((Duration::from_secs_f64(SECONDS - 1.0)).saturating_sub(started.elapsed()));
@@ -201,12 +204,14 @@ fn the_agent_killed_at_any_moment_leaves_the_target_whole() {
             trial(&pythons[i as usize % pythons.len()], &mut rng, &mut c, i % 4 == 0);
         }
         println!(
-            "torture: {path}: {} trials ({} aimed, {} aims not reached, {} froze the heap), {} target deaths, \
+            "torture: {path}: {} trials ({} aimed, {} of them not reached; {} froze the heap, {} after a \
+             full collection), {} target deaths, \
              {} with settings left, {} with files left, {} with other leftovers, {} custodians left",
             c.trials,
             c.aimed,
             c.aim_missed,
             c.froze,
+            c.collected_first,
             c.deaths,
             c.settings_left,
             c.files_left,

@@ -136,6 +136,12 @@ pub struct Observed {
     /// The RSS the memory budget allows (absent before neurogc changed anything).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rss_limit_mib: Option<f64>,
+    /// The budgets in force: the longest pause (ms) and the GC share (absent: none set, or
+    /// the GC share at attach not measured yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_budget_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc_budget: Option<f64>,
 }
 
 /// What the controller's model predicts an action brings over the next minute.
@@ -265,6 +271,10 @@ pub struct Decision {
     /// The last window's prediction, checked against this window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<Check>,
+    /// Budgets ("memory", "pause", "gc") no action the controller considered was predicted to
+    /// hold in this window (absent: each could be held, or nothing was predicted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unholdable: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

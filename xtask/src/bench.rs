@@ -560,3 +560,8 @@ fn overhead(rounds: usize, iterations: u64, threshold: u32, python: &Path) -> Re
     }
     Ok(())
 }
+
+/// "1 run", "5 runs".
+pub fn plural(n: usize, noun: &str) -> String {
+    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
+}

@@ -243,6 +243,10 @@ pub struct Held {
     pub pause: usize,
     pub gc: usize,
     pub memory: usize,
+    /// Windows where some action the agent considered was predicted to hold each budget
+    /// (pause, GC, memory), and how many of those held it.
+    pub holdable: [usize; 3],
+    pub held_where_holdable: [usize; 3],
     /// The agent's own p99s over the run (µs): the learned model's call, and a window's close to
     /// its decision (candidates predicted and scored).
     pub inference_p99_us: f64,
@@ -292,8 +296,9 @@ fn epoch_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
 }
 
-/// Budgets as the agent's defaults state them (10 ms, 2%, the memory limit it reports), held or
-/// not in every decision window at or after `from_ns`; and the act run's timeline.
+/// The agent's budgets as its decisions state them (its defaults: a 10 ms pause, the GC share
+/// at attach, 15% of memory), held or not in every decision window at or after `from_ns`; and
+/// the act run's timeline.
 fn agent_records(jsonl: &Path, start_ns: u64, from_ns: u64) -> Result<(Held, Timeline)> {
     let file = std::fs::File::open(jsonl).with_context(|| format!("opening {}", jsonl.display()))?;
     let mut reader = TraceReader::new(BufReader::new(file))?;
@@ -309,9 +314,20 @@ fn agent_records(jsonl: &Path, start_ns: u64, from_ns: u64) -> Result<(Held, Tim
                 }
                 if let Some(o) = d.observed.filter(|_| d.ts_ns >= from_ns) {
                     held.windows += 1;
-                    held.pause += (o.pause_max_ms <= 10.0) as usize;
-                    held.gc += (o.gc_share <= 0.02) as usize;
-                    held.memory += o.rss_limit_mib.is_none_or(|limit| o.rss_mib <= limit) as usize;
+                    let ok = [
+                        o.pause_budget_ms.is_none_or(|b| o.pause_max_ms <= b),
+                        o.gc_budget.is_none_or(|b| o.gc_share <= b),
+                        o.rss_limit_mib.is_none_or(|limit| o.rss_mib <= limit),
+                    ];
+                    held.pause += ok[0] as usize;
+                    held.gc += ok[1] as usize;
+                    held.memory += ok[2] as usize;
+                    for (i, name) in ["pause", "gc", "memory"].into_iter().enumerate() {
+                        if !d.unholdable.iter().any(|u| u == name) {
+                            held.holdable[i] += 1;
+                            held.held_where_holdable[i] += ok[i] as usize;
+                        }
+                    }
                 }
             }
             Record::Summary(s) => {

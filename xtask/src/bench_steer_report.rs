@@ -36,7 +36,13 @@ impl Of<'_> {
         let windows: usize = held.iter().map(|h| h.windows).sum();
         let pct = |f: fn(&Held) -> usize| 100.0 * held.iter().map(f).sum::<usize>() as f64 / windows as f64;
         let p99 = |f: fn(&Held) -> f64| median(held.iter().map(f).collect());
+        let holdable = |i: usize| {
+            let n: usize = held.iter().map(|h| h.holdable[i]).sum();
+            let ok: usize = held.iter().map(|h| h.held_where_holdable[i]).sum();
+            (n, if n == 0 { 100.0 } else { 100.0 * ok as f64 / n as f64 })
+        };
         (windows > 0).then(|| HeldShare {
+            holdable: [holdable(0), holdable(1), holdable(2)],
             inference_p99_us: p99(|h| h.inference_p99_us),
             decision_p99_us: p99(|h| h.decision_p99_us),
             runs: held.len(),
@@ -50,6 +56,9 @@ impl Of<'_> {
 
 /// Percentages of windows in which each budget held.
 struct HeldShare {
+    /// Per budget (pause, GC, memory): windows where some action could hold it, and the
+    /// percentage of those in which it held.
+    holdable: [(usize, f64); 3],
     inference_p99_us: f64,
     decision_p99_us: f64,
     runs: usize,
@@ -101,15 +110,22 @@ fn table(workload: Workload, of: &Of) -> String {
     for c in [Config::Act, Config::Rules] {
         if let Some(h) = of.held(c) {
             md += &format!(
-                "\n{}, measured part ({} windows over {} runs): budgets held in {:.1}% of windows (pause 10 ms), \
-                 {:.1}% (GC 2%), {:.1}% (memory 15%); p99 over runs (median): model call {:.0} µs, window to \
-                 decision {:.0} µs.\n",
+                "\n{}, measured part ({} windows over {}): budgets held in {:.1}% of windows (pause 10 ms), \
+                 {:.1}% (GC no worse than at attach), {:.1}% (memory 15%); where some action could hold \
+                 them: pause {:.1}% of {}, GC {:.1}% of {}, memory {:.1}% of {}; p99 over runs (median): \
+                 model call {:.0} µs, window to decision {:.0} µs.\n",
                 c.label(),
                 h.windows,
-                h.runs,
+                crate::bench::plural(h.runs, "run"),
                 h.pause,
                 h.gc,
                 h.memory,
+                h.holdable[0].1,
+                h.holdable[0].0,
+                h.holdable[1].1,
+                h.holdable[1].0,
+                h.holdable[2].1,
+                h.holdable[2].0,
                 h.inference_p99_us,
                 h.decision_p99_us,
             );
@@ -241,10 +257,17 @@ fn targets(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
             Workload::Phases => {}
         }
         if let Some(h) = of.held(Config::Act) {
+            let [p, g, m] = h.holdable;
             row(
-                &format!("{}: every budget held in ≥ 99% of windows after convergence", workload.name()),
-                format!("pause {:.1}%, GC {:.1}%, memory {:.1}%", h.pause, h.gc, h.memory),
-                h.pause >= 99.0 && h.gc >= 99.0 && h.memory >= 99.0,
+                &format!(
+                    "{}: every budget held in ≥ 99% of the windows where some action could hold it",
+                    workload.name()
+                ),
+                format!(
+                    "pause {:.1}% of {}, GC {:.1}% of {}, memory {:.1}% of {} (of {} windows)",
+                    p.1, p.0, g.1, g.0, m.1, m.0, h.windows
+                ),
+                p.1 >= 99.0 && g.1 >= 99.0 && m.1 >= 99.0,
             );
         }
     }

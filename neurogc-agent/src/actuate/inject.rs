@@ -85,9 +85,15 @@ pub fn stub(socket_name: &str, agent_uid: u32) -> String {
     wrap(STUB_HEAD, &boot)
 }
 
-/// python-hook/action.py as a stub calling the fork guard's `freeze()` or `unfreeze()`.
-pub fn action_stub(freeze: bool) -> String {
-    wrap(ACTION_HEAD, &compact(ACTION).replace("@ACTION@", if freeze { "freeze" } else { "unfreeze" }))
+/// python-hook/action.py as a stub calling the fork guard's `freeze()` (`freeze(True)`: after a
+/// full collection).
+pub fn freeze_stub(collect: bool) -> String {
+    wrap(ACTION_HEAD, &compact(ACTION).replace("@ACTION@", if collect { "freeze(True)" } else { "freeze()" }))
+}
+
+/// python-hook/action.py as a stub calling the fork guard's `unfreeze()`.
+pub fn unfreeze_stub() -> String {
+    wrap(ACTION_HEAD, &compact(ACTION).replace("@ACTION@", "unfreeze()"))
 }
 
 /// Where the stub goes: a zeroed page tail past the end of a loaded segment, preferring
@@ -379,7 +385,7 @@ mod tests {
         // Exactly one statement binds a name in __main__, and it is deleted again.
         assert_eq!(s.matches("_neurogc").count(), 4, "{s}");
         assert!(s.contains("\\0neurogc-0123456789abcdef0123456789abcdef"));
-        for s in [action_stub(true), action_stub(false)] {
+        for s in [freeze_stub(true), freeze_stub(false), unfreeze_stub()] {
             assert!(s.starts_with(ACTION_HEAD) && !s.starts_with(STUB_HEAD), "{s}");
             assert!(s.len() < 700 && s.is_ascii(), "{} bytes", s.len());
             assert_eq!(s.matches("_neurogc_act").count(), 4, "{s}");

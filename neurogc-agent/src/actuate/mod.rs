@@ -45,8 +45,13 @@ pub enum ActuatorKind {
 
 pub enum Command {
     Apply([i64; 3]),
-    /// true: `gc.freeze()` (hook actuator only); false: undo neurogc's freeze.
-    Freeze(bool),
+    /// `gc.freeze()` (hook actuator only); `collect`: after a full collection, the one that was
+    /// due anyway, so that the garbage waiting for it is not frozen.
+    Freeze {
+        collect: bool,
+    },
+    /// Undo neurogc's freeze.
+    Unfreeze,
     /// Give the application its settings back and end.
     Stop,
 }
@@ -287,7 +292,7 @@ impl Worker {
         loop {
             match self.commands.try_recv() {
                 Ok(Command::Stop) | Err(mpsc::TryRecvError::Disconnected) => return true,
-                Ok(Command::Apply(_) | Command::Freeze(_)) => continue, // nothing to apply to yet
+                Ok(Command::Apply(_) | Command::Freeze { .. } | Command::Unfreeze) => continue, // nothing to apply to yet
                 Err(mpsc::TryRecvError::Empty) => return false,
             }
         }
@@ -439,11 +444,11 @@ impl Worker {
             }
             let want = match (self.next_command(), record) {
                 (None, _) => continue,
-                (Some(Command::Freeze(true)), Some(r)) if !halted && fz.undo.is_none() && !fz.spent => {
-                    self.freeze(&f, ours, r, &mut fz)?;
+                (Some(Command::Freeze { collect }), Some(r)) if !halted && fz.undo.is_none() && !fz.spent => {
+                    self.freeze(&f, ours, r, &mut fz, collect)?;
                     continue;
                 }
-                (Some(Command::Freeze(false)), Some(r)) => {
+                (Some(Command::Unfreeze), Some(r)) => {
                     if let Some(undo) = fz.undo.take() {
                         let t = Instant::now();
                         let (queued, ran) = self.unfreeze(&undo, r)?;
@@ -461,7 +466,7 @@ impl Worker {
                     }
                     continue;
                 }
-                (Some(Command::Freeze(_)), _) => continue,
+                (Some(Command::Freeze { .. } | Command::Unfreeze), _) => continue,
                 (Some(Command::Apply(_)), _) if halted => continue,
                 (Some(Command::Apply(want)), _) => want,
                 (Some(Command::Stop), _) => {
@@ -525,15 +530,22 @@ impl Worker {
 
     /// `gc.freeze()` in the target: the undo (the guard's unfreeze()) is placed first, and owed
     /// from the moment the freeze is queued; the freeze stub then runs on the main thread.
-    fn freeze(&mut self, f: &Fields, ours: [i64; 3], r: Record, fz: &mut Freezer) -> Result<()> {
+    fn freeze(
+        &mut self,
+        f: &Fields,
+        ours: [i64; 3],
+        r: Record,
+        fz: &mut Freezer,
+        collect: bool,
+    ) -> Result<()> {
         let t = Instant::now();
         let layout =
             PendingLayout::for_interpreter(&self.plan.interpreter).context("no pending-call layout")?;
         let (plan, mem) = (&self.plan, &self.mem);
         let custodian = self.custodian.as_mut().expect("custodian");
-        let undo = Injection::place(plan, mem, custodian, &inject::action_stub(false))?;
+        let undo = Injection::place(plan, mem, custodian, &inject::unfreeze_stub())?;
         let exit = [f.restore_steps(&[ours]), r.release_steps()].concat();
-        let code = inject::action_stub(true);
+        let code = inject::freeze_stub(collect);
         let queued = loop {
             match Injection::try_queue(plan, mem, custodian, layout, &code, exit.clone(), Some(&undo))? {
                 Ok(injection) => break Some(injection),
@@ -576,7 +588,8 @@ impl Worker {
             count: Some(count),
             latency: t.elapsed(),
             detail: if count > 0 {
-                format!("gc.freeze(): {count} objects moved to the permanent generation")
+                let first = if collect { "gc.collect(), then " } else { "" };
+                format!("{first}gc.freeze(): {count} objects moved to the permanent generation")
             } else {
                 format!(
                     "not frozen: the main thread did not run the call within {ACTION_WAIT:?} ({})",
@@ -676,7 +689,7 @@ const BYTEARRAY_TYPE: u64 = 8;
 const BYTEARRAY_SIZE: u64 = 16;
 const BYTEARRAY_START: u64 = 40;
 const RECORD_LEN: i64 = 64;
-const RECORD_MAGIC: &[u8; 4] = b"NGC5";
+const RECORD_MAGIC: &[u8; 4] = b"NGC6";
 
 impl Record {
     fn locate(mem: &ProcMem, plan: &AttachPlan, id: u64) -> Result<Record> {

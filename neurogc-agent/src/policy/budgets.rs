@@ -29,6 +29,9 @@ impl Misses {
         self.memory == 0.0 && self.pause == 0.0 && self.share == 0.0
     }
 
+    /// The budgets in the order of [`Misses::key`], as decision records name them.
+    pub const NAMES: [&'static str; 3] = ["memory", "pause", "gc"];
+
     /// Lexicographic by priority: memory, then pauses, then the GC share.
     pub fn key(&self) -> [f64; 3] {
         [self.memory, self.pause, self.share]

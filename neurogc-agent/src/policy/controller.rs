@@ -7,8 +7,13 @@
 //! - Where no action holds every budget, memory comes first, then pauses, then the GC share; the
 //!   verdict says once which budget cannot be held and the prediction behind it, and the
 //!   controller stops moving until that changes.
-//! - A change whose measured effect went the wrong way (more time in GC, no shorter pauses) is
-//!   undone and never chosen again.
+//! - A change whose measured effect went the wrong way (more time in GC, no shorter pauses; made
+//!   for a budget missed as measured and nothing done for it; made only to save GC time and not
+//!   saving it) is undone and never chosen again; after one made to miss a budget less, or only
+//!   to save time, went so, no other change is made for that reason: the predictions behind it
+//!   do not hold for this process.
+//! - A freeze is predicted before the heap is warm: where it is the best move, the controller
+//!   waits for it. It runs the full collection first where one is due within two windows.
 //! - Bounds: thresholds stay within `--threshold-min/max`, 0 only with `--allow-disable`; a change
 //!   that holds no budget better waits `cooldown` windows after the last and must be chosen
 //!   `confirm` windows running.
@@ -46,6 +51,9 @@ pub struct Verdict {
     pub change: bool,
     /// Some(true): `gc.freeze()`; Some(false): undo neurogc's freeze.
     pub freeze: Option<bool>,
+    /// Freeze after a full collection (one is due within the next windows anyway), so that the
+    /// garbage waiting for it is not frozen.
+    pub collect: bool,
     pub reason: String,
     /// "700/10/10 -> 2000/10/10 + freeze", when `change`.
     pub what: Option<String>,
@@ -60,6 +68,8 @@ pub struct Verdict {
     pub effect: Option<Effect>,
     /// The last window's prediction for the action in force, checked against this window.
     pub check: Option<Check>,
+    /// Budgets no candidate action was predicted to hold this window.
+    pub unholdable: Vec<&'static str>,
 }
 
 /// The learned model: for each candidate's features, its correction of the analytic prediction
@@ -74,6 +84,16 @@ struct Pending {
     to: Candidate,
     what: String,
     before: [f64; 3],
+    /// Made only to spend less time in GC (every budget held either way): the saving predicted,
+    /// which the change has to show, measured, to stay.
+    saving: Option<f64>,
+    /// Made where no action holds every budget, to miss one less.
+    misses_less: bool,
+    /// The budget the change was made for ("memory", "pause", "gc").
+    budget: Option<&'static str>,
+    /// The undo of a change that went the wrong way: measured, never judged (it would undo the
+    /// undo).
+    undo: bool,
 }
 
 pub struct Controller {
@@ -100,6 +120,21 @@ pub struct Controller {
     history: VecDeque<[f64; 3]>,
     /// What was last said about budgets no action can hold (said once).
     said: Option<String>,
+    /// The GC share the change chosen this window saves, when it is chosen for that alone.
+    saving: Option<f64>,
+    /// The change chosen this window is made to miss a budget less (none holds them all).
+    misses_less: bool,
+    /// The change chosen this window undoes one that went the wrong way.
+    undoing: bool,
+    /// A change made to miss a budget less went the wrong way: the model's predictions where no
+    /// action holds every budget do not hold here, and no such change is made again.
+    misses_less_spent: bool,
+    /// Budgets no candidate action was predicted to hold in this window ("memory", "pause",
+    /// "gc"): where the controller could not have held them.
+    unholdable: Vec<&'static str>,
+    /// A change made only to save time in GC did not: savings predicted here do not show, and
+    /// no change is made for that alone again (budgets still drive changes).
+    savings_spent: bool,
 }
 
 fn mib(b: f64) -> f64 {
@@ -182,6 +217,12 @@ impl Controller {
             revert_why: None,
             history: VecDeque::new(),
             said: None,
+            saving: None,
+            misses_less: false,
+            undoing: false,
+            misses_less_spent: false,
+            savings_spent: false,
+            unholdable: Vec::new(),
         }
     }
 
@@ -255,11 +296,19 @@ impl Controller {
             gc_share: self.share(),
             rss_mib: mib(r.rss as f64),
             rss_limit_mib: Some(mib(app_rss + self.budgets.memory_allowance(app_rss))),
+            pause_budget_ms: self.budgets.pause_ns().map(|b| b / 1e6),
+            gc_budget: self.budgets.share(),
         };
         let effect = self.effect();
+        self.saving = None;
+        self.misses_less = false;
+        self.undoing = false;
+        self.unholdable.clear();
         let (to, budget, reason, given_up, prediction) = self.choose(learned, r, here, app_rss);
         let change = to != here;
         let freeze = (to.frozen != here.frozen).then_some(to.frozen);
+        let collect = freeze == Some(true)
+            && self.collector.collects_before_freezing(prediction.as_ref().and_then(|p| p.next_full_s));
         let what = change.then(|| {
             let mut w = if to.thresholds != here.thresholds {
                 format!("{} -> {}", thresholds(here.thresholds), thresholds(to.thresholds))
@@ -267,6 +316,7 @@ impl Controller {
                 thresholds(to.thresholds)
             };
             match freeze {
+                Some(true) if collect => w.push_str(" + collect, freeze"),
                 Some(true) => w.push_str(" + freeze"),
                 Some(false) => w.push_str(" + unfreeze"),
                 None => {}
@@ -281,6 +331,10 @@ impl Controller {
                 to,
                 what: what.clone().unwrap_or_default(),
                 before: self.recent(),
+                saving: self.saving,
+                misses_less: self.misses_less,
+                budget,
+                undo: self.undoing,
             });
             self.current = to.thresholds;
             self.last_change = Some(self.window);
@@ -302,6 +356,7 @@ impl Controller {
             thresholds: to.thresholds,
             change,
             freeze,
+            collect,
             reason,
             what,
             budget,
@@ -310,6 +365,7 @@ impl Controller {
             predicted: prediction.as_ref().map(predicted),
             effect,
             check,
+            unholdable: self.unholdable.clone(),
         }
     }
 
@@ -334,7 +390,22 @@ impl Controller {
         // way too (a larger young generation whose rounds walk more than predicted).
         let budget_ms = self.budgets.pause_ns().map(|b| b / 1e6);
         let pause_broken = budget_ms.is_some_and(|b| after[0] > b && p.before[0] <= b);
-        let wrong_way = (share_up && pauses_not_shorter) || memory_up || pause_broken;
+        // A change made only to save time in GC stays only if it saved some (half the predicted
+        // saving, measured): otherwise it bought nothing for its longer pauses.
+        let unpaid = p.saving.is_some_and(|saving| after[1] > p.before[1] - 0.5 * saving);
+        // A change made for a budget missed, measured, that did nothing for it went the wrong
+        // way too (a larger generation that cut the GC share while every pause grew). One made
+        // ahead of a predicted miss (the long full collection still to come) is not judged so.
+        let share_budget = self.budgets.share();
+        let budget_not_helped = match p.budget {
+            Some("pause") => budget_ms.is_some_and(|b| p.before[0] > b) && pauses_not_shorter,
+            Some("gc") => share_budget.is_some_and(|b| p.before[1] > b) && after[1] >= p.before[1] * 0.95,
+            _ => false,
+        };
+        let wrong_way = !p.undo
+            && ((share_up && pauses_not_shorter) || memory_up || pause_broken || unpaid || budget_not_helped);
+        self.savings_spent |= unpaid;
+        self.misses_less_spent |= wrong_way && p.misses_less;
         if wrong_way && p.to != p.from {
             self.bad.push(p.to);
             // Undo the thresholds; a freeze is undone only for memory.
@@ -350,6 +421,24 @@ impl Controller {
                 format!(
                     "after the last change pauses reached {:.1} ms, over the pause budget: undone, not tried again",
                     after[0]
+                )
+            } else if budget_not_helped && !share_up {
+                format!(
+                    "the last change, made for the {} budget, did not help it (longest pause {:.1} -> {:.1} ms, \
+                     GC {:.1}% -> {:.1}%): undone, not tried again",
+                    p.budget.map_or("", |b| if b == "gc" { "GC share" } else { b }),
+                    p.before[0],
+                    after[0],
+                    p.before[1] * 100.0,
+                    after[1] * 100.0
+                )
+            } else if unpaid && !share_up {
+                format!(
+                    "the last change did not pay: GC {:.1}% -> {:.1}%, {:.1} points less predicted: undone; \
+                     changes only to save time in GC stop",
+                    p.before[1] * 100.0,
+                    after[1] * 100.0,
+                    p.saving.unwrap_or(0.0) * 100.0
                 )
             } else {
                 "the last change went the wrong way (more time in GC, no shorter pauses): undone, not tried again"
@@ -373,7 +462,7 @@ impl Controller {
         r.age_s.unwrap_or(watched).max(watched) >= after || self.collector.old_generation_steady()
     }
 
-    fn candidates(&self, here: Candidate, r: &Reading) -> Vec<Candidate> {
+    fn candidates(&self, here: Candidate) -> Vec<Candidate> {
         let cfg = self.cfg();
         let least = if cfg.allow_disable { 0 } else { 1 };
         let values = |g: usize| {
@@ -387,9 +476,11 @@ impl Controller {
             v.dedup();
             v
         };
+        // A freeze is predicted before the heap is warm too: where it is the best move, the
+        // controller waits for it rather than making another that blocks it for windows.
         let freezes: &[bool] = if self.frozen {
             &[true, false]
-        } else if self.freeze_allowed && !self.freeze_spent && self.warm(r) {
+        } else if self.freeze_allowed && !self.freeze_spent && cfg.freeze_after_s.is_some() {
             &[false, true]
         } else {
             &[false]
@@ -485,15 +576,24 @@ impl Controller {
                 None,
             );
         }
-        let mut cands = self.candidates(here, r);
+        let mut cands = self.candidates(here);
         cands.extend(self.revert.filter(|b| !cands.contains(b)));
         let preds = self.predict_all(&cands, learned);
-        let now = self.score(here, preds[0], here, app_rss);
+        let mut scored: Vec<Scored> =
+            cands.iter().zip(&preds).map(|(c, p)| self.score(*c, *p, here, app_rss)).collect();
+        let now = scored.remove(0);
+        self.unholdable = Misses::NAMES
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| std::iter::once(&now).chain(&scored).all(|s| s.misses.key()[*i] > 0.0))
+            .map(|(_, name)| *name)
+            .collect();
         if let Some(back) = self.revert.take() {
             let at = cands.iter().position(|c| *c == back).expect("the undo is among the candidates");
             let s = self.score(back, preds[at], here, app_rss);
             let why = self.revert_why.take().unwrap_or_default();
             let budget = if why.contains("memory budget") { Some("memory") } else { now.misses.first() };
+            self.undoing = true;
             return (back, budget, why, None, Some(s.p));
         }
         if let Some(ago) = self.last_change.map(|w| self.window - w).filter(|ago| *ago < SETTLE_WINDOWS) {
@@ -514,12 +614,27 @@ impl Controller {
             _ if !self.warm(r) => "; waiting for the heap to warm before freezing".to_owned(),
             _ => String::new(),
         };
-        let scored: Vec<Scored> =
-            cands.iter().zip(&preds).skip(1).map(|(c, p)| self.score(*c, *p, here, app_rss)).collect();
+        let warm = self.warm(r);
         let feasible = scored.iter().filter(|s| s.misses.none()).min_by(|a, b| a.cost.total_cmp(&b.cost));
+        // A freeze before the heap is warm: not yet, and nothing else meanwhile.
+        let early = |s: &Scored| s.c.frozen && !here.frozen && !warm;
+        let wait = |s: &Scored| {
+            format!(
+                "{} budget missed now ({}); a freeze would bring {}: waiting for the heap to warm before freezing",
+                now.misses.names(),
+                describe(&now.p),
+                describe(&s.p)
+            )
+        };
         if now.misses.none() {
             self.said = None;
-            let better = feasible.filter(|b| b.cost < now.cost - (0.002f64).max(0.1 * now.cost));
+            let feasible = scored
+                .iter()
+                .filter(|s| s.misses.none() && !early(s))
+                .min_by(|a, b| a.cost.total_cmp(&b.cost));
+            let better = feasible
+                .filter(|b| b.cost < now.cost - (0.002f64).max(0.1 * now.cost))
+                .filter(|_| !self.savings_spent);
             let Some(best) = better else {
                 self.streak = None;
                 return (here, None, format!("budgets hold: {}", describe(&now.p)), None, Some(now.p));
@@ -549,11 +664,15 @@ impl Controller {
                 );
             }
             let why = format!("budgets hold either way; less time in GC: {}", describe(&best.p));
+            self.saving = Some((now.p.share - best.p.share).max(0.0));
             return (best.c, None, why, None, Some(best.p));
         }
         self.streak = None;
         if let Some(best) = feasible {
             self.said = None;
+            if early(best) {
+                return (here, now.misses.first(), wait(best), None, Some(now.p));
+            }
             let why = format!(
                 "{} budget missed now ({}); {} holds every budget: {}{freeze_note}",
                 now.misses.names(),
@@ -570,9 +689,11 @@ impl Controller {
             let (ka, kb) = (key(a), key(b));
             ka.partial_cmp(&kb).unwrap_or(std::cmp::Ordering::Equal).then(a.cost.total_cmp(&b.cost))
         });
+        // Not again after one such move went the wrong way: each costs windows of worse pauses.
         let clearly_better = |s: &Scored| {
             let (ks, kn) = (key(s), key(&now));
-            (0..3).find(|&i| (ks[i] - kn[i]).abs() > 1e-9).is_some_and(|i| ks[i] < kn[i] * 0.9)
+            !self.misses_less_spent
+                && (0..3).find(|&i| (ks[i] - kn[i]).abs() > 1e-9).is_some_and(|i| ks[i] < kn[i] * 0.9)
         };
         let cannot = |s: &Scored| {
             format!("no action holds the {} budget: the best predicts {}", s.misses.names(), describe(&s.p))
@@ -585,6 +706,7 @@ impl Controller {
             first.then(|| cannot(s))
         };
         match least.filter(|s| clearly_better(s)) {
+            Some(best) if early(best) => (here, now.misses.first(), wait(best), None, Some(now.p)),
             Some(best) => {
                 let why = format!(
                     "{} budget missed now ({}); {} misses less{freeze_note}",
@@ -593,6 +715,7 @@ impl Controller {
                     best.c
                 );
                 let given_up = once(self, best);
+                self.misses_less = true;
                 (best.c, now.misses.first(), why, given_up, Some(best.p))
             }
             None => {
@@ -760,6 +883,8 @@ mod tests {
         assert_eq!(*back, [700, 10, 10], "{changes:?}");
         assert!(why.contains("wrong way"), "{why}");
         assert!(changes.iter().filter(|(_, to, _)| to == first).count() == 1, "repeated: {changes:?}");
+        // It was made to miss the GC budget less: no other such move follows.
+        assert_eq!(changes.len(), 2, "{changes:?}");
     }
 
     #[test]
@@ -799,5 +924,151 @@ mod tests {
             let v = c.decide(&mut analytic, &r);
             assert_ne!(v.freeze, Some(true), "{v:?}");
         }
+    }
+
+    /// Acts with `share` measured whatever the thresholds: what a change made only to save
+    /// time in GC measures when it saves none.
+    fn saving_run(share_after: impl Fn([i64; 3]) -> f64, windows: i64) -> Vec<Verdict> {
+        let gc = GuardConfig { pause_budget_ns: None, freeze_after_s: None, gc_budget: None, ..cfg() };
+        let mut c = Controller::new(gc, [700, 10, 10], true);
+        (1..=windows)
+            .map(|w| {
+                let t = c.thresholds();
+                c.decide(&mut analytic, &with_share(service(t, w), share_after(t)))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_change_made_only_to_save_gc_time_that_saves_none_is_undone_and_not_followed_by_another() {
+        let verdicts = saving_run(|_| 0.05, 30);
+        let changes: Vec<&Verdict> = verdicts.iter().filter(|v| v.change).collect();
+        assert!(changes.len() >= 2, "{changes:?}");
+        assert!(changes[0].reason.starts_with("budgets hold either way"), "{:?}", changes[0]);
+        assert_eq!(changes[1].thresholds, [700, 10, 10]);
+        assert!(changes[1].reason.contains("did not pay"), "{:?}", changes[1]);
+        // Budgets may still move it; saving alone no longer does.
+        assert!(changes[2..].iter().all(|v| !v.reason.starts_with("budgets hold either way")), "{changes:?}");
+        let effect = verdicts.iter().find_map(|v| v.effect.clone()).expect("the effect measured");
+        assert!(effect.gc_share.iter().all(|s| (s - 0.05).abs() < 1e-9), "{effect:?}");
+    }
+
+    #[test]
+    fn a_change_made_only_to_save_gc_time_stays_where_it_saves() {
+        // Half the GC time once threshold0 is above 700, as predicted.
+        let verdicts = saving_run(|t| if t[0] > 700 { 0.025 } else { 0.05 }, 30);
+        let first = verdicts.iter().position(|v| v.change).expect("a change");
+        let kept = verdicts[first].thresholds;
+        assert!(kept[0] > 700, "{:?}", verdicts[first]);
+        assert!(
+            verdicts[first + 1..].iter().all(|v| !v.change || v.thresholds[0] > 700),
+            "not undone: {verdicts:?}"
+        );
+    }
+
+    /// A training loop: 480,000 old objects, and each step's graph (cyclic, ~120,000 objects)
+    /// promoted and found dead by one of five full collections a window, 130 ms each.
+    fn training_loop(t: [i64; 3], window: i64, frozen: bool) -> Reading {
+        let t0 = t[0] as f64;
+        let (full, found) = if frozen { (30e6, 100_000.0) } else { (130e6, 120_000.0) };
+        Reading {
+            ts_ns: window as u64 * 1_000_000_000,
+            secs: 1.0,
+            collections: [(1_200_000.0 / t0) as u64, 100, 5],
+            pause_p50_ns: [t0 * 30.0, 1e6, full],
+            pause_max_ns: [t0 * 50.0, 2e6, full],
+            collected_per: [t0 / 10.0, 100.0, found],
+            gc_share: 0.7,
+            alloc_per_s: 1_200_000.0,
+            rss: 140 << 20,
+            thresholds: Some(t),
+            older_counts: Some([2, 4]),
+            long_lived: Some(if frozen {
+                [20_000, 60_000]
+            } else {
+                [480_000, 60_000 + (window % 2) * 30_000]
+            }),
+            freeze_count: Some(if frozen { 480_000 } else { 0 }),
+            idle: false,
+            age_s: Some(60.0 + window as f64),
+        }
+    }
+
+    #[test]
+    fn a_heap_collected_fully_several_times_a_window_is_frozen_after_a_full_collection() {
+        let mut c = Controller::new(cfg(), [700, 10, 10], true);
+        c.allow_freeze(true);
+        let froze = (1..=5).find_map(|w| {
+            let v = c.decide(&mut analytic, &training_loop(c.thresholds(), w, c.frozen()));
+            (v.freeze == Some(true)).then_some((w, v))
+        });
+        let (w, v) = froze.expect("frozen within five windows");
+        assert!(w <= 3, "window {w}: {v:?}");
+        // The full collection was due within the window: it runs first, and the step garbage it
+        // finds is not frozen with the heap.
+        assert!(v.collect, "{v:?}");
+        assert!(v.what.as_deref().is_some_and(|w| w.ends_with("+ collect, freeze")), "{v:?}");
+        assert!(v.predicted.unwrap().pause_max_ms < 130.0, "{v:?}");
+    }
+
+    #[test]
+    fn a_freeze_waits_for_a_warm_heap_and_no_other_move_is_made_meanwhile() {
+        let mut c = Controller::new(cfg(), [700, 10, 10], true);
+        c.allow_freeze(true);
+        let mut verdicts = Vec::new();
+        for w in 1..=5 {
+            // Just started: the old generation is read steady from the third reading on.
+            let mut r = training_loop(c.thresholds(), w, c.frozen());
+            r.age_s = Some(w as f64);
+            verdicts.push(c.decide(&mut analytic, &r));
+        }
+        let first = verdicts.iter().position(|v| v.change).expect("a change");
+        assert_eq!(verdicts[first].freeze, Some(true), "the first change is the freeze: {verdicts:?}");
+        assert!(first >= 2, "not before three readings: {verdicts:?}");
+        assert!(
+            verdicts[1].reason.ends_with("waiting for the heap to warm before freezing"),
+            "{:?}",
+            verdicts[1]
+        );
+    }
+
+    #[test]
+    fn a_move_for_a_missed_budget_that_does_not_help_it_is_undone_and_the_controller_stops_trying() {
+        // No freeze to be had, and a learned model that promises far shorter full collections
+        // from a larger threshold0; whatever the thresholds, they take 130 ms (their GC share
+        // falls with rarer rounds, as a larger young generation makes it).
+        let d_ln_t0 = crate::policy::predict::FEATURES.iter().position(|f| *f == "d_ln_t0").unwrap();
+        let mut promises = |rows: &[[f32; FEATURE_COUNT]]| -> Vec<Correction> {
+            rows.iter().map(|f| if f[d_ln_t0] > 0.0 { [0.0, 0.0, 0.0, -3.0] } else { [0.0; 4] }).collect()
+        };
+        let mut c = Controller::new(cfg(), [700, 10, 10], true);
+        let mut changes = Vec::new();
+        for w in 1..=25 {
+            let t = c.thresholds();
+            let mut r = training_loop(t, w, false);
+            r.gc_share = if t == [700, 10, 10] { 0.7 } else { 0.5 };
+            let v = c.decide(&mut promises, &r);
+            if v.change {
+                changes.push(v);
+            }
+        }
+        assert!(!changes.is_empty(), "a move for the pause budget");
+        assert_eq!(changes[0].budget, Some("pause"), "{:?}", changes[0]);
+        assert!(changes.len() >= 2, "{changes:?}");
+        assert_eq!(changes[1].thresholds, [700, 10, 10], "{changes:?}");
+        assert!(changes[1].reason.contains("did not help"), "{:?}", changes[1]);
+        assert_eq!(changes.len(), 2, "no more tries: {changes:?}");
+    }
+
+    #[test]
+    fn each_window_names_the_budgets_no_action_could_hold() {
+        let c = GuardConfig { pause_budget_ns: Some(100_000), freeze_after_s: None, ..cfg() };
+        let mut c = Controller::new(c, [700, 10, 10], true);
+        let v: Vec<Verdict> =
+            (1..=4).map(|w| c.decide(&mut analytic, &with_share(service([700, 10, 10], w), 0.05))).collect();
+        // Young rounds of 28 µs at best against a 0.1 ms budget... the full collection's 250 ms
+        // does not fit it, whatever the thresholds; memory and the GC share can be held.
+        assert!(v[0].unholdable.is_empty(), "nothing predicted in the first window: {:?}", v[0]);
+        assert_eq!(v[3].unholdable, ["pause"], "{:?}", v[3]);
     }
 }

@@ -196,6 +196,9 @@ pub struct Collector {
     gen1_rate: Avg,
     /// Objects per second that died old (see `observe`): what frozen garbage accumulates at.
     old_deaths: Avg,
+    /// The share of the objects promoted since the last full collection that it finds dead:
+    /// what a freeze now would keep of the pending ones for ever.
+    pending_garbage: Avg,
     object_bytes: Avg,
     /// Bytes a deferred young object holds, measured from a change of threshold0.
     young_bytes: Avg,
@@ -329,10 +332,28 @@ impl Collector {
         // are not told apart otherwise).
         // A full collection also frees the young generations' garbage (at most what they hold).
         // Frozen objects are not walked: while neurogc's freeze holds, the estimate stays.
-        if !self.frozen {
-            let young = t0 * (t[1].max(1) as f64 + 1.0);
-            let old_dead = prev.map_or(0.0, |[_, pending]| (found - pending as f64 - young).max(0.0));
-            self.old_deaths.add(old_dead / r.secs.max(1e-3), 0.2);
+        if !self.frozen && r.collections[2] > 0 {
+            let n = r.collections[2] as f64;
+            let young = t0 * (t[1].max(1) as f64 + 1.0) * n;
+            if let (Some([_, pending]), 1) = (prev, r.collections[2]) {
+                // What the one full collection found beyond what was pending at the last reading
+                // (a lower bound of what it walked) must have been old.
+                self.old_deaths.add((found - pending as f64 - young).max(0.0) / r.secs.max(1e-3), 0.2);
+                if pending > 1_000 {
+                    self.pending_garbage.add(((found - young).max(0.0) / pending as f64).min(1.0), 0.3);
+                }
+            } else if let Some([total, _]) = r.long_lived.filter(|_| n >= 2.0) {
+                // Several full collections in a window: each after the first was let through by
+                // a quarter of the old generation pending (at least), and what they found cannot
+                // be told old or new: the old deaths stay as estimated, and the share of pending
+                // objects that are garbage is what each found against that quarter.
+                if total > 4_000 {
+                    let each = (found / n - young / n).max(0.0);
+                    self.pending_garbage.add((each / (total as f64 / 4.0)).min(1.0), 0.3);
+                }
+            }
+        } else if !self.frozen {
+            self.old_deaths.add(0.0, 0.2);
         }
         if let Some([l, _]) = r.long_lived {
             self.old_sizes.push(l);
@@ -466,6 +487,15 @@ impl Collector {
         p
     }
 
+    /// Whether a freeze now should follow a full collection: one is due within two windows
+    /// anyway (`next_full_s`, under the thresholds chosen), or they come at least every 10 s, so
+    /// running one first costs a pause that was coming soon, and the garbage it finds is not
+    /// frozen with the live heap.
+    pub fn collects_before_freezing(&self, next_full_s: Option<f64>) -> bool {
+        let window = self.last.map_or(1.0, |r| r.secs);
+        next_full_s.is_some_and(|due| due <= 2.0 * window) || self.full_rate.or(0.0) >= 0.1
+    }
+
     /// The model's form alone.
     fn raw(&self, c: &Candidate, frozen_now: bool) -> Prediction {
         let Some(r) = self.last else { return Prediction::default() };
@@ -496,7 +526,20 @@ impl Collector {
         let (_, r2_own, _) = self.full(&own, false, own_r1, original[2].max(1) as f64, &r);
         let period = |rate: f64| if rate > 0.0 { (1.0 / rate).min(HORIZON_S) } else { HORIZON_S };
         let deferred = garbage * (period(r2) - period(r2_own)).max(0.0) * bytes;
-        let frozen_cost = if c.frozen { self.old_deaths.or(0.0) * HORIZON_S * bytes } else { 0.0 };
+        // A freeze keeps the garbage among the objects promoted since the last full collection
+        // and the old objects that die later.
+        let frozen_cost = if c.frozen && !frozen_now {
+            let pending = if self.collects_before_freezing(next_full) {
+                0.0
+            } else {
+                r.long_lived.map_or(0.0, |[_, p]| p.max(0) as f64)
+            };
+            (self.old_deaths.or(0.0) * HORIZON_S + pending * self.pending_garbage.or(0.5)) * bytes
+        } else if c.frozen {
+            self.old_deaths.or(0.0) * HORIZON_S * bytes
+        } else {
+            0.0
+        };
         Prediction {
             pause_ns: [p0, p1, p2],
             rate,
