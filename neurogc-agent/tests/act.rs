@@ -40,13 +40,19 @@ fn act_mode_steers_and_sigterm_restores() {
     for_each_python(|py| {
         let mut errors = Vec::new();
         let (mut target, mut agent, mut out, d) = steered(py);
-        if d["thresholds"] != serde_json::json!([5000, 10, 10]) {
+        // The model's preference for threshold0 5000 decides; generations 1 and 2 are the
+        // controller's to weigh (a collector-heavy target can make a larger threshold1 worth it).
+        let decided: Vec<i64> = d["thresholds"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_i64).collect())
+            .unwrap_or_default();
+        if decided.len() != 3 || decided[0] != 5000 {
             errors.push(format!("{}: unexpected decision {d}", py.name));
         }
         // Within one window (0.5 s) of the decision, the target itself sees the new thresholds.
-        match target.reports(&[5000, 10, 10], Duration::from_millis(600)) {
+        match target.reports(&decided, Duration::from_millis(600)) {
             Some(t) => eprintln!("{}: target saw the change {t:?} after the decision line", py.name),
-            None => errors.push(format!("{}: the target never reported 5000/10/10", py.name)),
+            None => errors.push(format!("{}: the target never reported {decided:?}", py.name)),
         }
         signal(agent.id(), "-TERM");
         let status = wait_exit(&mut agent, 20, &py.name);

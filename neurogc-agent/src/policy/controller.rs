@@ -690,9 +690,11 @@ impl Controller {
             ka.partial_cmp(&kb).unwrap_or(std::cmp::Ordering::Equal).then(a.cost.total_cmp(&b.cost))
         });
         // Not again after one such move went the wrong way: each costs windows of worse pauses.
+        // A freeze is another kind of move (it takes the heap out of every full collection),
+        // whose prediction the failed threshold move says nothing about.
         let clearly_better = |s: &Scored| {
             let (ks, kn) = (key(s), key(&now));
-            !self.misses_less_spent
+            (!self.misses_less_spent || s.c.frozen != here.frozen)
                 && (0..3).find(|&i| (ks[i] - kn[i]).abs() > 1e-9).is_some_and(|i| ks[i] < kn[i] * 0.9)
         };
         let cannot = |s: &Scored| {
