@@ -76,6 +76,25 @@ pub struct Verdict {
 /// (one call per window scores every candidate).
 pub type Learned<'a> = &'a mut dyn FnMut(&[[f32; FEATURE_COUNT]]) -> Vec<Correction>;
 
+/// Why a change is made: what its measured effect is judged against.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Motive {
+    /// A budget missed, or predicted to be, and an action that holds every budget (or no change).
+    Budget,
+    /// Every budget holds either way: the GC share the change is predicted to save, which it has
+    /// to show, measured, to stay.
+    Saving(f64),
+    /// No action holds every budget: the change misses one less.
+    MissesLess,
+    /// The undo of a change that went the wrong way: measured, never judged (that would undo
+    /// the undo).
+    Undo,
+}
+
+/// What `choose` decides: the action, the budget behind it, why in words, a budget given up
+/// (said once), the action's prediction, and the motive its effect is judged by.
+type Choice = (Candidate, Option<&'static str>, String, Option<String>, Option<Prediction>, Motive);
+
 /// A change waiting for its effect to be measured.
 struct Pending {
     window: u64,
@@ -84,16 +103,9 @@ struct Pending {
     to: Candidate,
     what: String,
     before: [f64; 3],
-    /// Made only to spend less time in GC (every budget held either way): the saving predicted,
-    /// which the change has to show, measured, to stay.
-    saving: Option<f64>,
-    /// Made where no action holds every budget, to miss one less.
-    misses_less: bool,
+    motive: Motive,
     /// The budget the change was made for ("memory", "pause", "gc").
     budget: Option<&'static str>,
-    /// The undo of a change that went the wrong way: measured, never judged (it would undo the
-    /// undo).
-    undo: bool,
 }
 
 pub struct Controller {
@@ -120,12 +132,6 @@ pub struct Controller {
     history: VecDeque<[f64; 3]>,
     /// What was last said about budgets no action can hold (said once).
     said: Option<String>,
-    /// The GC share the change chosen this window saves, when it is chosen for that alone.
-    saving: Option<f64>,
-    /// The change chosen this window is made to miss a budget less (none holds them all).
-    misses_less: bool,
-    /// The change chosen this window undoes one that went the wrong way.
-    undoing: bool,
     /// A change made to miss a budget less went the wrong way: the model's predictions where no
     /// action holds every budget do not hold here, and no such change is made again.
     misses_less_spent: bool,
@@ -217,9 +223,6 @@ impl Controller {
             revert_why: None,
             history: VecDeque::new(),
             said: None,
-            saving: None,
-            misses_less: false,
-            undoing: false,
             misses_less_spent: false,
             savings_spent: false,
             unholdable: Vec::new(),
@@ -300,11 +303,8 @@ impl Controller {
             gc_budget: self.budgets.share(),
         };
         let effect = self.effect();
-        self.saving = None;
-        self.misses_less = false;
-        self.undoing = false;
         self.unholdable.clear();
-        let (to, budget, reason, given_up, prediction) = self.choose(learned, r, here, app_rss);
+        let (to, budget, reason, given_up, prediction, motive) = self.choose(learned, r, here, app_rss);
         let change = to != here;
         let freeze = (to.frozen != here.frozen).then_some(to.frozen);
         let collect = freeze == Some(true)
@@ -331,10 +331,8 @@ impl Controller {
                 to,
                 what: what.clone().unwrap_or_default(),
                 before: self.recent(),
-                saving: self.saving,
-                misses_less: self.misses_less,
+                motive,
                 budget,
-                undo: self.undoing,
             });
             self.current = to.thresholds;
             self.last_change = Some(self.window);
@@ -392,7 +390,7 @@ impl Controller {
         let pause_broken = budget_ms.is_some_and(|b| after[0] > b && p.before[0] <= b);
         // A change made only to save time in GC stays only if it saved some (half the predicted
         // saving, measured): otherwise it bought nothing for its longer pauses.
-        let unpaid = p.saving.is_some_and(|saving| after[1] > p.before[1] - 0.5 * saving);
+        let unpaid = matches!(p.motive, Motive::Saving(saving) if after[1] > p.before[1] - 0.5 * saving);
         // A change made for a budget missed, measured, that did nothing for it went the wrong
         // way too (a larger generation that cut the GC share while every pause grew). One made
         // ahead of a predicted miss (the long full collection still to come) is not judged so.
@@ -402,10 +400,10 @@ impl Controller {
             Some("gc") => share_budget.is_some_and(|b| p.before[1] > b) && after[1] >= p.before[1] * 0.95,
             _ => false,
         };
-        let wrong_way = !p.undo
+        let wrong_way = p.motive != Motive::Undo
             && ((share_up && pauses_not_shorter) || memory_up || pause_broken || unpaid || budget_not_helped);
         self.savings_spent |= unpaid;
-        self.misses_less_spent |= wrong_way && p.misses_less;
+        self.misses_less_spent |= wrong_way && p.motive == Motive::MissesLess;
         if wrong_way && p.to != p.from {
             self.bad.push(p.to);
             // Undo the thresholds; a freeze is undone only for memory.
@@ -438,7 +436,7 @@ impl Controller {
                      changes only to save time in GC stop",
                     p.before[1] * 100.0,
                     after[1] * 100.0,
-                    p.saving.unwrap_or(0.0) * 100.0
+                    if let Motive::Saving(saving) = p.motive { saving * 100.0 } else { 0.0 }
                 )
             } else {
                 "the last change went the wrong way (more time in GC, no shorter pauses): undone, not tried again"
@@ -540,14 +538,7 @@ impl Controller {
         Scored { c, p, misses, cost }
     }
 
-    #[allow(clippy::type_complexity)]
-    fn choose(
-        &mut self,
-        learned: Learned,
-        r: &Reading,
-        here: Candidate,
-        app_rss: f64,
-    ) -> (Candidate, Option<&'static str>, String, Option<String>, Option<Prediction>) {
+    fn choose(&mut self, learned: Learned, r: &Reading, here: Candidate, app_rss: f64) -> Choice {
         if r.thresholds.is_none() {
             return (
                 here,
@@ -555,6 +546,7 @@ impl Controller {
                 "the target's thresholds are unknown: nothing to predict from".into(),
                 None,
                 None,
+                Motive::Budget,
             );
         }
         if r.idle {
@@ -565,6 +557,7 @@ impl Controller {
                 "idle: no collection and no CPU in this window, nothing to improve".into(),
                 None,
                 None,
+                Motive::Budget,
             );
         }
         if !self.collector.ready() {
@@ -574,6 +567,7 @@ impl Controller {
                 format!("learning the process (window {} of 2)", self.collector.windows()),
                 None,
                 None,
+                Motive::Budget,
             );
         }
         let mut cands = self.candidates(here);
@@ -593,15 +587,14 @@ impl Controller {
             let s = self.score(back, preds[at], here, app_rss);
             let why = self.revert_why.take().unwrap_or_default();
             let budget = if why.contains("memory budget") { Some("memory") } else { now.misses.first() };
-            self.undoing = true;
-            return (back, budget, why, None, Some(s.p));
+            return (back, budget, why, None, Some(s.p), Motive::Undo);
         }
         if let Some(ago) = self.last_change.map(|w| self.window - w).filter(|ago| *ago < SETTLE_WINDOWS) {
             let why = format!(
                 "measuring the last change ({ago} of {SETTLE_WINDOWS} windows); now {}",
                 describe(&now.p)
             );
-            return (here, None, why, None, Some(now.p));
+            return (here, None, why, None, Some(now.p), Motive::Budget);
         }
         // Where a pause is missed and a freeze is not a move, say why.
         let freeze_note = match () {
@@ -637,7 +630,14 @@ impl Controller {
                 .filter(|_| !self.savings_spent);
             let Some(best) = better else {
                 self.streak = None;
-                return (here, None, format!("budgets hold: {}", describe(&now.p)), None, Some(now.p));
+                return (
+                    here,
+                    None,
+                    format!("budgets hold: {}", describe(&now.p)),
+                    None,
+                    Some(now.p),
+                    Motive::Budget,
+                );
             };
             // Not urgent: a cooldown after the last change, and confirmation.
             if let Some(ago) =
@@ -647,7 +647,7 @@ impl Controller {
                     "budgets hold; {} would cost less, after the cooldown ({ago} windows since the last change)",
                     best.c
                 );
-                return (here, None, why, None, Some(now.p));
+                return (here, None, why, None, Some(now.p), Motive::Budget);
             }
             let streak = match self.streak {
                 Some((c, n)) if c == best.c => n + 1,
@@ -661,17 +661,18 @@ impl Controller {
                     format!("{} chosen {streak}/{} windows", best.c, self.cfg().confirm),
                     None,
                     Some(now.p),
+                    Motive::Budget,
                 );
             }
             let why = format!("budgets hold either way; less time in GC: {}", describe(&best.p));
-            self.saving = Some((now.p.share - best.p.share).max(0.0));
-            return (best.c, None, why, None, Some(best.p));
+            let saving = Motive::Saving((now.p.share - best.p.share).max(0.0));
+            return (best.c, None, why, None, Some(best.p), saving);
         }
         self.streak = None;
         if let Some(best) = feasible {
             self.said = None;
             if early(best) {
-                return (here, now.misses.first(), wait(best), None, Some(now.p));
+                return (here, now.misses.first(), wait(best), None, Some(now.p), Motive::Budget);
             }
             let why = format!(
                 "{} budget missed now ({}); {} holds every budget: {}{freeze_note}",
@@ -680,7 +681,7 @@ impl Controller {
                 best.c,
                 describe(&best.p)
             );
-            return (best.c, now.misses.first(), why, None, Some(best.p));
+            return (best.c, now.misses.first(), why, None, Some(best.p), Motive::Budget);
         }
         // No action holds every budget: the one that misses least, by priority, if it is
         // clearly better than staying.
@@ -708,7 +709,9 @@ impl Controller {
             first.then(|| cannot(s))
         };
         match least.filter(|s| clearly_better(s)) {
-            Some(best) if early(best) => (here, now.misses.first(), wait(best), None, Some(now.p)),
+            Some(best) if early(best) => {
+                (here, now.misses.first(), wait(best), None, Some(now.p), Motive::Budget)
+            }
             Some(best) => {
                 let why = format!(
                     "{} budget missed now ({}); {} misses less{freeze_note}",
@@ -717,8 +720,7 @@ impl Controller {
                     best.c
                 );
                 let given_up = once(self, best);
-                self.misses_less = true;
-                (best.c, now.misses.first(), why, given_up, Some(best.p))
+                (best.c, now.misses.first(), why, given_up, Some(best.p), Motive::MissesLess)
             }
             None => {
                 let given_up = once(self, least.unwrap_or(&now));
@@ -727,7 +729,7 @@ impl Controller {
                     now.misses.names(),
                     describe(&now.p)
                 );
-                (here, None, why, given_up, Some(now.p))
+                (here, None, why, given_up, Some(now.p), Motive::Budget)
             }
         }
     }

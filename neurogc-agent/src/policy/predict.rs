@@ -526,17 +526,15 @@ impl Collector {
         let (_, r2_own, _) = self.full(&own, false, own_r1, original[2].max(1) as f64, &r);
         let period = |rate: f64| if rate > 0.0 { (1.0 / rate).min(HORIZON_S) } else { HORIZON_S };
         let deferred = garbage * (period(r2) - period(r2_own)).max(0.0) * bytes;
-        // A freeze keeps the garbage among the objects promoted since the last full collection
-        // and the old objects that die later.
-        let frozen_cost = if c.frozen && !frozen_now {
-            let pending = if self.collects_before_freezing(next_full) {
+        // A frozen heap keeps the old objects that die later; freezing now also keeps the garbage
+        // among the objects promoted since the last full collection, unless one runs first.
+        let frozen_cost = if c.frozen {
+            let pending = if frozen_now || self.collects_before_freezing(next_full) {
                 0.0
             } else {
                 r.long_lived.map_or(0.0, |[_, p]| p.max(0) as f64)
             };
             (self.old_deaths.or(0.0) * HORIZON_S + pending * self.pending_garbage.or(0.5)) * bytes
-        } else if c.frozen {
-            self.old_deaths.or(0.0) * HORIZON_S * bytes
         } else {
             0.0
         };
