@@ -214,6 +214,16 @@ pub struct Collector {
     /// generation's longest pause (the residual correction, applied to every candidate).
     share_ratio: Avg,
     pause_ratio: [Avg; 3],
+    /// The same per action that has been in force: what was measured at a setting is what is
+    /// predicted there when it comes up again, and a setting at least as large in the thresholds
+    /// a generation's pause grows with is predicted no better than the nearest one measured
+    /// below it (a larger young generation that walked 1.5× the prediction once does again).
+    pause_ratio_at: Vec<(Candidate, [Avg; 3])>,
+    /// neurogc ran a full collection right before its freeze, and no window has shown it yet: it
+    /// walked the whole heap, which the frozen action's predictions must not learn from.
+    collected_for_freeze: bool,
+    /// The last window observed held that collection.
+    last_held_freeze_collection: bool,
     /// The old generation's size in the last readings (oldest first).
     old_sizes: Vec<i64>,
     /// neurogc froze and no full collection has run since (the old generation's counters still
@@ -240,11 +250,12 @@ impl Collector {
         self.windows >= 2
     }
 
-    /// neurogc froze the heap: the old generation's counters include the frozen objects until the
-    /// next full collection.
-    pub fn froze(&mut self) {
+    /// neurogc froze the heap (`collected`: after a full collection of its own): the old
+    /// generation's counters include the frozen objects until the next full collection.
+    pub fn froze(&mut self, collected: bool) {
         self.frozen_uncollected = true;
         self.frozen = true;
+        self.collected_for_freeze = collected;
     }
 
     /// The action in force at the last reading (None before one with thresholds).
@@ -263,16 +274,24 @@ impl Collector {
     pub fn unfroze(&mut self) {
         self.frozen_uncollected = false;
         self.frozen = false;
+        self.collected_for_freeze = false;
+    }
+
+    /// Whether the last window observed held neurogc's own full collection before its freeze:
+    /// the longest pause and the GC share in it are not the action's.
+    pub fn held_freeze_collection(&self) -> bool {
+        self.last_held_freeze_collection
     }
 
     /// Folds one window into the estimates.
     pub fn observe(&mut self, r: &Reading) {
         self.windows += 1;
+        self.last_held_freeze_collection = self.collected_for_freeze && r.collections[2] > 0;
         // A freeze or unfreeze seen in the counters (the application's, or neurogc's own,
         // confirmed): the old generation's counters count frozen objects until a full collection.
         let before = self.last.and_then(|l| l.freeze_count);
         match (before, r.freeze_count) {
-            (Some(0), Some(n)) if n > 0 && !self.frozen => self.froze(),
+            (Some(0), Some(n)) if n > 0 && !self.frozen => self.froze(false),
             (Some(b), Some(0)) if b > 0 && self.frozen => self.unfroze(),
             _ => {}
         }
@@ -316,17 +335,29 @@ impl Collector {
             self.working_set.add(survivors, 0.3);
         }
         if r.collections[2] > 0 {
-            let walked = prev.map(|[l, p]| self.walked(l, p, r.freeze_count));
+            // neurogc's collection before its freeze walked the whole heap, frozen objects then
+            // included; the counters still count them until a full collection after it.
+            let forced = std::mem::take(&mut self.collected_for_freeze);
+            let walked =
+                prev.map(|[l, p]| if forced { (l + p) as f64 } else { self.walked(l, p, r.freeze_count) });
             if let Some(w) = walked.filter(|w| *w > 1000.0) {
                 self.full_ns.add(r.pause_max_ns[2] / w, 0.5);
             }
-            self.full_pause_ns.add(r.pause_max_ns[2], 0.5);
-            self.frozen_uncollected = false;
+            if !forced {
+                self.full_pause_ns.add(r.pause_max_ns[2], 0.5);
+            }
+            if !forced || r.collections[2] > 1 {
+                self.frozen_uncollected = false;
+            }
         }
-        self.full_rate.add(r.collections[2] as f64 / r.secs.max(1e-3), 0.2);
         let found = r.collected_per[2] * r.collections[2] as f64;
-        self.old_garbage.add(found / r.secs.max(1e-3), 0.2);
-        self.gen1_rate.add((r.collections[1] + r.collections[2]) as f64 / r.secs.max(1e-3), 0.2);
+        // neurogc's own full collection is not the process's rate of them, nor is the garbage it
+        // found what the process's own full collections find.
+        if !self.last_held_freeze_collection {
+            self.full_rate.add(r.collections[2] as f64 / r.secs.max(1e-3), 0.2);
+            self.old_garbage.add(found / r.secs.max(1e-3), 0.2);
+            self.gen1_rate.add((r.collections[1] + r.collections[2]) as f64 / r.secs.max(1e-3), 0.2);
+        }
         // Garbage a full collection finds beyond everything promoted since the last one must
         // have been old: what a freeze would keep forever (a lower bound: old and young garbage
         // are not told apart otherwise).
@@ -414,15 +445,55 @@ impl Collector {
         if r.idle || r.thresholds.is_none() || !self.ready() {
             return;
         }
+        // The window with neurogc's own collection before a freeze: its full pause and GC share
+        // are that collection's, not the frozen action's.
+        let forced = self.held_freeze_collection();
         let p = self.raw(c, frozen_now);
-        if p.share > 1e-4 {
+        if p.share > 1e-4 && !forced {
             self.share_ratio.add((r.gc_share / p.share).clamp(0.1, 10.0), 0.3);
         }
+        let at = match self.pause_ratio_at.iter().position(|(k, _)| k == c) {
+            Some(i) => i,
+            None => {
+                if self.pause_ratio_at.len() >= 32 {
+                    self.pause_ratio_at.remove(0);
+                }
+                self.pause_ratio_at.push((*c, Default::default()));
+                self.pause_ratio_at.len() - 1
+            }
+        };
         for g in 0..3 {
-            if r.collections[g] > 0 && p.pause_ns[g] > 0.0 {
-                self.pause_ratio[g].add((r.pause_max_ns[g] / p.pause_ns[g]).clamp(0.1, 10.0), 0.3);
+            if r.collections[g] > 0 && p.pause_ns[g] > 0.0 && !(forced && g == 2) {
+                let ratio = (r.pause_max_ns[g] / p.pause_ns[g]).clamp(0.1, 10.0);
+                self.pause_ratio[g].add(ratio, 0.3);
+                self.pause_ratio_at[at].1[g].add(ratio, 0.3);
             }
         }
+    }
+
+    /// The correction of generation `g`'s predicted pause under `c`: what was measured there, or
+    /// else no less than at the nearest setting measured that `c` is at least as large as (a
+    /// pause grows with the thresholds up to its generation's; a full one with the freeze
+    /// undone), or else the correction for the action in force.
+    fn pause_ratio_for(&self, c: &Candidate, g: usize) -> f64 {
+        let global = self.pause_ratio[g].or(1.0);
+        let same_freeze = |k: &Candidate| g < 2 || k.frozen == c.frozen;
+        let measured = |k: &Candidate, a: &[Avg; 3]| a[g].0.filter(|_| same_freeze(k)).map(|v| (*k, v));
+        let mut below: Option<(f64, f64)> = None;
+        for (k, v) in self.pause_ratio_at.iter().filter_map(|(k, a)| measured(k, a)) {
+            if (0..=g).all(|i| k.thresholds[i] == c.thresholds[i]) {
+                return v;
+            }
+            if (0..=g).all(|i| k.thresholds[i] <= c.thresholds[i]) {
+                let d: f64 = (0..=g)
+                    .map(|i| (c.thresholds[i].max(1) as f64 / k.thresholds[i].max(1) as f64).ln())
+                    .sum();
+                if below.is_none_or(|(bd, _)| d < bd) {
+                    below = Some((d, v));
+                }
+            }
+        }
+        below.map_or(global, |(_, v)| v.max(global))
     }
 
     /// The learned model's inputs for `c` (see [`FEATURES`]), given its prediction `p`.
@@ -482,7 +553,7 @@ impl Collector {
         // A share of wall time: never more than all of it.
         p.share = (p.share * self.share_ratio.or(1.0)).min(1.0);
         for g in 0..3 {
-            p.pause_ns[g] *= self.pause_ratio[g].or(1.0);
+            p.pause_ns[g] *= self.pause_ratio_for(c, g);
         }
         p
     }
@@ -692,6 +763,63 @@ mod tests {
         assert!(
             (c.young_cost(2_000.0) - 20.0 * (2_000f64 / 700.0).powf(2f64.ln() / 8f64.ln() * 2.0)).abs() < 1.0
         );
+    }
+
+    #[test]
+    fn a_pause_measured_at_a_setting_is_remembered_there_and_above_it() {
+        let mut c = warm();
+        let at = |c: &mut Collector, t: [i64; 3], gen1_ms: f64| {
+            let mut r = service(t, 110_000);
+            r.pause_max_ns[1] = gen1_ms * 1e6;
+            let now = Candidate { thresholds: t, frozen: false };
+            c.observe(&r);
+            c.correct(&now, false, &r);
+        };
+        // 5000/50/10 walked twice what the model predicted in gen1 rounds; back at 700/10/10 the
+        // model is right again.
+        let big = Candidate { thresholds: [5_000, 50, 10], frozen: false };
+        let predicted = c.raw(&big, false).pause_ns[1] / 1e6;
+        for _ in 0..6 {
+            at(&mut c, big.thresholds, 2.0 * predicted);
+        }
+        for _ in 0..6 {
+            let p = c.raw(&Candidate { thresholds: [700, 10, 10], frozen: false }, false).pause_ns[1];
+            at(&mut c, [700, 10, 10], p / 1e6);
+        }
+        let again = c.predict(&big, false).pause_ns[1] / c.raw(&big, false).pause_ns[1];
+        assert!(again > 1.8, "remembered at 5000/50: {again}x of {predicted} ms");
+        // A setting at least as large is predicted no better; a smaller one as the model says.
+        let larger = Candidate { thresholds: [10_000, 50, 20], frozen: false };
+        assert!(c.pause_ratio_for(&larger, 1) > 1.8, "{}", c.pause_ratio_for(&larger, 1));
+        let smaller = Candidate { thresholds: [2_000, 20, 10], frozen: false };
+        assert!(c.pause_ratio_for(&smaller, 1) < 1.5, "{}", c.pause_ratio_for(&smaller, 1));
+    }
+
+    #[test]
+    fn neurogcs_own_collection_before_a_freeze_teaches_nothing_about_the_frozen_heap() {
+        let mut c = warm();
+        let frozen = Candidate { thresholds: [700, 10, 10], frozen: true };
+        c.froze(true);
+        // The collection walked all 1.1M objects in 220 ms (200 ns each), then the freeze.
+        let mut r = service([700, 10, 10], 0);
+        r.collections[2] = 1;
+        r.pause_max_ns[2] = 220e6;
+        r.long_lived = Some([1_100_000, 0]);
+        r.freeze_count = Some(1_100_000);
+        r.collected_per[2] = 400_000.0;
+        let (garbage, rate) = (c.old_garbage.or(0.0), c.full_rate.or(0.0));
+        c.observe(&r);
+        // Nor is it the process's rate of full collections, or what they find.
+        assert_eq!((c.old_garbage.or(0.0), c.full_rate.or(0.0)), (garbage, rate));
+        c.correct(&frozen, true, &r);
+        assert!(c.held_freeze_collection());
+        assert!((c.full_ns.or(0.0) - 200.0).abs() < 30.0, "{:?}", c.full_ns);
+        // The next full collection walks what is promoted until a quarter of the 1.1M the
+        // counters still count is pending: 275k objects at 200 ns.
+        let after = c.predict(&frozen, true).pause_ns[2];
+        assert!((40e6..70e6).contains(&after), "{after}");
+        c.observe(&service([700, 10, 10], 3_000));
+        assert!(!c.held_freeze_collection());
     }
 
     #[test]
