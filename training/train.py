@@ -40,23 +40,33 @@ FLOOR = [1e-4, 1e3, 1e3, 1e5]
 
 
 
-REPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "results", "steer", "report.md")
+# The committed steering benchmarks: the held-out families, then the one written after the
+# controller's rules (run once, separately).
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "results")
+REPORTS = [os.path.join(RESULTS, d, "report.md") for d in ("steer", "steer-docs")]
 
 
 def closed_loop(model_bytes):
-    """The committed benchmark's per-family table of what the model earns, if it measured this
-    model (its SHA-256 matches); else a line saying it has not yet."""
+    """The committed benchmarks' per-family tables of what the model earns, for those that
+    measured this model (their SHA-256 matches); else a line saying none has yet."""
     digest = hashlib.sha256(model_bytes).hexdigest()
-    try:
-        report = open(REPORT, encoding="utf-8").read()
-    except OSError:
-        report = ""
-    if f"sha256 {digest}" not in report or "## What the learned model earns" not in report:
+    lines = []
+    for path in REPORTS:
+        try:
+            report = open(path, encoding="utf-8").read()
+        except OSError:
+            continue
+        if f"sha256 {digest}" not in report or "## What the learned model earns" not in report:
+            continue
+        part = report.split("## What the learned model earns", 1)[1].split("\n## ", 1)[0]
+        table = [line for line in part.splitlines() if line.startswith("|")]
+        verdict = [line for line in part.splitlines() if line.startswith("Held-out")]
+        name = os.path.relpath(path, os.path.join(RESULTS, "..", ".."))
+        lines += [f"{name} (act / rules below 1x: the model helps):", ""] + table + [""] + verdict + [""]
+    if not lines:
         return ["Not yet measured for this model: run `cargo xtask bench steer` and train again."]
-    part = report.split("## What the learned model earns", 1)[1].split("\n## ", 1)[0]
-    table = [line for line in part.splitlines() if line.startswith("|")]
-    verdict = [line for line in part.splitlines() if line.startswith("Held-out")]
-    return ["Measured by the committed benchmark (act / rules below 1x: the model helps):", ""] + table + [""] + verdict
+    return lines[:-1]
+
 
 def load(path):
     """The checks of one recording where the thresholds had just changed: features of the new
@@ -277,7 +287,8 @@ def main():
         "## Closed loop",
         "`cargo xtask bench steer` runs act mode with this model against `--model none` (the",
         "analytic model alone) on families no training run has seen, bench/heldout/ among them:",
-        "bench/results/steer/report.md.",
+        "bench/results/steer/report.md, and bench/results/steer-docs/report.md for the one written",
+        "after the controller's rules and run once.",
         "",
     ]
     lines += closed_loop(model_bytes)

@@ -1,11 +1,12 @@
-//! `cargo xtask bench steer`: does steering win? Six workloads, each in every configuration,
+//! `cargo xtask bench steer`: does steering win? Eight workloads, each in every configuration,
 //! interleaved round by round: CPython defaults, the hand-tuned static recipe (freeze +
 //! 50000/20/20), GC disabled (a bound), the agent observing, the agent acting with the embedded
 //! model (or `--model`). Four are from bench/ and were used while the controller was built (a
 //! cache-heavy HTTP service, a training-loop-like batch job, a memory-risk service whose garbage
-//! carries untracked payloads, a service whose load changes shape); three were written only to
+//! carries untracked payloads, a service whose load changes shape); four were written only to
 //! evaluate, on third-party code from PyPI (a bottle web application, a micrograd training loop,
-//! networkx graph analytics: bench/heldout/).
+//! networkx graph analytics, and a document search service on sortedcontainers and Jinja2 written
+//! after the controller's rules: bench/heldout/).
 //!
 //! Open loop: request i is due at start + i/rate whatever happened before, and its latency is
 //! measured from that due time (coordinated omission corrected): a request that waited behind a
@@ -101,9 +102,12 @@ pub enum Workload {
     Autograd,
     /// Held out: graph analytics with networkx (PyPI) over a 60,000-node graph kept in memory
     Graph,
+    /// Held out (written after the controller's rules, run once): a document search service, a
+    /// ≈1.2M-container sortedcontainers index (PyPI), Jinja2-rendered (PyPI) acyclic result pages
+    Docs,
 }
 
-pub const WORKLOADS: [Workload; 7] = [
+pub const WORKLOADS: [Workload; 8] = [
     Workload::Cache,
     Workload::Batch,
     Workload::Memory,
@@ -111,11 +115,13 @@ pub const WORKLOADS: [Workload; 7] = [
     Workload::Web,
     Workload::Autograd,
     Workload::Graph,
+    Workload::Docs,
 ];
 
 /// The third-party packages of the held-out families, pinned; installed for any CPython 3 by
 /// pip into a folder of their own (both are pure Python).
-const HELD_OUT_PACKAGES: [&str; 3] = ["bottle==0.13.4", "micrograd==0.1.0", "networkx==3.4.2"];
+const HELD_OUT_PACKAGES: [&str; 5] =
+    ["bottle==0.13.4", "micrograd==0.1.0", "networkx==3.4.2", "sortedcontainers==2.4.0", "jinja2==3.1.4"];
 
 /// The folder the held-out families' packages are installed in (installed when missing).
 pub fn held_out_site() -> Result<PathBuf> {
@@ -151,12 +157,13 @@ impl Workload {
             Workload::Web => "web",
             Workload::Autograd => "autograd",
             Workload::Graph => "graph",
+            Workload::Docs => "docs",
         }
     }
 
     /// Written only to evaluate: never run while the controller was tuned.
     pub fn held_out(self) -> bool {
-        matches!(self, Workload::Web | Workload::Autograd | Workload::Graph)
+        matches!(self, Workload::Web | Workload::Autograd | Workload::Graph | Workload::Docs)
     }
 
     /// Steps the batch-like workloads run per second of `--seconds` (about that long under
@@ -178,6 +185,7 @@ impl Workload {
             Workload::Web => "web application on bottle (held out, PyPI)",
             Workload::Autograd => "micrograd training loop (held out, PyPI)",
             Workload::Graph => "networkx graph analytics (held out, PyPI)",
+            Workload::Docs => "document search on sortedcontainers + Jinja2 (held out, PyPI)",
         }
     }
 
@@ -192,6 +200,7 @@ impl Workload {
             Workload::Web => "bench/heldout/web_service.py",
             Workload::Autograd => "bench/heldout/autograd_train.py",
             Workload::Graph => "bench/heldout/graph_batch.py",
+            Workload::Docs => "bench/heldout/docs_service.py",
             _ => "bench/cache_service.py",
         };
         c.args(["-c", "0"])
@@ -201,7 +210,9 @@ impl Workload {
         match self {
             Workload::Memory => c.args(["--entries", "150000", "--garbage", "100", "--payload", "8192"]),
             Workload::Phases => c.args(["--entries", "250000", "--garbage", "200"]),
-            Workload::Web | Workload::Autograd | Workload::Graph => c.env("PYTHONPATH", site),
+            Workload::Web | Workload::Autograd | Workload::Graph | Workload::Docs => {
+                c.env("PYTHONPATH", site)
+            }
             Workload::Cache | Workload::Batch => &mut c,
         };
         c
@@ -216,6 +227,7 @@ impl Workload {
             Workload::Memory => 150.0,
             Workload::Phases => 100.0,
             Workload::Web => 300.0,
+            Workload::Docs => 150.0,
             Workload::Batch | Workload::Autograd | Workload::Graph => 0.0,
         }
     }

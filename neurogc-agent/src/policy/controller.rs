@@ -730,9 +730,23 @@ impl Controller {
             this.said = Some(names);
             first.then(|| cannot(s))
         };
+        // While a freeze may still come (the heap not warm yet), no threshold move to miss less:
+        // it would keep the freeze off for windows, and the freeze is the move that takes the
+        // heap out of full collections.
+        let freeze_to_come = !warm && !here.frozen && freeze_note.ends_with("before freezing");
         match least.filter(|s| clearly_better(s)) {
             Some(best) if early(best) => {
                 (here, now.misses.first(), wait(best), None, Some(now.p), Motive::Budget)
+            }
+            Some(best) if freeze_to_come => {
+                let why = format!(
+                    "{} budget missed now ({}); {} would miss less, but the heap is not warm yet: \
+                     waiting to freeze it rather than moving the thresholds",
+                    now.misses.names(),
+                    describe(&now.p),
+                    best.c
+                );
+                (here, now.misses.first(), why, None, Some(now.p), Motive::Budget)
             }
             Some(best) => {
                 let why = format!(
@@ -968,16 +982,45 @@ mod tests {
     }
 
     #[test]
+    fn no_threshold_move_is_made_to_miss_less_while_a_freeze_waits_for_a_warm_heap() {
+        // As above, with 250 ms full collections measured; freezing allowed, the heap young.
+        let gc = GuardConfig { max: [1_000, 10, 10], ..cfg() };
+        let mut c = Controller::new(gc, [700, 10, 10], true);
+        c.allow_freeze(true);
+        let verdicts: Vec<Verdict> = (1..=4)
+            .map(|w| {
+                let mut r = with_share(service(c.thresholds(), w), 0.05);
+                r.age_s = Some(w as f64);
+                r.pause_max_ns[1] = 4e6;
+                r.collections[2] = 1;
+                r.pause_max_ns[2] = 250e6;
+                // Still building its heap; old objects die (full collections find more than
+                // was promoted), so a freeze would keep them.
+                r.long_lived = Some([1_000_000 + w * 100_000, 100_000 + w * 30_000]);
+                r.collected_per[2] = 300_000.0;
+                c.decide(&mut analytic, &r)
+            })
+            .collect();
+        assert!(verdicts.iter().all(|v| !v.change), "{verdicts:?}");
+        assert!(
+            verdicts[2].reason.ends_with("waiting to freeze it rather than moving the thresholds"),
+            "{verdicts:?}"
+        );
+    }
+
+    #[test]
     fn freezing_a_heap_whose_garbage_would_be_kept_is_not_worth_the_memory() {
         let mut c = Controller::new(cfg(), [700, 10, 10], true);
         c.allow_freeze(true);
         for w in 1..=6 {
             let mut r = with_share(service([700, 10, 10], w), 0.05);
-            // Full collections find 150,000 garbage objects, more than was promoted since the
-            // last (~100,000): old objects die, and frozen, they would stay.
+            // A full collection every window, after which 3,000 objects are promoted: each
+            // finds 150,000 garbage objects, far more than was promoted since the last: old
+            // objects die, and frozen, they would stay.
             r.collections[2] = 1;
             r.pause_max_ns[2] = 200e6;
             r.collected_per[2] = 150_000.0;
+            r.long_lived = Some([1_000_000, 3_000]);
             let v = c.decide(&mut analytic, &r);
             assert_ne!(v.freeze, Some(true), "{v:?}");
         }

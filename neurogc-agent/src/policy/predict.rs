@@ -367,9 +367,13 @@ impl Collector {
             let n = r.collections[2] as f64;
             let young = t0 * (t[1].max(1) as f64 + 1.0) * n;
             if let (Some([_, pending]), 1) = (prev, r.collections[2]) {
-                // What the one full collection found beyond what was pending at the last reading
-                // (a lower bound of what it walked) must have been old.
-                self.old_deaths.add((found - pending as f64 - young).max(0.0) / r.secs.max(1e-3), 0.2);
+                // What the one full collection found beyond what was pending at the last reading,
+                // and beyond what this window's gen1 rounds promoted (a lower bound of what it
+                // walked), must have been old. Counted as old, a service's request garbage
+                // promoted within the window made every freeze look like gigabytes kept.
+                let since = self.promoted.or(0.0) * r.collections[1] as f64;
+                let old = found - pending as f64 - since - young;
+                self.old_deaths.add(old.max(0.0) / r.secs.max(1e-3), 0.2);
                 if pending > 1_000 {
                     self.pending_garbage.add(((found - young).max(0.0) / pending as f64).min(1.0), 0.3);
                 }
@@ -559,12 +563,13 @@ impl Collector {
     }
 
     /// Whether a freeze now should follow a full collection: one is due within two windows
-    /// anyway (`next_full_s`, under the thresholds chosen), or they come at least every 10 s, so
-    /// running one first costs a pause that was coming soon, and the garbage it finds is not
-    /// frozen with the live heap.
+    /// anyway (`next_full_s`, under the thresholds chosen), or they have come about once a minute
+    /// or more (a decaying average: larger thresholds that made them rarer do not hide that
+    /// the heap is collected), so running one first costs a pause of the kind the process pays
+    /// anyway, and the garbage it finds is not frozen with the live heap.
     pub fn collects_before_freezing(&self, next_full_s: Option<f64>) -> bool {
         let window = self.last.map_or(1.0, |r| r.secs);
-        next_full_s.is_some_and(|due| due <= 2.0 * window) || self.full_rate.or(0.0) >= 0.1
+        next_full_s.is_some_and(|due| due <= 2.0 * window) || self.full_rate.or(0.0) >= 1.0 / 60.0
     }
 
     /// The model's form alone.
