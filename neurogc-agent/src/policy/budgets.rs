@@ -50,10 +50,7 @@ impl Misses {
 
     /// The highest-priority budget missed.
     pub fn first(&self) -> Option<&'static str> {
-        [(self.memory, "memory"), (self.pause, "pause"), (self.share, "gc")]
-            .into_iter()
-            .find(|(m, _)| *m > 0.0)
-            .map(|(_, n)| n)
+        self.key().into_iter().zip(Self::NAMES).find(|(m, _)| *m > 0.0).map(|(_, n)| n)
     }
 }
 

@@ -260,6 +260,22 @@ impl Controller {
         self.budgets.config()
     }
 
+    /// Whether a freeze is still a move: the actuator can run it, the application froze nothing
+    /// itself, freezing is on, and neurogc has not frozen and undone it (or failed to) already.
+    fn may_freeze(&self) -> bool {
+        self.freeze_allowed && !self.freeze_spent && self.cfg().freeze_after_s.is_some()
+    }
+
+    /// Whether `budget` ("pause" or "gc") is missed by the measured means `m` (longest pause ms,
+    /// GC share, RSS MiB; see `recent`).
+    fn missed(&self, budget: &str, m: [f64; 3]) -> bool {
+        match budget {
+            "pause" => self.budgets.pause_ns().is_some_and(|b| m[0] > b / 1e6),
+            "gc" => self.budgets.share().is_some_and(|b| m[1] > b),
+            _ => false,
+        }
+    }
+
     fn share(&self) -> f64 {
         mean(self.history.iter().map(|(h, _)| h[1]))
     }
@@ -401,10 +417,9 @@ impl Controller {
         // A change made for a budget missed, measured, that did nothing for it went the wrong
         // way too (a larger generation that cut the GC share while every pause grew). One made
         // ahead of a predicted miss (the long full collection still to come) is not judged so.
-        let share_budget = self.budgets.share();
         let budget_not_helped = match p.budget {
-            Some("pause") => budget_ms.is_some_and(|b| p.before[0] > b) && pauses_not_shorter,
-            Some("gc") => share_budget.is_some_and(|b| p.before[1] > b) && after[1] >= p.before[1] * 0.95,
+            Some("pause") => self.missed("pause", p.before) && pauses_not_shorter,
+            Some("gc") => self.missed("gc", p.before) && after[1] >= p.before[1] * 0.95,
             _ => false,
         };
         let wrong_way = p.motive != Motive::Undo
@@ -486,7 +501,7 @@ impl Controller {
         // controller waits for it rather than making another that blocks it for windows.
         let freezes: &[bool] = if self.frozen {
             &[true, false]
-        } else if self.freeze_allowed && !self.freeze_spent && cfg.freeze_after_s.is_some() {
+        } else if self.may_freeze() {
             &[false, true]
         } else {
             &[false]
@@ -608,6 +623,7 @@ impl Controller {
             );
             return (here, None, why, None, Some(now.p), Motive::Budget);
         }
+        let warm = self.warm(r);
         // Where a pause is missed and a freeze is not a move, say why.
         let freeze_note = match () {
             _ if now.misses.pause == 0.0 || self.frozen => String::new(),
@@ -616,10 +632,9 @@ impl Controller {
                 "; freezing is not available (objects were frozen before neurogc, or no hook)".to_owned()
             }
             _ if self.freeze_spent => "; freezing was undone and is not tried again".to_owned(),
-            _ if !self.warm(r) => "; waiting for the heap to warm before freezing".to_owned(),
+            _ if !warm => "; waiting for the heap to warm before freezing".to_owned(),
             _ => String::new(),
         };
-        let warm = self.warm(r);
         let feasible = scored.iter().filter(|s| s.misses.none()).min_by(|a, b| a.cost.total_cmp(&b.cost));
         // A freeze before the heap is warm: not yet, and nothing else meanwhile.
         let early = |s: &Scored| s.c.frozen && !here.frozen && !warm;
@@ -707,11 +722,9 @@ impl Controller {
         // whose prediction the failed threshold move says nothing about.
         // A threshold move for a miss only predicted (a rare long pause still to come) costs
         // windows of measured harm where its prediction is off: made for a miss measured.
-        let recent = self.recent();
         let measured = match now.misses.first() {
-            Some("pause") => self.budgets.pause_ns().is_some_and(|b| recent[0] > b / 1e6),
-            Some("gc") => self.budgets.share().is_some_and(|b| recent[1] > b),
-            Some(_) => r.rss as f64 > app_rss + self.budgets.memory_allowance(app_rss),
+            Some("memory") => r.rss as f64 > app_rss + self.budgets.memory_allowance(app_rss),
+            Some(budget) => self.missed(budget, self.recent()),
             None => false,
         };
         let clearly_better = |s: &Scored| {
@@ -733,7 +746,7 @@ impl Controller {
         // While a freeze may still come (the heap not warm yet), no threshold move to miss less:
         // it would keep the freeze off for windows, and the freeze is the move that takes the
         // heap out of full collections.
-        let freeze_to_come = !warm && !here.frozen && freeze_note.ends_with("before freezing");
+        let freeze_to_come = !warm && !here.frozen && now.misses.pause > 0.0 && self.may_freeze();
         match least.filter(|s| clearly_better(s)) {
             Some(best) if early(best) => {
                 (here, now.misses.first(), wait(best), None, Some(now.p), Motive::Budget)

@@ -287,6 +287,7 @@ impl Collector {
     pub fn observe(&mut self, r: &Reading) {
         self.windows += 1;
         self.last_held_freeze_collection = self.collected_for_freeze && r.collections[2] > 0;
+        self.collected_for_freeze &= !self.last_held_freeze_collection;
         // A freeze or unfreeze seen in the counters (the application's, or neurogc's own,
         // confirmed): the old generation's counters count frozen objects until a full collection.
         let before = self.last.and_then(|l| l.freeze_count);
@@ -337,7 +338,7 @@ impl Collector {
         if r.collections[2] > 0 {
             // neurogc's collection before its freeze walked the whole heap, frozen objects then
             // included; the counters still count them until a full collection after it.
-            let forced = std::mem::take(&mut self.collected_for_freeze);
+            let forced = self.last_held_freeze_collection;
             let walked =
                 prev.map(|[l, p]| if forced { (l + p) as f64 } else { self.walked(l, p, r.freeze_count) });
             if let Some(w) = walked.filter(|w| *w > 1000.0) {
