@@ -18,7 +18,6 @@ generation (bench/workload.py) and the process's peak RSS (VmHWM).
 import argparse
 import gc
 import json
-import os
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -69,15 +68,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         if self.path == "/stats":
-            body = json.dumps({
-                "pid": os.getpid(),
-                "served": SERVED[0],
-                "gc": gc.get_stats(),
-                "thresholds": gc.get_threshold(),
-                "freeze_count": gc.get_freeze_count() if hasattr(gc, "get_freeze_count") else None,
-                "peak_rss_bytes": workload.peak_rss_bytes(),
-                "pauses": workload.stats(),
-            }).encode()
+            body = json.dumps(workload.stats_document(SERVED[0])).encode()
         else:
             SERVED[0] += 1
             body = json.dumps({"n": work(SERVED[0], 3 if self.path == "/burst" else 1)}).encode()

@@ -5,6 +5,7 @@ by gc.callbacks, peak RSS, and the recipes the agent is compared against.
 stats() answers, per generation, [collections, total ns, longest ns since the last stats()].
 """
 import gc
+import os
 import time
 
 _count = [0, 0, 0]
@@ -48,6 +49,36 @@ def apply_recipe(recipe):
         gc.set_threshold(50_000, 20, 20)
     elif recipe == "gc-off":
         gc.disable()
+
+
+def stats_document(served):
+    """What GET /stats answers in every service the benchmark drives: requests served, the
+    collector's own counts, thresholds and frozen objects, peak RSS, and pauses per generation
+    since the last call (see stats())."""
+    return {
+        "pid": os.getpid(),
+        "served": served,
+        "gc": gc.get_stats(),
+        "thresholds": gc.get_threshold(),
+        "freeze_count": gc.get_freeze_count() if hasattr(gc, "get_freeze_count") else None,
+        "peak_rss_bytes": peak_rss_bytes(),
+        "pauses": stats(),
+    }
+
+
+def serve_wsgi(app, request_queue_size=5):
+    """Serves a WSGI application on the standard library's wsgiref, quietly, on a free local
+    port; prints "ready PORT" once it listens. request_queue_size: the listen backlog."""
+    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server_class = type("Server", (WSGIServer,), {"request_queue_size": request_queue_size})
+    server = make_server("127.0.0.1", 0, app, server_class=server_class, handler_class=Quiet)
+    print("ready %d" % server.server_port, flush=True)
+    server.serve_forever()
 
 
 def peak_rss_bytes():

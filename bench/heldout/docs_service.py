@@ -15,11 +15,9 @@ collector sees; nothing here builds cycles on purpose.
 Prints "ready PORT" once it listens. GET /stats as bench/cache_service.py answers it.
 """
 import argparse
-import gc
 import json
 import os
 import sys
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import jinja2  # noqa: E402
@@ -75,15 +73,7 @@ def search(i):
 def app(environ, start_response):
     path = environ.get("PATH_INFO", "")
     if path == "/stats":
-        body = json.dumps(
-            {
-                "served": SERVED[0],
-                "gc": gc.get_stats(),
-                "pauses": workload.stats(),
-                "peak_rss_bytes": workload.peak_rss_bytes(),
-                "thresholds": list(gc.get_threshold()),
-            }
-        ).encode()
+        body = json.dumps(workload.stats_document(SERVED[0])).encode()
     elif path == "/work":
         SERVED[0] += 1
         i = SERVED[0]
@@ -101,17 +91,6 @@ def app(environ, start_response):
     return [body]
 
 
-class Quiet(WSGIRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-class Server(WSGIServer):
-    # A production server's listen backlog (gunicorn's 2048; socketserver's 5 would drop the
-    # connections that arrive during a long pause, and the client would retry 1 s later).
-    request_queue_size = 1024
-
-
 def main():
     global ARGS
     ap = argparse.ArgumentParser()
@@ -122,9 +101,9 @@ def main():
     build_index(ARGS.docs)
     workload.install()
     workload.apply_recipe(ARGS.recipe)
-    server = make_server("127.0.0.1", 0, app, server_class=Server, handler_class=Quiet)
-    print("ready %d" % server.server_port, flush=True)
-    server.serve_forever()
+    # A production server's listen backlog (gunicorn's 2048; socketserver's 5 would drop the
+    # connections that arrive during a long pause, and the client would retry 1 s later).
+    workload.serve_wsgi(app, request_queue_size=1024)
 
 
 if __name__ == "__main__":

@@ -13,11 +13,9 @@ framework's own request objects leave is what the collector sees.
 Prints "ready PORT" once it listens. GET /stats as bench/cache_service.py answers it.
 """
 import argparse
-import gc
 import json
 import os
 import sys
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import bottle  # noqa: E402
@@ -65,20 +63,7 @@ def work():
 @app.get("/stats")
 def stats():
     bottle.response.content_type = "application/json"
-    return json.dumps(
-        {
-            "served": SERVED[0],
-            "gc": gc.get_stats(),
-            "pauses": workload.stats(),
-            "peak_rss_bytes": workload.peak_rss_bytes(),
-            "thresholds": list(gc.get_threshold()),
-        }
-    )
-
-
-class Quiet(WSGIRequestHandler):
-    def log_message(self, *args):
-        pass
+    return json.dumps(workload.stats_document(SERVED[0]))
 
 
 def main():
@@ -91,9 +76,7 @@ def main():
     build_sessions(ARGS.sessions)
     workload.install()
     workload.apply_recipe(ARGS.recipe)
-    server = make_server("127.0.0.1", 0, app, server_class=WSGIServer, handler_class=Quiet)
-    print("ready %d" % server.server_port, flush=True)
-    server.serve_forever()
+    workload.serve_wsgi(app)
 
 
 if __name__ == "__main__":
