@@ -28,6 +28,9 @@ use crate::{
 /// How often the ring buffer is drained when the kernel does not wake us (it wakes us only when
 /// a quarter of the ring is full).
 const DRAIN_PERIOD: Duration = Duration::from_millis(100);
+/// How long act mode waits for the GC state in silence (a collection in progress resolves in
+/// milliseconds; a stop or a debugger does not).
+const WAIT_GRACE: Duration = Duration::from_secs(2);
 
 /// Where the records go: the `--json` stream or a `.ngc` recording.
 pub type Records = TraceWriter<Box<dyn Write>>;
@@ -235,6 +238,23 @@ impl Observer<'_> {
         Ok(())
     }
 
+    /// Act mode still waiting for the GC state after a grace period: the user hears why.
+    fn explain_wait(&mut self) -> Result<()> {
+        let Some(steer) = self.steer.as_mut() else { return Ok(()) };
+        if !steer.wants_actuator() || !self.dec.gc.pending() || self.started.elapsed() < WAIT_GRACE {
+            return Ok(());
+        }
+        let held = crate::target::process::held_by_other(self.plan.pid);
+        let why = format!(
+            "waiting to read the target's GC state before changing anything: {}",
+            held.as_deref().unwrap_or("it was collecting each time it was read, or is still starting")
+        );
+        match steer.waiting_for_state(why, self.clock.now_unix_ns()) {
+            Some(rec) => Ok(self.emit(&Record::Actuation(rec))?),
+            None => Ok(()),
+        }
+    }
+
     fn actuation(&mut self, ev: crate::actuate::Event) -> Result<()> {
         let Some(steer) = self.steer.as_mut() else { return Ok(()) };
         let rec = steer.on_event(ev, self.clock.now_unix_ns());
@@ -311,6 +331,7 @@ impl Observer<'_> {
             self.release_held()?;
         }
         self.start_actuator()?;
+        self.explain_wait()?;
         let freeze = self.steer.as_ref().and_then(|s| s.freeze_count);
         let window = self.windower.close(sample(pid, &self.dec.gc, &self.clock, freeze));
         let decision = match self.steer.as_mut() {

@@ -28,7 +28,7 @@ pub enum GcStatus {
 
 /// Failed validations (one single-shot check per drain, ≈ 100 ms apart) before the layout is
 /// declared wrong: a check fails while a collection rewires the lists, so a wrong layout is the
-/// only way to fail 50 times running.
+/// only way to fail 50 times running while the target runs.
 const MAX_VALIDATION_FAILURES: u32 = 50;
 
 impl GcStatus {
@@ -39,6 +39,9 @@ impl GcStatus {
             Ok(None) => return,
             // Gone before we could look (a very short-lived target): stay unproven.
             Err(_) if !process::exists(pid) => return,
+            // Stopped in a collection, its lists stay mid-rewiring until it runs again: that
+            // proves nothing about the layout.
+            Err(_) if process::stopped(pid) => return,
             Err(_) if *failures + 1 < MAX_VALIDATION_FAILURES => {
                 *failures += 1;
                 return;

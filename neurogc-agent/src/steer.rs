@@ -78,6 +78,8 @@ pub struct Steering {
     pub last_effect: Option<neurogc_trace::Effect>,
     /// Act mode could not start (why, and whether it is the user's to fix): the agent ends with it.
     pub failed_to_start: Option<(String, bool)>,
+    /// Why act mode waits before its actuator can start, as last said.
+    waiting_said: Option<String>,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -125,6 +127,7 @@ impl Steering {
             last: None,
             last_effect: None,
             failed_to_start: None,
+            waiting_said: None,
         }
     }
 
@@ -181,18 +184,21 @@ impl Steering {
         Ok(events)
     }
 
+    /// Act mode whose actuator cannot start yet: the target's GC state is not proven (it was
+    /// collecting each time it was read, or it is stopped inside a collection). Says `why` once
+    /// per reason, and returns the record to report then.
+    pub fn waiting_for_state(&mut self, why: String, ts_ns: u64) -> Option<Actuation> {
+        if self.waiting_said.as_ref() == Some(&why) {
+            return None;
+        }
+        tracing::warn!("act mode: {why}");
+        self.waiting_said = Some(why.clone());
+        Some(Actuation { ts_ns, event: "waiting".to_owned(), detail: Some(why), ..Actuation::default() })
+    }
+
     /// Folds an actuator event into the state; returns the record to report.
     pub fn on_event(&mut self, ev: Event, ts_ns: u64) -> Actuation {
-        let mut rec = Actuation {
-            ts_ns,
-            event: String::new(),
-            thresholds: None,
-            requested: None,
-            latency_ns: None,
-            restored: None,
-            freeze_count: None,
-            detail: None,
-        };
+        let mut rec = Actuation { ts_ns, ..Actuation::default() };
         let handle = match std::mem::replace(&mut self.actuator, Actuator::None) {
             Actuator::Starting(h) | Actuator::Ready(h) | Actuator::Halted(Some(h), _) => Some(h),
             _ => None,

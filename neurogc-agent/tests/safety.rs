@@ -179,7 +179,9 @@ fn a_traced_or_stopped_target_is_not_harmed() {
     kill(&mut tracer);
     let original = t.original.clone();
     let mut errors = finished_clean("traced", &mut t, &original);
-    // Stopped: the agent explains, and leaves nothing armed when it goes.
+    // Stopped: the agent explains, and leaves nothing armed when it goes. The stop lands inside
+    // a collection about one time in six (the GC state cannot be proven then, and the actuator
+    // waits for it) or outside (the hook waits to be queued): both must say it is stopped.
     let mut t = target(&py, "busy", 4.0, &[]);
     signal(t.pid as u32, "-STOP");
     let (mut agent, mut out, mut err) = steer(t.pid, &[]);

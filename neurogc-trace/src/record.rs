@@ -277,7 +277,7 @@ pub struct Decision {
     pub unholdable: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Actuation {
     pub ts_ns: u64,
     /// waiting, ready, applied, frozen, unfrozen, not-frozen, app-changed, failed or finished.

@@ -322,20 +322,8 @@ fn main_thread_blocked(pid: i32) -> Option<String> {
 
 /// What the main thread is doing, in words, for messages.
 pub fn main_thread_state(pid: i32) -> String {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_owned()).unwrap_or_default()
-    };
-    let tracer = field("TracerPid:");
-    if !tracer.is_empty() && tracer != "0" {
-        return format!("it is traced by {} (a debugger?)", process::describe(tracer.parse().unwrap_or(0)));
-    }
-    let state = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit_once(") ").and_then(|(_, r)| r.chars().next()))
-        .unwrap_or('?');
-    if state == 'T' || state == 't' {
-        return "it is stopped (SIGSTOP or a debugger)".to_owned();
+    if let Some(held) = process::held_by_other(pid) {
+        return held;
     }
     let wchan = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/wchan")).unwrap_or_default();
     let syscall = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/syscall")).unwrap_or_default();

@@ -27,6 +27,22 @@ pub fn exists(pid: i32) -> bool {
             .is_ok_and(|s| s.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')))
 }
 
+/// The main thread is stopped (SIGSTOP, or a debugger's stop): it runs no code until resumed.
+pub fn stopped(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/stat"))
+        .is_ok_and(|s| s.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with(['T', 't'])))
+}
+
+/// A tracer or a stop holding the target, in words: nothing neurogc does moves it on.
+pub fn held_by_other(pid: i32) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let tracer = status.lines().find_map(|l| l.strip_prefix("TracerPid:")).map(str::trim).unwrap_or("0");
+    if tracer != "0" {
+        return Some(format!("it is traced by {} (a debugger?)", describe(tracer.parse().unwrap_or(0))));
+    }
+    stopped(pid).then(|| "it is stopped (SIGSTOP or a debugger)".to_owned())
+}
+
 pub fn open(pid: i32) -> Result<Process> {
     if !exists(pid) {
         bail_user!("no process with PID {pid} (it is not running, or not in this PID namespace)");
