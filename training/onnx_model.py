@@ -1,10 +1,13 @@
 """Writes neurogc's learned model as an ONNX graph from numpy weights (no deep-learning
 framework), following the agent's "corrector/1" contract (neurogc-agent/src/policy/model.rs):
 
-  candidates [N, F] -> (x - mean) / std -> Gemm -> Relu -> ... -> Gemm -> correction [N, 4]
+  candidates [N, F] -> Gemm -> Relu -> ... -> Gemm -> correction [N, 4]
 
 One row per candidate action; the output is ln(measured / predicted) expected for the GC share
-and generations 0, 1 and 2's pauses. A linear model is one Gemm; a constant, one Gemm of zeros.
+and generations 0, 1 and 2's pauses. The layers are trained on standardised inputs,
+(x - mean) / std; that is folded into the first Gemm's weights, so a linear model is a single
+node: one call a second runs on cold caches, and every kernel it passes through costs tens of
+µs there. A constant is one Gemm of zeros.
 """
 import numpy as np
 import onnx
@@ -17,15 +20,13 @@ OUTPUTS = ["share", "pause0", "pause1", "pause2"]
 def build(layers, mean, std, features, cls, extra_meta=None):
     """layers: [(W [in, out], b [out]), ...], ReLU between them; the last has 4 outputs."""
     n = len(features)
-    inits = [
-        numpy_helper.from_array(np.asarray(mean, np.float32).reshape(1, n), "mean"),
-        numpy_helper.from_array(np.asarray(std, np.float32).reshape(1, n), "std"),
-    ]
-    nodes = [
-        helper.make_node("Sub", ["candidates", "mean"], ["centred"]),
-        helper.make_node("Div", ["centred", "std"], ["x0"]),
-    ]
-    x = "x0"
+    mean = np.asarray(mean, np.float64).reshape(n)
+    std = np.asarray(std, np.float64).reshape(n)
+    w0, b0 = (np.asarray(a, np.float64) for a in layers[0])
+    # ((x - mean) / std) @ w0 + b0 == x @ (w0 / std) + (b0 - (mean / std) @ w0)
+    layers = [(w0 / std[:, None], b0 - (mean / std) @ w0)] + list(layers[1:])
+    inits, nodes = [], []
+    x = "candidates"
     for i, (w, b) in enumerate(layers):
         inits += [numpy_helper.from_array(np.asarray(w, np.float32), f"w{i}"),
                   numpy_helper.from_array(np.asarray(b, np.float32), f"b{i}")]
