@@ -10,9 +10,9 @@ use crate::{
     actuate::ActuatorKind,
     bail_user,
     fleet::discover::{Filter, Rule, RuleKey},
+    interp::ProbeChoice,
     policy::{ModelChoice, Policy, budgets::GuardConfig, model::ExecutionProvider},
     steer::Mode,
-    target::ProbeChoice,
 };
 
 const AFTER_HELP: &str = "\

@@ -13,7 +13,7 @@ use nix::{
     unistd::Pid,
 };
 
-use crate::{bail_user, target};
+use crate::{bail_user, interp};
 
 /// A launched command, stopped under ptrace with its interpreter mapped.
 pub struct Launched {
@@ -23,7 +23,7 @@ pub struct Launched {
 fn interpreter_mapped(pid: i32) -> bool {
     // Cheap test first (the maps), the ELF parse only once a candidate is there.
     let mapped = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
-    mapped.contains("libpython3") && matches!(target::find_interpreter(pid), Ok(Some(_)))
+    mapped.contains("libpython3") && matches!(interp::find_interpreter(pid), Ok(Some(_)))
 }
 
 enum Exe {
@@ -36,8 +36,8 @@ enum Exe {
 }
 
 fn classify_exe(pid: i32) -> Exe {
-    let Ok(elf) = target::elf::Elf::open(format!("/proc/{pid}/exe").as_ref()) else { return Exe::Other };
-    if elf.symbol_address("_PyRuntime").is_some() && target::find_interpreter(pid).is_ok_and(|f| f.is_some())
+    let Ok(elf) = interp::elf::Elf::open(format!("/proc/{pid}/exe").as_ref()) else { return Exe::Other };
+    if elf.symbol_address("_PyRuntime").is_some() && interp::find_interpreter(pid).is_ok_and(|f| f.is_some())
     {
         Exe::Interpreter
     } else if elf.needed().iter().any(|n| n.starts_with("libpython3")) {

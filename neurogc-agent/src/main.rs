@@ -7,6 +7,7 @@ mod events;
 mod features;
 mod fleet;
 mod input;
+mod interp;
 mod launch;
 mod memory;
 mod metrics;
@@ -19,7 +20,6 @@ mod replay;
 mod report;
 mod session;
 mod steer;
-mod target;
 mod top;
 mod view;
 mod wait;
@@ -80,7 +80,7 @@ fn run(task: Task, started: Instant) -> Result<()> {
     // they stop the agent in order, whenever they arrived.
     wait::hold_stop_signals()?;
     // Read-only checks of an existing target come first, so its errors are about the target.
-    let attach_plan = opts.pid.map(|pid| target::resolve(pid, opts.probe)).transpose()?;
+    let attach_plan = opts.pid.map(|pid| interp::resolve(pid, opts.probe)).transpose()?;
     // Then the model: a broken model file or a missing ONNX Runtime must change nothing.
     let steer = match opts.mode {
         Mode::Observe => None,
@@ -101,7 +101,7 @@ fn run(task: Task, started: Instant) -> Result<()> {
         if opts.command.is_empty() { None } else { Some(launch::spawn(&opts.command, json_stdout)?) };
     let plan = match (attach_plan, &launched) {
         (Some(plan), _) => Ok(plan),
-        (None, Some(l)) => target::resolve(l.pid, opts.probe),
+        (None, Some(l)) => interp::resolve(l.pid, opts.probe),
         (None, None) => unreachable!("clap requires --pid or COMMAND"),
     };
     let armed = plan.and_then(|plan| Ok((Probes::arm(&plan)?, plan)));
@@ -123,7 +123,7 @@ fn run(task: Task, started: Instant) -> Result<()> {
     let attach_ms = started.elapsed().as_secs_f64() * 1e3;
     tracing::info!(
         "observing {} · CPython {} · {} in {} · armed in {attach_ms:.0} ms",
-        target::process::describe(pid),
+        interp::process::describe(pid),
         plan.interpreter.version,
         plan.source,
         plan.file.display()

@@ -15,12 +15,12 @@ use crate::{
     aggregate::Aggregate,
     events::{self, Clock},
     features::{self, Sample, Window, Windower},
+    interp::{AttachPlan, process},
     launch::Launched,
     output::LineWriter,
     probes::Probes,
     session::{Decoder, GcStatus},
     steer::{Events, Mode, Steering, latency},
-    target::{AttachPlan, process},
     view,
     wait::{pidfd_open, readable, stop_signals},
 };
@@ -244,7 +244,7 @@ impl Observer<'_> {
         if !steer.wants_actuator() || !self.dec.gc.pending() || self.started.elapsed() < WAIT_GRACE {
             return Ok(());
         }
-        let held = crate::target::process::held_by_other(self.plan.pid);
+        let held = crate::interp::process::held_by_other(self.plan.pid);
         let why = format!(
             "waiting to read the target's GC state before changing anything: {}",
             held.as_deref().unwrap_or("it was collecting each time it was read, or is still starting")

@@ -14,8 +14,8 @@ use neurogc_common::{GlobalConfig, RING_BYTES, TargetConfig, counter};
 
 use crate::{
     bail_user,
+    interp::{AttachPlan, Sites},
     perf_uprobe::{self, UprobeLink},
-    target::{AttachPlan, Sites},
 };
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/neurogc-probes"));

@@ -7,7 +7,7 @@ use neurogc_trace::Collection;
 
 use crate::{
     events::{self, Clock},
-    target::{
+    interp::{
         layout::{GcLocator, GcState},
         process,
     },

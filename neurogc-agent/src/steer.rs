@@ -11,13 +11,13 @@ use neurogc_trace::{Actuation, Decision, LatencySummary, ModelInfo};
 use crate::{
     actuate::{self, ActuatorHandle, ActuatorKind, Command, Event, Finish},
     features::Window,
+    interp::{AttachPlan, layout::GcState},
     policy::{
         budgets::GuardConfig,
         controller::Controller,
         model::Model,
         predict::{Correction, FEATURE_COUNT},
     },
-    target::{AttachPlan, layout::GcState},
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -264,7 +264,7 @@ impl Steering {
                 if self.original.is_none() {
                     // Act mode never started: the agent has nothing to do and says why on exit.
                     self.failed_to_start = Some((why.clone(), user));
-                } else if self.pid.is_some_and(crate::target::process::exists) {
+                } else if self.pid.is_some_and(crate::interp::process::exists) {
                     tracing::error!("act mode: {why}");
                 } else {
                     // The target ended: nothing is left to steer or to restore in it.

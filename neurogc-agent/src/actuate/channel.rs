@@ -87,7 +87,7 @@ impl Listener {
                     if cred.pid() != self.pid {
                         tracing::warn!(
                             "refused a connection to the hook socket from {} (uid {})",
-                            crate::target::process::describe(cred.pid()),
+                            crate::interp::process::describe(cred.pid()),
                             cred.uid()
                         );
                         continue;

@@ -2,7 +2,7 @@
 //!
 //! The agent queues `PyRun_SimpleString(stub)` on the main thread's pending-call queue exactly as
 //! `Py_AddPendingCall` would (slot, then the one write that publishes it, then the eval-breaker
-//! flag; layouts in `target::pending`), and the interpreter runs it at its next safe point. The
+//! flag; layouts in `interp::pending`), and the interpreter runs it at its next safe point. The
 //! stub (python-hook/boot.py inside a `try`) lives in the unused tail of the last page of a
 //! writable segment of an ELF file the target maps: mapped, zeroed, and used by nothing. It binds
 //! one name in `__main__` for an instant and deletes it; it looks up no global, so shadowed
@@ -20,13 +20,13 @@ use anyhow::{Context, Result, bail};
 
 use super::custodian::{Custodian, Step};
 use crate::{
-    memory::ProcMem,
-    target::{
+    interp::{
         AttachPlan,
         cpython::GcStateLocation,
         pending::{self, IdleQueue, NotIdle, PendingLayout},
         process,
     },
+    memory::ProcMem,
 };
 
 const BOOT: &str = include_str!("../../../python-hook/boot.py");
@@ -112,7 +112,7 @@ fn find_slack(mem: &ProcMem, plan: &AttachPlan, len: usize) -> Result<u64> {
     }));
     let mut tails = Vec::new();
     for file in ordered {
-        let Ok(elf) = crate::target::elf::Elf::open(&file.open_path) else { continue };
+        let Ok(elf) = crate::interp::elf::Elf::open(&file.open_path) else { continue };
         let bias = file.base.wrapping_sub(elf.first_load_address() & !0xfff);
         for (end, flags) in elf.segment_ends() {
             let rank = if flags & PF_W != 0 {

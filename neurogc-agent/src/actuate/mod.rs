@@ -30,8 +30,8 @@ use self::{
 };
 use crate::{
     bail_user,
+    interp::{AttachPlan, cpython::GcStateLocation, layout::GcState, pending::PendingLayout, process},
     memory::{ProcMem, read_bytes, read_u64},
-    target::{AttachPlan, cpython::GcStateLocation, layout::GcState, pending::PendingLayout, process},
     view::thresholds,
 };
 

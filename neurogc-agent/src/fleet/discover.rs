@@ -9,7 +9,7 @@ use std::{
 
 use wildmatch::WildMatch;
 
-use crate::target::{self, AttachPlan, Build, ProbeChoice, cpython::Interpreter, elf::Elf, process};
+use crate::interp::{self, AttachPlan, Build, ProbeChoice, cpython::Interpreter, elf::Elf, process};
 
 /// `KEY=PATTERN`: comm, cgroup path or container id; `*` and `?` are wildcards.
 #[derive(Debug, Clone)]
@@ -67,7 +67,7 @@ impl Identity {
     pub fn read(pid: i32) -> Option<Identity> {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
         let comm = stat.rsplit_once(") ")?.0.split_once(" (")?.1.to_owned();
-        let start = crate::target::process::start_ticks(&stat)?;
+        let start = crate::interp::process::start_ticks(&stat)?;
         let cgroups = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
         let cgroup = cgroups
             .lines()
@@ -144,7 +144,7 @@ impl BuildCache {
                     needs_libpython: elf.needed().iter().any(|n| n.starts_with("libpython3")),
                 },
                 Some(interp) => {
-                    match target::inspect(&elf, interp, &file.path.display().to_string(), ProbeChoice::Auto) {
+                    match interp::inspect(&elf, interp, &file.path.display().to_string(), ProbeChoice::Auto) {
                         Ok(build) => Parsed::Python(Arc::new(build)),
                         Err(err) => Parsed::Refused(format!("{err:#}")),
                     }
@@ -161,7 +161,7 @@ impl BuildCache {
         let deadline = std::time::Instant::now() + LOADER_WAIT;
         loop {
             let mut needs_libpython = false;
-            let files = match target::candidates(pid) {
+            let files = match interp::candidates(pid) {
                 Ok(files) => files,
                 Err(err) => return Resolution::Unreadable(format!("{err:#}")),
             };

@@ -30,9 +30,9 @@ use self::{
 };
 use crate::{
     events::{self, Clock},
+    interp::AttachPlan,
     probes::{Armed, Kernel},
     session::Decoder,
-    target::AttachPlan,
     wait::{pidfd_open, readable, stop_signals},
 };
 
@@ -294,7 +294,7 @@ impl Fleet {
         };
         if let Err(err) = self.start(&r.who, *plan, r.at_exec) {
             // A process that exited meanwhile is not an error.
-            if crate::target::process::exists(pid) {
+            if crate::interp::process::exists(pid) {
                 self.refuse(&r.who, &format!("{err:#}"));
             }
         }

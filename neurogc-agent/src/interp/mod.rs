@@ -1,5 +1,7 @@
-//! Attach-point resolution: from a PID to the interpreter file, its CPython version, the probe
-//! source to use (USDT notes, else the collector's `.symtab` symbol) and the GC state's location.
+//! The interpreter inside a target process, read from outside: from a PID to the interpreter
+//! file (elf, process), its CPython version and layouts (cpython, layout), the probe source to
+//! use (USDT notes, else the collector's `.symtab` symbol or its disassembly), the GC state's
+//! location and the pending-call queue act mode writes to (pending).
 pub mod cpython;
 pub mod disasm;
 pub mod elf;
