@@ -128,12 +128,38 @@ impl Launched {
     }
 }
 
+/// How the launched command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    Exited(i32),
+    Killed(Signal),
+}
+
+impl Ended {
+    /// The status a shell reports for it (128 + the signal when killed): the agent exits with
+    /// it, as `time` and `strace` do.
+    pub fn status(self) -> i32 {
+        match self {
+            Ended::Exited(code) => code,
+            Ended::Killed(sig) => 128 + sig as i32,
+        }
+    }
+
+    /// In words, for the summary.
+    pub fn describe(self) -> String {
+        match self {
+            Ended::Exited(code) => format!("the command exited with status {code}"),
+            Ended::Killed(sig) => format!("the command was killed by {sig} (status {})", self.status()),
+        }
+    }
+}
+
 impl Launched {
-    /// Exit status of the command once it has exited (the agent is its parent and must reap it).
-    pub fn reap(&self) -> Option<i32> {
+    /// How the command ended, once it has (the agent is its parent and must reap it).
+    pub fn reap(&self) -> Option<Ended> {
         match waitpid(Pid::from_raw(self.pid), None) {
-            Ok(WaitStatus::Exited(_, code)) => Some(code),
-            Ok(WaitStatus::Signaled(_, sig, _)) => Some(128 + sig as i32),
+            Ok(WaitStatus::Exited(_, code)) => Some(Ended::Exited(code)),
+            Ok(WaitStatus::Signaled(_, sig, _)) => Some(Ended::Killed(sig)),
             _ => None,
         }
     }

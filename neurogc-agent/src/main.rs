@@ -62,18 +62,24 @@ fn main() {
         // Colour only for a person at a terminal, never into a file or a pipe.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    if let Err(err) = task.and_then(|task| run(task, started)) {
-        eprintln!("neurogc-agent: error: {err:#}");
-        std::process::exit(error::exit_code(&err));
+    match task.and_then(|task| run(task, started)) {
+        // Launch mode: the command's own status, as `time` and `strace` give it.
+        Ok(Some(ended)) => std::process::exit(ended.status()),
+        Ok(None) => {}
+        Err(err) => {
+            eprintln!("neurogc-agent: error: {err:#}");
+            std::process::exit(error::exit_code(&err));
+        }
     }
 }
 
-fn run(task: Task, started: Instant) -> Result<()> {
+/// Runs the task; in launch mode, how the command ended.
+fn run(task: Task, started: Instant) -> Result<Option<launch::Ended>> {
     let opts = match task {
-        Task::Replay(opts) => return replay::run(&opts),
-        Task::Report(opts) => return report::run(&opts),
+        Task::Replay(opts) => return replay::run(&opts).map(|()| None),
+        Task::Report(opts) => return report::run(&opts).map(|()| None),
         Task::Observe(opts) => opts,
-        Task::Fleet(opts, output) => return fleet(opts, output),
+        Task::Fleet(opts, output) => return fleet(opts, output).map(|()| None),
     };
     require_root()?;
     // Ctrl-C and SIGTERM wait (pending) until the loop's handlers are in place: from then on

@@ -79,7 +79,8 @@ enum Stop {
     Failed(anyhow::Error),
     Duration,
     Signal(&'static str),
-    TargetExited(Option<i32>),
+    /// How a launched command ended (None: attached, or not reaped).
+    TargetExited(Option<crate::launch::Ended>),
     OutputClosed,
 }
 
@@ -102,7 +103,7 @@ pub async fn run(
     launched: Option<Launched>,
     mut steer: Option<Steering>,
     mut opts: Options,
-) -> Result<()> {
+) -> Result<Option<crate::launch::Ended>> {
     let pid = plan.pid;
     let exit_watch = readable(pidfd_open(pid)?)?;
     let mut ring = readable(Ring(probes))?;
@@ -198,7 +199,8 @@ pub async fn run(
         Stop::ActFailed(why, true) => Err(anyhow::Error::new(crate::error::UserError(why))),
         Stop::ActFailed(why, false) => Err(anyhow::anyhow!(why)),
         Stop::Failed(err) => Err(err),
-        _ => finished.and(summarised),
+        Stop::TargetExited(ended) => finished.and(summarised).map(|()| ended),
+        _ => finished.and(summarised).map(|()| None),
     }
 }
 
@@ -363,9 +365,11 @@ impl Observer<'_> {
                     (Mode::Advise, false) => "advice",
                     _ => "decision",
                 };
-                let what = d.what.clone().unwrap_or_else(|| view::thresholds(d.thresholds));
+                // Thresholds not read yet (GC state unproven) are not shown as 0/0/0.
+                let what = d.what.clone().or_else(|| window.sample.thresholds.map(|_| view::thresholds(d.thresholds)));
+                let what = what.map_or(String::new(), |w| format!(" {w}"));
                 let budget = d.budget.as_ref().map_or(String::new(), |b| format!(" [{b} budget]"));
-                let mut line = format!("{verb} {what}{budget}: {}", d.reason);
+                let mut line = format!("{verb}{what}{budget}: {}", d.reason);
                 if let Some(given_up) = &d.given_up {
                     line.push_str(&format!(" (given up: {given_up})"));
                 }
@@ -429,7 +433,7 @@ impl Observer<'_> {
             unpaired_events: unpaired,
             generations: self.agg.summaries(),
             target_exit_status: match stop {
-                Stop::TargetExited(status) => *status,
+                Stop::TargetExited(ended) => ended.map(|e| e.status()),
                 _ => None,
             },
             policy: self.steer.as_ref().map(|s| PolicySummary {
@@ -454,6 +458,9 @@ impl Observer<'_> {
                 "{}",
                 view::summary(&summary.generations, &summary.stopped, elapsed_s, summary.gc_time_share, lost)
             )?;
+            if let Stop::TargetExited(Some(ended)) = stop {
+                writeln!(out, "{}", ended.describe())?;
+            }
             out.flush()?;
         }
         if !matches!(stop, Stop::Failed(_)) {

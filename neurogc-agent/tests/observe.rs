@@ -49,6 +49,37 @@ fn launch_mode_sees_every_collection_from_the_first() {
 }
 
 #[test]
+fn launch_mode_exits_with_the_commands_status() {
+    // As `time` and `strace` do: `neurogc-agent -- pytest` in CI must fail when pytest fails.
+    let mut errors = Vec::new();
+    for name in ["debian-bookworm-3.11", "pyenv-3.13"] {
+        let py = python(name);
+        let collect = "import gc; gc.collect(); ";
+        let cases = [
+            ("import sys; sys.exit(3)", 3, "exited with status 3"),
+            ("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", 139, "killed by SIGSEGV"),
+            ("pass", 0, "exited with status 0"),
+        ];
+        for (code, want, words) in cases {
+            let out = agent()
+                .args(["--duration", "120", "--"])
+                .args(&py.argv)
+                .args(["-c", &format!("{collect}{code}")])
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            if out.status.code() != Some(want) || !stdout.contains(words) {
+                errors.push(format!(
+                    "{name}: `{code}`: agent exited {:?}, expected {want} and {words:?} in:\n{stdout}",
+                    out.status
+                ));
+            }
+        }
+    }
+    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
+}
+
+#[test]
 fn attach_to_a_running_process_in_its_own_pid_and_mount_namespace() {
     for_each_python(|py| {
         let mut target = spawn(&py.container_command(&["--wait", "--seconds", "1", "--manual", "5000"]));
