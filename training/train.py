@@ -41,7 +41,7 @@ FLOOR = [1e-4, 1e3, 1e3, 1e5]
 
 
 # The committed steering benchmarks: the held-out families, then the one written after the
-# controller's rules (run once, separately).
+# controller's rules (run separately).
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "results")
 REPORTS = [os.path.join(RESULTS, d, "report.md") for d in ("steer", "steer-docs")]
 
@@ -289,7 +289,7 @@ def main():
         "`cargo xtask bench steer` runs act mode with this model against `--model none` (the",
         "analytic model alone) on families no training run has seen, bench/heldout/ among them:",
         "bench/results/steer/report.md, and bench/results/steer-docs/report.md for the one written",
-        "after the controller's rules and run once.",
+        "after the controller's rules (run separately; nothing it showed changed the controller).",
         "",
     ]
     lines += closed_loop(model_bytes)
