@@ -124,6 +124,9 @@ pub struct Controller {
     window: u64,
     first_ts: Option<u64>,
     last_change: Option<u64>,
+    /// RSS in the window neurogc made its first change: what its changes cost since can be no
+    /// more than what RSS grew from there.
+    rss_at_first_change: Option<f64>,
     streak: Option<(Candidate, u32)>,
     pending: Option<Pending>,
     /// Changes whose measured effect went the wrong way.
@@ -220,6 +223,7 @@ impl Controller {
             freeze_spent: false,
             window: 0,
             first_ts: None,
+            rss_at_first_change: None,
             last_change: None,
             streak: None,
             pending: None,
@@ -314,7 +318,11 @@ impl Controller {
         }
         self.budgets.set_window(r.secs);
         let here = Candidate { thresholds: self.current, frozen: self.frozen };
-        let cost_now = self.collector.predict(&here, self.frozen).memory_bytes;
+        // The model's cost is what the setting in force keeps over its horizon; garbage takes
+        // that long to pile up, and RSS shows what has so far. (An application that shrinks
+        // meanwhile hides some of neurogc's cost: the budget then errs towards holding.)
+        let grown = self.rss_at_first_change.map_or(0.0, |base| (r.rss as f64 - base).max(0.0));
+        let cost_now = self.collector.predict(&here, self.frozen).memory_bytes.min(grown);
         let app_rss = (r.rss as f64 - cost_now).max(0.0);
         let observed = Observed {
             pause_max_ms: worst / 1e6,
@@ -359,6 +367,7 @@ impl Controller {
             });
             self.current = to.thresholds;
             self.last_change = Some(self.window);
+            self.rss_at_first_change.get_or_insert(r.rss as f64);
             self.streak = None;
             match freeze {
                 Some(true) => {
@@ -1122,6 +1131,33 @@ mod tests {
         assert!(v.collect, "{v:?}");
         assert!(v.what.as_deref().is_some_and(|w| w.ends_with("+ collect, freeze")), "{v:?}");
         assert!(v.predicted.unwrap().pause_max_ms < 130.0, "{v:?}");
+    }
+
+    #[test]
+    fn the_memory_budget_counts_what_rss_shows_of_neurogcs_cost_not_the_whole_horizon() {
+        // A tight memory budget (5%, so the 16 MiB floor): once frozen, old objects die among
+        // the frozen ones and the model expects more kept over its horizon than the budget
+        // allows, while RSS grows 1 MiB a window whatever neurogc does (12 MiB in all).
+        let mut c = Controller::new(GuardConfig { memory_budget: 0.05, ..cfg() }, [700, 10, 10], true);
+        c.allow_freeze(true);
+        let mut froze = None;
+        for w in 1..=12 {
+            let mut r = training_loop(c.thresholds(), w, c.frozen());
+            r.rss = (140 << 20) + ((w as u64) << 20);
+            if c.frozen() {
+                r.collected_per[2] = 1_500_000.0;
+            }
+            let v = c.decide(&mut analytic, &r);
+            if v.freeze == Some(true) {
+                froze = Some(w);
+            }
+            // What neurogc's changes cost is at most what RSS grew since the first: inside the
+            // budget in every window, and no reason to give the freeze back.
+            let o = v.observed;
+            assert!(o.rss_limit_mib.is_some_and(|l| o.rss_mib <= l), "window {w}: {v:?}");
+            assert_ne!(v.freeze, Some(false), "window {w}: unfrozen for memory RSS does not show: {v:?}");
+        }
+        assert!(froze.is_some(), "the training loop is frozen");
     }
 
     #[test]
