@@ -226,7 +226,8 @@ pub struct PolicyArgs {
     /// Memory budget, first of the budgets: what neurogc's changes cost (deferred and frozen
     /// garbage, as predicted) as a share of the application's own RSS ("15%", 1% to 1000%; at
     /// least 16 MiB), or an absolute RSS ("512MiB", "2GiB"; 16MiB to 1TiB). Over it, neurogc
-    /// undoes its freeze and steps thresholds back toward the application's
+    /// undoes its freeze and steps thresholds back toward the application's. The cost counted
+    /// in a window is at most what RSS grew since neurogc's first change
     #[arg(long, value_name = "PCT%|SIZE", default_value = "15%", value_parser = memory_budget)]
     pub memory_budget: MemoryBudget,
 
