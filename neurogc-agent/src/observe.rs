@@ -246,7 +246,7 @@ impl Observer<'_> {
         if !steer.wants_actuator() || !self.dec.gc.pending() || self.started.elapsed() < WAIT_GRACE {
             return Ok(());
         }
-        let held = crate::interp::process::held_by_other(self.plan.pid);
+        let held = process::held_by_other(self.plan.pid);
         let why = format!(
             "waiting to read the target's GC state before changing anything: {}",
             held.as_deref().unwrap_or("it was collecting each time it was read, or is still starting")

@@ -309,9 +309,8 @@ pub fn idle_queue(
 /// blocked in a system call would leave every other thread tripping the shared eval breaker.
 fn main_thread_blocked(pid: i32) -> Option<String> {
     let cpu = || -> Option<u64> {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/stat")).ok()?;
-        let rest = stat.rsplit_once(") ")?.1;
-        let f: Vec<&str> = rest.split_whitespace().collect();
+        let stat = process::main_thread_stat(pid)?;
+        let f: Vec<&str> = process::after_comm(&stat)?.split_whitespace().collect();
         Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
     };
     let before = cpu()?;

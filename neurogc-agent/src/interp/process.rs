@@ -20,17 +20,27 @@ pub struct MappedFile {
     pub inode: u64,
 }
 
+/// A `stat` line's fields after the command name (state first), which may itself hold spaces
+/// and parentheses.
+pub fn after_comm(stat: &str) -> Option<&str> {
+    Some(stat.rsplit_once(") ")?.1)
+}
+
+/// The main thread's `stat` line.
+pub fn main_thread_stat(pid: i32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/stat")).ok()
+}
+
 /// Running (not gone, not a zombie waiting to be reaped).
 pub fn exists(pid: i32) -> bool {
     pid > 0
         && std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|s| s.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')))
+            .is_ok_and(|s| after_comm(&s).is_some_and(|rest| !rest.starts_with('Z')))
 }
 
 /// The main thread is stopped (SIGSTOP, or a debugger's stop): it runs no code until resumed.
 pub fn stopped(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/stat"))
-        .is_ok_and(|s| s.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with(['T', 't'])))
+    main_thread_stat(pid).is_some_and(|s| after_comm(&s).is_some_and(|rest| rest.starts_with(['T', 't'])))
 }
 
 /// A tracer or a stop holding the target, in words: nothing neurogc does moves it on.
@@ -53,8 +63,8 @@ pub fn open(pid: i32) -> Result<Process> {
 /// `/proc/PID/stat`'s start time (field 22, clock ticks since boot): with the PID, it names one
 /// process forever.
 pub fn start_ticks(stat: &str) -> Option<u64> {
-    // The 20th field after the comm, which may itself hold spaces and parentheses.
-    stat.rsplit_once(") ")?.1.split_whitespace().nth(19)?.parse().ok()
+    // The 20th field after the comm.
+    after_comm(stat)?.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// How long the process has been running, in seconds.

@@ -115,6 +115,12 @@ impl Budgets {
         self.cfg.pause_budget_ns.map(|b| b as f64)
     }
 
+    /// The RSS the memory budget allows, given the RSS the application would have without
+    /// neurogc's changes.
+    pub fn rss_limit(&self, app_rss: f64) -> f64 {
+        app_rss + self.memory_allowance(app_rss)
+    }
+
     /// Bytes neurogc's changes may cost, given the RSS the application would have without them.
     pub fn memory_allowance(&self, app_rss: f64) -> f64 {
         match self.cfg.memory_limit_bytes {

@@ -329,7 +329,7 @@ impl Controller {
             pause_gen: g as u8,
             gc_share: self.share(),
             rss_mib: mib(r.rss as f64),
-            rss_limit_mib: Some(mib(app_rss + self.budgets.memory_allowance(app_rss))),
+            rss_limit_mib: Some(mib(self.budgets.rss_limit(app_rss))),
             pause_budget_ms: self.budgets.pause_ns().map(|b| b / 1e6),
             gc_budget: self.budgets.share(),
         };
@@ -732,7 +732,7 @@ impl Controller {
         // A threshold move for a miss only predicted (a rare long pause still to come) costs
         // windows of measured harm where its prediction is off: made for a miss measured.
         let measured = match now.misses.first() {
-            Some("memory") => r.rss as f64 > app_rss + self.budgets.memory_allowance(app_rss),
+            Some("memory") => r.rss as f64 > self.budgets.rss_limit(app_rss),
             Some(budget) => self.missed(budget, self.recent()),
             None => false,
         };
