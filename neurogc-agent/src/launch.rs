@@ -53,6 +53,7 @@ pub fn spawn(command: &[OsString], json_stdout: bool) -> Result<Launched> {
     let program = &command[0];
     let mut cmd = Command::new(program);
     cmd.args(&command[1..]);
+    crate::own_env::for_child(&mut cmd);
     if json_stdout {
         cmd.stdout(std::io::stderr().as_fd().try_clone_to_owned()?);
     }

@@ -13,6 +13,7 @@ mod memory;
 mod metrics;
 mod observe;
 mod output;
+mod own_env;
 mod perf_uprobe;
 mod policy;
 mod probes;
@@ -38,6 +39,7 @@ use crate::{
 
 fn main() {
     let started = Instant::now();
+    own_env::settle();
     // The custodian is this same executable, started by the agent (see actuate::custodian).
     let mut args = std::env::args_os();
     if args.nth(1).as_deref() == Some(actuate::custodian::ARG.as_ref()) {

@@ -366,3 +366,55 @@ fn cuda_falls_back_to_the_cpu_and_says_why() {
     assert!(target.reports(&original, Duration::from_secs(1)).is_some(), "advise mode changed the target");
     target.stop();
 }
+
+#[test]
+fn the_model_runtime_writes_nothing_and_the_command_keeps_its_environment() {
+    // Microsoft's ONNX Runtime builds start a telemetry client that writes a device id and an
+    // event database under $HOME/.cache; the agent must leave no file behind on a user's machine,
+    // and the command it launches must see the environment the user gave it.
+    let py = python("debian-bookworm");
+    let show = "import gc, os, time\nprint('child sees', os.environ.get('ORT_DISABLE_TELEMETRY'), flush=True)\n\
+                end = time.time() + 3\nwhile time.time() < end:\n    [[] for _ in range(2000)]\n    gc.collect(0)";
+    let mut errors = Vec::new();
+    for users in [None, Some("0")] {
+        let home =
+            std::env::temp_dir().join(format!("neurogc-home-{}-{}", std::process::id(), users.is_some()));
+        std::fs::create_dir(&home).unwrap();
+        let mut cmd = agent();
+        cmd.env("HOME", &home).env_remove("ORT_DISABLE_TELEMETRY");
+        if let Some(value) = users {
+            cmd.env("ORT_DISABLE_TELEMETRY", value);
+        }
+        let out = cmd.args(["--json", "--"]).args(&py.argv).args(["-c", show]).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let lines = json_lines(&stdout.lines().map(String::from).collect::<Vec<_>>());
+        let decisions = summary(&lines)["policy"]["decisions"].as_u64().unwrap_or(0);
+        let left: Vec<_> = walk(&home);
+        let want = format!("child sees {}", users.unwrap_or("None"));
+        if !out.status.success() || decisions == 0 {
+            errors.push(format!("{users:?}: the model never ran ({decisions} decisions): {stderr}"));
+        }
+        if !left.is_empty() {
+            errors.push(format!("{users:?}: the agent left {left:?} in HOME"));
+        }
+        if !stderr.contains(&want) {
+            errors.push(format!("{users:?}: {want:?} missing from the command's output: {stderr}"));
+        }
+        std::fs::remove_dir_all(&home).unwrap();
+    }
+    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
+}
+
+/// Every path under `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().map_while(Result::ok) {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        }
+        found.push(path);
+    }
+    found
+}

@@ -85,7 +85,12 @@ fn init_runtime() -> Result<&'static Environment> {
                 lib.display()
             )
         })?;
-        builder.with_name("neurogc").build().map_err(|e| format!("starting ONNX Runtime: {e}"))
+        // Off twice: own_env keeps the runtime from starting its client, this keeps it from logging.
+        builder
+            .with_name("neurogc")
+            .with_telemetry(false)
+            .build()
+            .map_err(|e| format!("starting ONNX Runtime: {e}"))
     });
     match result {
         Ok(env) => Ok(env),
