@@ -68,10 +68,11 @@ impl<W: Write> Write for LineWriter<W> {
     }
 }
 
-/// Creates (or truncates) an output file the user named. The agent runs as root: a directory
-/// that other users can write could hold a link planted to redirect the write, so such
-/// directories are refused, the last component is never followed, and only a regular file is
-/// ever truncated.
+/// Creates (or truncates) an output file the user named. The agent often runs as root, so a
+/// file is never followed through a link, and only a regular file is ever truncated. In a
+/// directory other users can write (`/tmp`), a link or file planted there could redirect or
+/// capture the write: there the file is created new (`O_EXCL`), or an existing one is reused
+/// only when it is this user's own regular file with no other name; anyone else's is refused.
 pub fn create(path: &Path, what: &str) -> Result<File> {
     let Some(name) = path.file_name() else { bail_user!("{what} {}: not a file name", path.display()) };
     let dir = match path.parent() {
@@ -85,25 +86,36 @@ pub fn create(path: &Path, what: &str) -> Result<File> {
         Err(Errno::ENOTDIR) => bail_user!("{what} {}: {} is not a directory", path.display(), dir.display()),
         Err(e) => bail_user!("{what} {}: {}: {}", path.display(), dir.display(), io::Error::from(e)),
     };
-    if fstat(&dir_fd)?.st_mode & 0o022 != 0 {
-        bail_user!(
-            "{what} {}: the directory {} can be written by other users, and neurogc-agent (running as root) \
-             does not create files there; write it to a directory only its owner can write",
-            path.display(),
-            dir.display()
-        );
-    }
+    let shared = fstat(&dir_fd)?.st_mode & 0o022 != 0;
     let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
-    let file = match openat(&dir_fd, name, flags, Mode::from_bits_truncate(0o644)) {
-        Ok(fd) => File::from(fd),
+    let mode = Mode::from_bits_truncate(0o644);
+    let opened = if shared {
+        match openat(&dir_fd, name, flags | OFlag::O_EXCL, mode) {
+            Ok(fd) => Ok((fd, true)),
+            Err(Errno::EEXIST) => openat(&dir_fd, name, flags & !OFlag::O_CREAT, mode).map(|fd| (fd, false)),
+            Err(e) => Err(e),
+        }
+    } else {
+        openat(&dir_fd, name, flags, mode).map(|fd| (fd, false))
+    };
+    let (file, created) = match opened {
+        Ok((fd, created)) => (File::from(fd), created),
         Err(Errno::ELOOP) => {
             bail_user!("{what} {}: is a symbolic link, which neurogc-agent does not follow", path.display())
         }
         Err(e) => bail_user!("cannot create {what} {}: {}", path.display(), io::Error::from(e)),
     };
-    let meta = file.metadata().with_context(|| format!("{}", path.display()))?;
-    if !meta.is_file() {
+    let meta = fstat(&file).with_context(|| format!("{}", path.display()))?;
+    if meta.st_mode & libc::S_IFMT != libc::S_IFREG {
         bail_user!("{what} {}: not a regular file (a FIFO, device or directory?)", path.display());
+    }
+    if shared && !created && (meta.st_uid != nix::unistd::geteuid().as_raw() || meta.st_nlink != 1) {
+        bail_user!(
+            "{what} {}: the file exists in {}, a directory other users can write, and is not this \
+             user's own: neurogc-agent does not write to it; choose a new name",
+            path.display(),
+            real_dir(&dir_fd, dir)
+        );
     }
     file.set_len(0).with_context(|| format!("truncating {}", path.display()))?;
     // Blocking writes from here on: O_NONBLOCK only kept the open from waiting on a FIFO.
@@ -111,6 +123,13 @@ pub fn create(path: &Path, what: &str) -> Result<File> {
     let flags = nix::fcntl::OFlag::from_bits_truncate(flags) & !nix::fcntl::OFlag::O_NONBLOCK;
     nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_SETFL(flags))?;
     Ok(file)
+}
+
+/// The directory as the kernel names it (`.` or `..` become the real path), for messages.
+fn real_dir(dir_fd: &std::os::fd::OwnedFd, given: &Path) -> String {
+    use std::os::fd::AsRawFd;
+    std::fs::read_link(format!("/proc/self/fd/{}", dir_fd.as_raw_fd()))
+        .map_or_else(|_| given.display().to_string(), |p| p.display().to_string())
 }
 
 #[cfg(test)]

@@ -406,29 +406,58 @@ fn damaged_empty_and_future_traces_get_a_clear_error() {
 }
 
 #[test]
-fn outputs_are_never_written_through_links_or_into_shared_directories() {
+fn outputs_are_never_written_through_links_or_into_other_users_files() {
     let dir = scratch("outputs");
     let trace = dir.join("t.ngc");
     synthetic(&trace, 100, false);
     let before = records(&trace).0;
     let link = dir.join("link.html");
     std::os::unix::fs::symlink("/etc/neurogc-must-not-exist", &link).unwrap();
+    // A shared sticky directory, as /tmp is, holding another user's file, a link planted to
+    // a file of this user's elsewhere, and a second name (hard link) of this user's file.
     let shared = dir.join("shared");
     std::fs::create_dir(&shared).unwrap();
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let theirs = shared.join("theirs.html");
+    std::fs::write(&theirs, "theirs").unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    let mine = dir.join("mine.txt");
+    std::fs::write(&mine, "mine").unwrap();
+    std::fs::hard_link(&mine, shared.join("second-name.html")).unwrap();
+    std::os::unix::fs::symlink(&mine, shared.join("planted.html")).unwrap();
+    let report = |out: &Path, cwd: &Path| {
+        agent().current_dir(cwd).arg("report").arg(&trace).arg("--html").arg(out).output().unwrap()
+    };
     for (out, says) in [
-        (link.clone(), "symbolic link"),
-        (shared.join("r.html"), "written by other users"),
-        (trace.clone(), "is the trace being read"),
+        (link.clone(), "symbolic link".to_owned()),
+        (shared.join("planted.html"), "symbolic link".to_owned()),
+        (shared.join("second-name.html"), "is not this user's own".to_owned()),
+        (trace.clone(), "is the trace being read".to_owned()),
     ] {
-        let run = agent().arg("report").arg(&trace).arg("--html").arg(&out).output().unwrap();
+        let run = report(&out, &dir);
         let stderr = String::from_utf8_lossy(&run.stderr);
-        assert_eq!(run.status.code(), Some(2), "{stderr}");
-        assert!(stderr.contains(says), "{stderr}");
+        assert_eq!(run.status.code(), Some(2), "{}: {stderr}", out.display());
+        assert!(stderr.contains(&says), "{says:?} missing: {stderr}");
     }
+    // A relative name: the message names the real directory, not ".".
+    let run = report(Path::new("theirs.html"), &shared);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&format!("in {},", shared.display())), "{stderr}");
+    assert!(stderr.contains("is not this user's own"), "{stderr}");
     assert!(!Path::new("/etc/neurogc-must-not-exist").exists());
-    assert!(!shared.join("r.html").exists());
+    assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "theirs");
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), "mine");
     assert_eq!(records(&trace).0, before, "the trace is untouched");
+    // A new file in the shared directory is created (as `report` needs no root), and this
+    // user's own file there is written again.
+    let fresh = shared.join("r.html");
+    for round in ["created", "rewritten"] {
+        let run = report(&fresh, &dir);
+        assert!(run.status.success(), "{round}: {}", String::from_utf8_lossy(&run.stderr));
+        let html = std::fs::read_to_string(&fresh).unwrap();
+        assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"), "{round}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
