@@ -23,6 +23,17 @@ fn pid_that_does_not_exist() {
     assert_user_error(&out, &[NO_SUCH_PID, "no process"]);
 }
 
+#[test]
+fn a_process_root_may_not_read_says_why_without_asking_for_root() {
+    // PID 1 here (and in CI) is the VM's init, which the kernel protects from this agent; in a
+    // container it is the container's init, and not a CPython interpreter. Either way: one
+    // clear line, exit code 2, and never "needs root" to an agent that runs as root.
+    let out = agent().args(["--pid", "1", "--duration", "1"]).output().unwrap();
+    assert_user_error(&out, &["process 1 ("]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("needs root") && !stderr.contains("must run as root"), "{stderr}");
+}
+
 /// Within pid_max, and not running in any test run.
 const NO_SUCH_PID: &str = "4194303";
 

@@ -83,12 +83,92 @@ pub fn describe(pid: i32) -> String {
     format!("{pid} ({})", comm.trim())
 }
 
+/// Why the kernel refuses this agent (root: the agent refuses to start otherwise) another
+/// process's memory map, as far as it can tell.
+fn why_denied(pid: i32) -> String {
+    // ptrace access needs the target's capabilities to be a subset of the caller's (or
+    // CAP_SYS_PTRACE over its user namespace), past Yama and any security module.
+    let caps = |pid: &str, field: &str| -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let line = status.lines().find_map(|l| l.strip_prefix(field))?;
+        u64::from_str_radix(line.trim(), 16).ok()
+    };
+    let missing = match (caps(&pid.to_string(), "CapPrm:"), caps("self", "CapEff:")) {
+        (Some(theirs), Some(ours)) => theirs & !ours,
+        _ => 0,
+    };
+    let mut why = "neurogc-agent runs as root, but the kernel refuses it access to this process".to_owned();
+    if missing != 0 {
+        let names: Vec<String> = (0..64).filter(|b| missing >> b & 1 == 1).map(cap_name).collect();
+        why += &format!(
+            " (it holds {}, which this agent lacks, or a security module protects it)",
+            names.join(", ")
+        );
+    } else {
+        why += " (another user namespace, Yama's ptrace_scope or a security module such as AppArmor or \
+                 SELinux protects it)";
+    }
+    why
+}
+
+/// A capability's name (capability(7)), by bit.
+fn cap_name(bit: u32) -> String {
+    const NAMES: [&str; 41] = [
+        "CHOWN",
+        "DAC_OVERRIDE",
+        "DAC_READ_SEARCH",
+        "FOWNER",
+        "FSETID",
+        "KILL",
+        "SETGID",
+        "SETUID",
+        "SETPCAP",
+        "LINUX_IMMUTABLE",
+        "NET_BIND_SERVICE",
+        "NET_BROADCAST",
+        "NET_ADMIN",
+        "NET_RAW",
+        "IPC_LOCK",
+        "IPC_OWNER",
+        "SYS_MODULE",
+        "SYS_RAWIO",
+        "SYS_CHROOT",
+        "SYS_PTRACE",
+        "SYS_PACCT",
+        "SYS_ADMIN",
+        "SYS_BOOT",
+        "SYS_NICE",
+        "SYS_RESOURCE",
+        "SYS_TIME",
+        "SYS_TTY_CONFIG",
+        "MKNOD",
+        "LEASE",
+        "AUDIT_WRITE",
+        "AUDIT_CONTROL",
+        "SETFCAP",
+        "MAC_OVERRIDE",
+        "MAC_ADMIN",
+        "SYSLOG",
+        "WAKE_ALARM",
+        "BLOCK_SUSPEND",
+        "AUDIT_READ",
+        "PERFMON",
+        "BPF",
+        "CHECKPOINT_RESTORE",
+    ];
+    NAMES.get(bit as usize).map_or_else(|| format!("capability {bit}"), |n| format!("CAP_{n}"))
+}
+
 /// Every file mapped by the process, once each, in address order.
 pub fn mapped_files(process: &Process) -> Result<Vec<MappedFile>> {
     let pid = process.pid;
-    let maps = process.maps().with_context(|| {
-        format!("reading /proc/{pid}/maps (neurogc-agent needs root, or ptrace access to the target)")
-    })?;
+    let maps = match process.maps() {
+        Ok(maps) => maps,
+        Err(procfs::ProcError::PermissionDenied(_)) => {
+            bail_user!("cannot read process {}'s memory map: {}", describe(pid), why_denied(pid))
+        }
+        Err(e) => return Err(e).with_context(|| format!("reading /proc/{pid}/maps")),
+    };
     let mut out: Vec<MappedFile> = Vec::new();
     for map in maps.iter() {
         let MMapPath::Path(path) = &map.pathname else { continue };
