@@ -21,6 +21,7 @@ mod replay;
 mod report;
 mod session;
 mod steer;
+mod text;
 mod top;
 mod view;
 mod wait;
@@ -130,12 +131,11 @@ fn run(task: Task, started: Instant) -> Result<Option<launch::Ended>> {
     tracing::debug!("attach plan: {plan:#x?}");
     let attach_ms = started.elapsed().as_secs_f64() * 1e3;
     tracing::info!(
-        "observing {} · CPython {} · {} in {} · armed in {attach_ms:.0} ms",
+        "observing {} · CPython {} · armed in {attach_ms:.0} ms",
         interp::process::describe(pid),
         plan.interpreter.version,
-        plan.source,
-        plan.file.display()
     );
+    tracing::info!("probes: {} in {}", plan.source, plan.file.display());
     let run = observe::Options {
         records,
         view: !json_stdout,

@@ -63,7 +63,7 @@ pub fn run(opts: &Options) -> Result<()> {
     let mut row: Option<Row> = None;
     let mut tally = Tally::default();
     if !opts.json {
-        writeln!(out, "{:>9}  {:<17} {:<28} replayed ({source})", "window", "in force", "recorded")?;
+        writeln!(out, "{:>9}  {:<14} {:<24} replayed ({source})", "window", "in force", "recorded")?;
     }
     while let Some(record) = match first.take() {
         Some(r) => Some(r),
@@ -126,25 +126,29 @@ pub fn run(opts: &Options) -> Result<()> {
         tracing::warn!("{}: {why}", opts.trace.display());
     }
     if !opts.json {
-        writeln!(
-            out,
-            "{} windows: {} recomputed identical to the recorded ones; the replayed policy would change the thresholds {} times \
-             (the recorded run: {} of {} decisions); same thresholds as the recorded decision in {} of {}",
-            tally.windows,
+        let plural = crate::text::plural;
+        let summary = format!(
+            "{}: {} recomputed identical to the recorded ones; the replayed policy would change the \
+             thresholds {} (the recorded run: {} of {}); same thresholds as the recorded decision in {} of {}",
+            plural(tally.windows, "window"),
             tally.identical,
-            tally.would_change,
+            match tally.would_change {
+                1 => "once".to_owned(),
+                n => format!("{n} times"),
+            },
             tally.recorded_changes,
-            tally.recorded_decisions,
+            plural(tally.recorded_decisions, "decision"),
             tally.agree,
             tally.recorded_decisions
-        )?;
+        );
+        writeln!(out, "{}", crate::text::wrap(&summary, 2))?;
     }
     out.flush()?;
     if tally.identical < tally.windows {
         tracing::warn!(
-            "{} of {} windows differ from the recorded ones: recorded by another agent version, or collections were lost",
+            "{} of {} differ from the recorded ones: recorded by another agent version, or collections were lost",
             tally.windows - tally.identical,
-            tally.windows
+            crate::text::plural(tally.windows, "window")
         );
     }
     Ok(())
@@ -165,14 +169,15 @@ fn flush_row(out: &mut impl Write, row: Option<Row>, json: bool, tally: &mut Tal
     let t = crate::view::thresholds;
     let verdict =
         |d: &Decision| if d.change { format!("change to {}", t(d.thresholds)) } else { "keep".to_owned() };
+    // The row fits 80 columns; the replayed decision's reason goes under it.
     writeln!(
         out,
-        "{:>8.1}s  {:<17} {:<28} {}: {}",
+        "{:>8.1}s  {:<14} {:<24} {}\n{}",
         row.at_s,
         row.in_force.map_or("unknown".to_owned(), t),
         row.recorded.as_ref().map_or("(observe: none)".to_owned(), verdict),
         verdict(&row.would),
-        row.would.reason
+        crate::text::block(&row.would.reason, 11)
     )?;
     Ok(())
 }

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use neurogc_trace::GenSummary;
 
-use crate::aggregate::Aggregate;
+use crate::{aggregate::Aggregate, text};
 
 pub struct Frame<'a> {
     pub pid: i32,
@@ -57,31 +57,50 @@ fn settings_text(f: &Frame) -> String {
 }
 
 fn alloc_text(f: &Frame) -> String {
-    f.alloc_rate.map_or_else(|| "n/a".to_owned(), |r| format!("{}/s", count(r)))
+    match (f.alloc_rate, f.settings) {
+        (Some(_), Some((t, count0))) if !alloc_estimate_holds(t[0], count0) => {
+            format!("not estimated (gen0 count {count0} > 2× threshold0)")
+        }
+        (Some(r), _) => format!("{}/s", count(r)),
+        (None, _) => "n/a".to_owned(),
+    }
+}
+
+/// The allocation estimate (collections × threshold0 + the change in gen0's count) assumes a
+/// collection runs once gen0's count reaches threshold0. Far above it (3.12+ defers collection
+/// to the eval breaker, 3.14's incremental collector counts differently, gc.disable()), that
+/// does not hold and the estimate is not shown.
+pub fn alloc_estimate_holds(threshold0: i64, count0: i64) -> bool {
+    threshold0 > 0 && count0 <= 2 * threshold0
 }
 
 pub fn screen(f: &Frame) -> String {
     let mut s = String::new();
     // Home + clear: redraw in place like top.
     s.push_str("\x1b[H\x1b[2J");
-    let _ = writeln!(
-        s,
-        "\x1b[1mneurogc\x1b[0m · pid {} {} · CPython {} · {} · {:.0}s",
-        f.pid, f.name, f.python, f.probe, f.elapsed_s
-    );
-    let _ = writeln!(
-        s,
-        "{} · GC {:.2}% of wall time · net allocs {} · lost events {}",
+    // The title is fitted without its escape codes, which take no columns.
+    let title = [
+        "neurogc".to_owned(),
+        format!("pid {} {}", f.pid, f.name),
+        format!("CPython {}", f.python),
+        f.probe.to_owned(),
+        format!("{:.0}s", f.elapsed_s),
+    ];
+    let title = text::fit(&title, " · ", 2).replacen("neurogc", "\x1b[1mneurogc\x1b[0m", 1);
+    let _ = writeln!(s, "{title}");
+    let state = [
         settings_text(f),
-        f.gc_share * 100.0,
-        alloc_text(f),
-        f.lost
-    );
+        format!("GC {:.2}% of wall time", f.gc_share * 100.0),
+        format!("net allocs {}", alloc_text(f)),
+        format!("lost events {}", f.lost),
+    ];
+    let _ = writeln!(s, "{}", text::fit(&state, " · ", 2));
     if let Some(note) = f.note {
-        let _ = writeln!(s, "\x1b[33m{note}\x1b[0m");
+        let _ = writeln!(s, "\x1b[33m{}\x1b[0m", text::wrap(note, 2));
     }
     if let Some(decision) = f.decision {
-        let _ = writeln!(s, "\x1b[36m{decision}\x1b[0m");
+        let lines: Vec<String> = decision.lines().map(|l| text::wrap(l, 2)).collect();
+        let _ = writeln!(s, "\x1b[36m{}\x1b[0m", lines.join("\n"));
     }
     let _ = writeln!(s);
     let _ = writeln!(
@@ -115,42 +134,45 @@ pub fn screen(f: &Frame) -> String {
     s
 }
 
+/// One refresh as fields, fitted to 80 columns (a wrapped refresh is indented under its time).
 pub fn line(f: &Frame) -> String {
-    let mut s = format!("{:>7.1}s", f.elapsed_s);
+    let mut fields = vec![format!("{:>7.1}s", f.elapsed_s)];
     for (g, t) in f.agg.gens.iter().enumerate() {
         let rate = f.interval_collections[g] as f64 / f.interval_s.max(1e-9);
-        let _ = write!(s, " | gen{g} {} ({}/s)", t.collections, count(rate));
+        let mut field = format!("gen{g} {} ({}/s)", t.collections, count(rate));
         if t.collections > 0 {
             let _ = write!(
-                s,
+                field,
                 " p50 {} p99 {} max {}",
                 duration(t.pauses.value_at_quantile(0.5)),
                 duration(t.pauses.value_at_quantile(0.99)),
                 duration(t.pauses.max())
             );
         }
+        fields.push(field);
     }
-    let _ = write!(
-        s,
-        " | gc {:.2}% | allocs {} | {} | lost {}",
-        f.gc_share * 100.0,
-        alloc_text(f),
-        settings_text(f),
-        f.lost
-    );
+    fields.push(format!("gc {:.2}%", f.gc_share * 100.0));
+    fields.push(format!("allocs {}", alloc_text(f)));
+    fields.push(settings_text(f));
+    fields.push(format!("lost {}", f.lost));
     if let Some(decision) = f.decision {
-        let _ = write!(s, " | {}", decision.replace('\n', " | "));
+        fields.extend(decision.lines().map(str::to_owned));
     }
-    s
+    text::fit(&fields, " | ", 9)
 }
 
 /// The closing table printed when the agent detaches (human output).
 pub fn summary(gens: &[GenSummary], stopped: &str, elapsed_s: f64, gc_share: f64, lost: u64) -> String {
     let total: u64 = gens.iter().map(|g| g.collections).sum();
-    let mut s = format!(
-        "neurogc summary ({stopped} after {elapsed_s:.1}s): {total} collections, GC {:.2}% of wall time, lost events {lost}\n",
-        gc_share * 100.0
+    let mut s = text::wrap(
+        &format!(
+            "neurogc summary ({stopped} after {elapsed_s:.1}s): {}, GC {:.2}% of wall time, lost events {lost}",
+            text::plural(total, "collection"),
+            gc_share * 100.0
+        ),
+        2,
     );
+    s.push('\n');
     let _ = writeln!(
         s,
         "{:<4} {:>11} {:>11} {:>8} {:>9} {:>9} {:>9} {:>11}",

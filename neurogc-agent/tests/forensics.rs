@@ -10,7 +10,7 @@ use std::{
 };
 
 use common::*;
-use neurogc_trace::{Attach, Collection, Record, Sample, TraceReader, TraceWriter, Window};
+use neurogc_trace::{Actuation, Attach, Collection, Record, Sample, TraceReader, TraceWriter, Window};
 use serde_json::Value;
 
 /// A directory only root can write (the agent refuses to create files anywhere else).
@@ -272,7 +272,9 @@ fn synthetic(path: &Path, n: u64, json: bool) -> Vec<Collection> {
             pid: 4242,
             tid: if i % 3 == 0 { 4243 } else { 4242 },
             r#gen,
-            duration_ns: [40_000, 400_000, 9_000_000][r#gen as usize] + (i * 7919) % 10_000,
+            // The last collection is a 350 ms pause: longer than the report's time buckets.
+            duration_ns: if i == n - 1 { 350_000_000 } else { [40_000, 400_000, 9_000_000][r#gen as usize] }
+                + (i * 7919) % 10_000,
             collected: (i % 17) as i64,
             uncollectable: 0,
         };
@@ -353,6 +355,133 @@ fn the_html_report_renders_in_headless_chromium() {
         let rgb: Vec<u8> = (0..3).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap()).collect();
         let n = pixels.iter().filter(|p| p[..3].iter().zip(&rgb).all(|(a, b)| a.abs_diff(*b) <= 8)).count();
         assert!(n > 200, "#{hex}: {n} pixels in the screenshot");
+    }
+    // Every plot's axis stays in its range: the GC share of wall time never passes 100%, even
+    // where a pause is longer than the plot's time bucket.
+    let page = std::fs::read_to_string(&html).unwrap();
+    let share_plot =
+        page.split("<h2>GC share of wall time</h2>").nth(1).unwrap().split("</svg>").next().unwrap();
+    let ticks: Vec<f64> = share_plot
+        .split("</text>")
+        .filter_map(|t| t.rsplit('>').next()?.strip_suffix('%')?.parse().ok())
+        .collect();
+    assert!(ticks.len() >= 4 && ticks.iter().all(|t| *t <= 100.0), "share ticks {ticks:?}");
+    for section in ["Pause time by pause length", "Thresholds over time", "seconds since 2023-11-14"] {
+        assert!(page.contains(section), "{section:?} missing from the page");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A trace whose findings can be checked against what it measured: a warm heap whose gen2
+/// pauses dominate, a freeze by neurogc at +30 s, and the application raising threshold0 at
+/// +60 s without the GC share moving.
+fn measured_trace(path: &Path) {
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = TraceWriter::zstd(file).unwrap();
+    let t0 = 1_700_000_000_000_000_000u64;
+    let names = neurogc_trace::features::NAMES;
+    let at = |name: &str| names.iter().position(|n| *n == name).unwrap();
+    w.write(&Record::Attach(Box::new(Attach {
+        format: neurogc_trace::FORMAT,
+        pid: 4242,
+        python: "3.11.2".into(),
+        probe: "usdt".into(),
+        mode: "act".into(),
+        schema: 1,
+        features: names.iter().map(|n| (*n).to_owned()).collect(),
+        sample: sample(t0, 100, 700),
+        build: None,
+        host: None,
+        agent: None,
+        interval_s: Some(1.0),
+        model: None,
+        guard: None,
+    })))
+    .unwrap();
+    let second = 1_000_000_000u64;
+    for s in 0..120u64 {
+        let start = t0 + s * second;
+        for k in 0..20 {
+            let c = Collection {
+                ts_ns: start + k * 40_000_000,
+                pid: 4242,
+                tid: 4242,
+                r#gen: 0,
+                duration_ns: 5_000_000,
+                collected: 10,
+                uncollectable: 0,
+            };
+            w.write(&Record::Gc(c)).unwrap();
+        }
+        if s % 10 == 5 {
+            let c = Collection {
+                ts_ns: start + 850_000_000,
+                pid: 4242,
+                tid: 4242,
+                r#gen: 2,
+                duration_ns: 600_000_000,
+                collected: 1000,
+                uncollectable: 0,
+            };
+            w.write(&Record::Gc(c)).unwrap();
+        }
+        if s == 30 {
+            w.write(&Record::Actuation(Actuation {
+                ts_ns: start + 990_000_000,
+                event: "frozen".into(),
+                thresholds: None,
+                requested: None,
+                latency_ns: None,
+                restored: None,
+                freeze_count: Some(800_000),
+                detail: None,
+            }))
+            .unwrap();
+        }
+        let mut features = vec![0.0; names.len()];
+        features[at("gc_share")] = 0.16;
+        let t = if s >= 60 { 5000 } else { 700 };
+        w.write(&Record::Window(Window {
+            schema: 1,
+            start_ns: start,
+            end_ns: start + second,
+            collections: [20, 0, u64::from(s % 10 == 5)],
+            features,
+            sample: sample(start + second, 100, t),
+        }))
+        .unwrap();
+    }
+    w.seal().unwrap();
+}
+
+#[test]
+fn findings_agree_with_what_the_trace_measured() {
+    let dir = scratch("findings");
+    let trace = dir.join("t.ngc");
+    measured_trace(&trace);
+    let (report, out) = report_json(&trace, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let findings = report["findings"].as_array().unwrap();
+    let by_id =
+        |id: &str| findings.iter().find(|f| f["id"] == id).map(|f| f["text"].as_str().unwrap().to_owned());
+    for f in findings {
+        assert!(["info", "warning", "critical"].contains(&f["severity"].as_str().unwrap()), "{f}");
+        assert!(!f["id"].as_str().unwrap().is_empty(), "{f}");
+    }
+    // Raising threshold0 was measured not to cut the GC share: no advice to raise it.
+    let share = by_id("gc-share").expect("a gc-share finding");
+    assert!(share.contains("did not cut it") && !share.contains("would cut"), "{share}");
+    // neurogc froze the heap: the freeze is reported, and not recommended again.
+    let gen2 = by_id("gen2-pauses").expect("a gen2-pauses finding");
+    assert!(gen2.contains("neurogc froze 800000 objects") && !gen2.contains("gc.freeze()"), "{gen2}");
+    assert_eq!(report["freezes"][0]["count"], 800_000);
+    assert_eq!(report["freezes"][0]["event"], "frozen");
+    // The terminal report fits 80 columns, and lists the freeze.
+    let text = agent().arg("report").arg(&trace).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("neurogc's freezes") && text.contains("frozen    800000"), "{text}");
+    if let Some(wide) = text.lines().find(|l| l.chars().count() > 80) {
+        panic!("a line wider than 80 columns: {wide:?}\n{text}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

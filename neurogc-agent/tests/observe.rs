@@ -195,7 +195,17 @@ fn live_view_reads_thresholds_and_count_from_memory() {
         let _ = target.wait();
         let stdout = String::from_utf8_lossy(&out.stdout);
         let want = format!("thresholds {}/{}/{} · gen0 count", thresholds[0], thresholds[1], thresholds[2]);
-        let refreshes = stdout.lines().filter(|l| l.contains("| gen0 ")).count();
+        // A refresh starts with its time and gen0; lines indented under the time continue it.
+        let mut blocks: Vec<String> = Vec::new();
+        for line in stdout.lines() {
+            if line.contains("s | gen0 ") {
+                blocks.push(line.to_owned());
+            } else if let (Some(block), true) = (blocks.last_mut(), line.starts_with("         ")) {
+                block.push('\n');
+                block.push_str(line);
+            }
+        }
+        let refreshes = blocks.len();
         let mut errors = Vec::new();
         if out.status.code() != Some(0) || !stdout.contains(&want) || refreshes < 2 {
             errors.push(format!(
@@ -204,8 +214,11 @@ fn live_view_reads_thresholds_and_count_from_memory() {
             ));
         }
         // Default mode is advise: every refresh line carries the model's advice.
-        if stdout.lines().filter(|l| l.contains("| gen0 ")).any(|l| !l.contains(" | advice ")) {
-            errors.push(format!("{}: a refresh line without the advice:\n{stdout}", py.name));
+        if blocks.iter().any(|b| !b.contains("advice ")) {
+            errors.push(format!("{}: a refresh without the advice:\n{stdout}", py.name));
+        }
+        if let Some(wide) = stdout.lines().find(|l| l.chars().count() > 80) {
+            errors.push(format!("{}: a line wider than 80 columns: {wide:?}", py.name));
         }
         if !stdout.contains("neurogc summary (duration") {
             errors.push(format!("{}: no closing summary:\n{stdout}", py.name));

@@ -203,7 +203,11 @@ pub async fn run(
         Stop::Signal(s) => s,
         Stop::Asked => "quit",
     };
-    tracing::info!("fleet stopped ({why}): detached from {n} processes, {} events lost", fleet.kernel.lost());
+    tracing::info!(
+        "fleet stopped ({why}): detached from {}, {} lost",
+        crate::text::plural(n as u64, "process"),
+        crate::text::plural(fleet.kernel.lost(), "event")
+    );
     Ok(())
 }
 
@@ -410,9 +414,9 @@ impl Fleet {
             self.kernel.disarm(armed);
         }
         tracing::info!(
-            "{pid} ({}) {why}: {} collections observed",
+            "{pid} ({}) {why}: {} observed",
             s.target.who.comm,
-            s.target.stats.collections
+            crate::text::plural(s.target.stats.collections, "collection")
         );
         for sink in &mut self.sinks {
             sink.gone(&s.target);

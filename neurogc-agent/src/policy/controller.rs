@@ -680,8 +680,9 @@ impl Controller {
                 self.last_change.map(|w| self.window - w).filter(|ago| *ago < self.cfg().cooldown)
             {
                 let why = format!(
-                    "budgets hold; {} would cost less, after the cooldown ({ago} windows since the last change)",
-                    best.c
+                    "budgets hold; {} would cost less, after the cooldown ({} since the last change)",
+                    best.c,
+                    crate::text::plural(ago, "window")
                 );
                 return (here, None, why, None, Some(now.p), Motive::Budget);
             }

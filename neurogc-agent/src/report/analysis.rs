@@ -64,10 +64,29 @@ pub struct Timeline {
     pub buckets: Vec<Bucket>,
 }
 
+/// Calls `f(slot, ns)` for every slot of `width_ns` that the pause `[at_ns, at_ns + duration_ns)`
+/// overlaps, with the part of the pause inside it: a pause longer than a slot is GC time in each
+/// slot it covers, not all in the one where it began (which made shares over 100%). `f` returns
+/// false past the last slot it keeps, which ends the walk (a corrupt trace's absurd duration
+/// costs nothing).
+fn spread(at_ns: u64, duration_ns: u64, width_ns: u64, mut f: impl FnMut(usize, u64) -> bool) {
+    let end = at_ns.saturating_add(duration_ns);
+    let mut from = at_ns;
+    loop {
+        let slot = from / width_ns;
+        let slot_end = (slot + 1).saturating_mul(width_ns).min(end);
+        if !f(slot as usize, slot_end - from) || slot_end >= end {
+            return;
+        }
+        from = slot_end;
+    }
+}
+
 impl Timeline {
     fn add(&mut self, at_ns: u64, g: usize, duration_ns: u64) {
+        let last = |w: u64| (at_ns.saturating_add(duration_ns.saturating_sub(1)) / w) as usize;
         let mut i = (at_ns / self.width_ns) as usize;
-        while i >= TIMELINE_BUCKETS {
+        while last(self.width_ns) >= TIMELINE_BUCKETS {
             let merged: Vec<Bucket> = self
                 .buckets
                 .chunks(2)
@@ -87,13 +106,17 @@ impl Timeline {
             self.width_ns *= 2;
             i = (at_ns / self.width_ns) as usize;
         }
-        if self.buckets.len() <= i {
-            self.buckets.resize(i + 1, Bucket::default());
+        if self.buckets.len() <= last(self.width_ns) {
+            self.buckets.resize(last(self.width_ns) + 1, Bucket::default());
         }
         let b = &mut self.buckets[i];
         b.max_ns[g] = b.max_ns[g].max(duration_ns);
         b.count[g] += 1;
-        b.pause_ns += duration_ns;
+        let buckets = &mut self.buckets;
+        spread(at_ns, duration_ns, self.width_ns, |j, ns| {
+            buckets[j].pause_ns += ns;
+            true
+        });
     }
 }
 
@@ -106,6 +129,7 @@ pub struct WindowStat {
     pub collections: u64,
     pub pause_share: f64,
     pub max_pause_us: f64,
+    /// None where the estimate does not hold (see `view::alloc_estimate_holds`).
     pub alloc_per_s: Option<f64>,
     pub rss_mib: f64,
     pub thresholds: Option<[i64; 3]>,
@@ -128,6 +152,17 @@ pub struct Pause {
     pub r#gen: i8,
     pub duration_ns: u64,
     pub collected: i64,
+}
+
+/// neurogc's `gc.freeze()` or `gc.unfreeze()` in the target, from its actuation records.
+#[derive(Serialize, Clone, Debug)]
+pub struct Freeze {
+    pub at_s: f64,
+    /// "frozen" or "unfrozen".
+    pub event: String,
+    /// Objects in the permanent generation after it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<i64>,
 }
 
 /// Who changed the thresholds, as far as the records tell.
@@ -157,6 +192,8 @@ pub struct Analysis {
     at: FeatureAt,
     pub decisions: u64,
     pub actuations: u64,
+    /// Bounded like the windows: a freeze is at most one per window.
+    pub freezes: Vec<Freeze>,
 }
 
 #[derive(Default)]
@@ -183,6 +220,7 @@ impl Analysis {
             at: FeatureAt::default(),
             decisions: 0,
             actuations: 0,
+            freezes: Vec::new(),
         }
     }
 
@@ -207,6 +245,13 @@ impl Analysis {
                 if let (Some(t), "applied" | "finished" | "ready") = (a.thresholds, a.event.as_str()) {
                     self.neurogc_set.push((a.ts_ns, t));
                 }
+                if matches!(a.event.as_str(), "frozen" | "unfrozen") && self.freezes.len() < MAX_WINDOWS {
+                    self.freezes.push(Freeze {
+                        at_s: a.ts_ns.saturating_sub(self.start_ns) as f64 / 1e9,
+                        event: a.event.clone(),
+                        count: a.freeze_count,
+                    });
+                }
                 self.last_ns = self.last_ns.max(a.ts_ns);
             }
             Record::Summary(s) => self.summary = Some(s.clone()),
@@ -228,14 +273,18 @@ impl Analysis {
         }
         let at = c.ts_ns.saturating_sub(self.start_ns);
         self.timeline.add(at, g, d);
-        let second = (at / 1_000_000_000) as usize;
-        if second < MAX_SECONDS {
-            if self.per_second_us.len() <= second {
-                self.per_second_us.resize(second + 1, 0);
+        let per_second = &mut self.per_second_us;
+        spread(at, d, 1_000_000_000, |second, ns| {
+            if second >= MAX_SECONDS {
+                return false;
             }
-            let us = u32::try_from(d / 1000).unwrap_or(u32::MAX);
-            self.per_second_us[second] = self.per_second_us[second].saturating_add(us);
-        }
+            if per_second.len() <= second {
+                per_second.resize(second + 1, 0);
+            }
+            let us = u32::try_from(ns / 1000).unwrap_or(u32::MAX);
+            per_second[second] = per_second[second].saturating_add(us);
+            true
+        });
     }
 
     fn window(&mut self, w: &Window) {
@@ -254,7 +303,10 @@ impl Analysis {
             collections: w.collections.iter().sum(),
             pause_share: f(self.at.gc_share).unwrap_or(0.0),
             max_pause_us,
-            alloc_per_s: f(self.at.alloc_per_s),
+            alloc_per_s: f(self.at.alloc_per_s).filter(|_| match (w.sample.thresholds, w.sample.count0) {
+                (Some(t), Some(c)) => crate::view::alloc_estimate_holds(t[0], c),
+                _ => true,
+            }),
             rss_mib: w.sample.rss_bytes as f64 / 1048576.0,
             thresholds: w.sample.thresholds,
         });
@@ -302,5 +354,26 @@ impl Analysis {
     pub fn changed_by(&self, before_ns: u64, at_ns: u64, to: [i64; 3]) -> ChangedBy {
         let ours = self.neurogc_set.iter().any(|&(ts, t)| t == to && ts >= before_ns && ts <= at_ns);
         if ours { ChangedBy::Neurogc } else { ChangedBy::Application }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pause_longer_than_a_bucket_is_split_across_the_buckets_it_covers() {
+        let mut t = Timeline { width_ns: 100, buckets: Vec::new() };
+        t.add(50, 2, 260); // 50..310: 50 in bucket 0, 100 in 1 and 2, 10 in 3
+        t.add(320, 0, 10);
+        let pause: Vec<u64> = t.buckets.iter().map(|b| b.pause_ns).collect();
+        assert_eq!(pause, [50, 100, 100, 20]);
+        assert!(t.buckets.iter().all(|b| b.pause_ns <= t.width_ns));
+        assert_eq!((t.buckets[0].count[2], t.buckets[0].max_ns[2], t.buckets[3].count[0]), (1, 260, 1));
+        // Past the last bucket the width doubles, and the split stays within each bucket.
+        t.add(100 * TIMELINE_BUCKETS as u64 - 30, 2, 500);
+        assert_eq!(t.width_ns, 200);
+        assert!(t.buckets.iter().all(|b| b.pause_ns <= t.width_ns));
+        assert_eq!(t.buckets.iter().map(|b| b.pause_ns).sum::<u64>(), 770);
     }
 }

@@ -16,7 +16,8 @@ const W: f64 = 900.0;
 const H: f64 = 240.0;
 const PAD_L: f64 = 70.0;
 const PAD_B: f64 = 30.0;
-const PAD_T: f64 = 12.0;
+/// Room above the frame for the legend, which must never cover data.
+const PAD_T: f64 = 24.0;
 const PAD_R: f64 = 16.0;
 
 fn esc(s: &str) -> String {
@@ -45,8 +46,23 @@ impl Plot {
         H - PAD_B - f * (H - PAD_B - PAD_T)
     }
 
-    /// Frame, axis labels and ticks.
+    /// Frame, the y axis's ticks, and a time axis in seconds since the trace began.
     fn frame(&self, s: &mut String, y_label: impl Fn(f64) -> String, x_label: &str) {
+        self.frame_y(s, y_label);
+        for i in 0..=5 {
+            let v = self.x_max * f64::from(i) / 5.0;
+            let _ = write!(
+                s,
+                r##"<text x="{:.1}" y="{}" text-anchor="middle">{v:.0} s</text>"##,
+                self.x(v),
+                H - PAD_B + 16.0
+            );
+        }
+        x_axis_label(s, x_label);
+    }
+
+    /// Frame and the y axis's ticks.
+    fn frame_y(&self, s: &mut String, y_label: impl Fn(f64) -> String) {
         let _ = write!(
             s,
             r##"<rect x="{PAD_L}" y="{PAD_T}" width="{}" height="{}" fill="#fff" stroke="#999"/>"##,
@@ -70,36 +86,52 @@ impl Plot {
                 esc(&y_label(v))
             );
         }
-        for i in 0..=5 {
-            let v = self.x_max * f64::from(i) / 5.0;
-            let _ = write!(
-                s,
-                r##"<text x="{:.1}" y="{}" text-anchor="middle">{v:.0} s</text>"##,
-                self.x(v),
-                H - PAD_B + 16.0
-            );
-        }
-        let _ = write!(
-            s,
-            r##"<text x="{}" y="{}" text-anchor="end" class="axis">{x_label}</text>"##,
-            W - PAD_R,
-            H - 2.0
-        );
     }
 
+    /// Threshold changes (green: neurogc's, grey: the application's) and neurogc's freezes and
+    /// unfreezes (blue), as vertical lines.
     fn changes(&self, s: &mut String, r: &Report) {
-        for c in &r.threshold_changes {
-            let x = self.x(c.at_s);
+        // Labels step down in three rows, so marks close in time do not print over each other.
+        let mut k = 0;
+        let mut mark = |at_s: f64, color: &str, label: String| {
+            let x = self.x(at_s);
+            let y = PAD_T + 12.0 + f64::from(k % 3) * 12.0;
+            k += 1;
             let _ = write!(
                 s,
-                r##"<line x1="{x:.1}" x2="{x:.1}" y1="{PAD_T}" y2="{}" stroke="#2ca02c" stroke-dasharray="4 3"/><text x="{:.1}" y="{}" class="change">{}</text>"##,
+                r##"<line x1="{x:.1}" x2="{x:.1}" y1="{PAD_T}" y2="{}" stroke="{color}" stroke-dasharray="4 3"/><text x="{:.1}" y="{}" fill="{color}">{}</text>"##,
                 H - PAD_B,
                 x + 3.0,
-                PAD_T + 12.0,
-                thresholds(c.to)
+                y,
+                esc(&label)
             );
+        };
+        for c in &r.threshold_changes {
+            let (color, who) = match c.by {
+                super::ChangedBy::Neurogc => ("#2ca02c", "neurogc"),
+                super::ChangedBy::Application => ("#8c564b", "app"),
+            };
+            mark(c.at_s, color, format!("{who} {}", thresholds(c.to)));
+        }
+        for f in &r.freezes {
+            mark(f.at_s, "#17becf", if f.event == "frozen" { "freeze".into() } else { "unfreeze".into() });
         }
     }
+}
+
+/// "seconds since 2026-11-24 20:43:14 UTC" (or since attach, for a trace without a real clock).
+fn time_axis(r: &Report) -> String {
+    super::started_at(r).map_or_else(|| "seconds since attach".to_owned(), |at| format!("seconds since {at}"))
+}
+
+fn x_axis_label(s: &mut String, label: &str) {
+    let _ = write!(
+        s,
+        r##"<text x="{}" y="{}" text-anchor="end" class="axis">{}</text>"##,
+        W - PAD_R,
+        H - 2.0,
+        esc(label)
+    );
 }
 
 fn svg_open(s: &mut String, title: &str) {
@@ -110,7 +142,7 @@ fn timeline_plot(s: &mut String, r: &Report, t: &Timeline) {
     svg_open(s, "Pauses over time, by generation (longest in each interval)");
     let max = t.buckets.iter().flat_map(|b| b.max_ns).max().unwrap_or(1).max(1) as f64 / 1e3;
     let p = Plot { x_max: r.span_s, y_lo: 1.0, y_hi: max * 1.5, log: true };
-    p.frame(s, |v| duration((v * 1e3) as u64), "time since attach");
+    p.frame(s, |v| duration((v * 1e3) as u64), &time_axis(r));
     let width_s = t.width_ns as f64 / 1e9;
     for (i, b) in t.buckets.iter().enumerate() {
         let x = p.x((i as f64 + 0.5) * width_s);
@@ -125,87 +157,119 @@ fn timeline_plot(s: &mut String, r: &Report, t: &Timeline) {
         }
     }
     p.changes(s, r);
-    legend(s);
+    legend(s, &GENS);
     s.push_str("</svg>");
 }
 
-fn legend(s: &mut String) {
-    for (g, color) in GEN_COLORS.iter().take(3).enumerate() {
-        let x = PAD_L + 10.0 + g as f64 * 70.0;
+/// Above the frame, so it never covers data.
+fn legend(s: &mut String, labels: &[&str]) {
+    for (g, (color, label)) in GEN_COLORS.iter().zip(labels).enumerate() {
+        let x = PAD_L + g as f64 * 90.0;
         let _ = write!(
             s,
-            r#"<rect x="{x}" y="{}" width="10" height="10" fill="{color}"/><text x="{}" y="{}">gen{g}</text>"#,
-            PAD_T + 6.0,
+            r#"<rect x="{x}" y="6" width="10" height="10" fill="{color}"/><text x="{}" y="15">{label}</text>"#,
             x + 14.0,
-            PAD_T + 15.0
         );
     }
 }
 
+const GENS: [&str; 3] = ["gen0", "gen1", "gen2"];
+
+/// Time spent in pauses of each length, stacked by generation: a few long gen2 pauses weigh
+/// what users feel of them, where a count would hide them under thousands of short gen0 ones.
 fn histogram_plot(s: &mut String, r: &Report) {
-    svg_open(s, "Pause histogram");
-    let first = r.histogram.iter().position(|b| b.counts.iter().sum::<u64>() > 0).unwrap_or(0);
-    let last = r.histogram.iter().rposition(|b| b.counts.iter().sum::<u64>() > 0).unwrap_or(0);
+    svg_open(s, "Pause time by pause length");
+    let total = |b: &super::HistogramBucket| b.pause_ns.iter().sum::<u64>();
+    let first = r.histogram.iter().position(|b| total(b) > 0).unwrap_or(0);
+    let last = r.histogram.iter().rposition(|b| total(b) > 0).unwrap_or(0);
     let bins = &r.histogram[first..=last];
-    let peak = bins.iter().map(|b| b.counts.iter().sum::<u64>()).max().unwrap_or(1).max(1) as f64;
-    let p = Plot { x_max: bins.len() as f64, y_lo: 0.0, y_hi: peak, log: false };
-    let _ = write!(
-        s,
-        r##"<rect x="{PAD_L}" y="{PAD_T}" width="{}" height="{}" fill="#fff" stroke="#999"/>"##,
-        W - PAD_L - PAD_R,
-        H - PAD_B - PAD_T
-    );
+    let peak = bins.iter().map(total).max().unwrap_or(1).max(1) as f64 / 1e6;
+    let p = Plot { x_max: bins.len() as f64, y_lo: 0.0, y_hi: peak * 1.1, log: false };
+    p.frame_y(s, |v| duration((v * 1e6) as u64));
+    x_axis_label(s, "pause length, up to");
     let bw = (W - PAD_L - PAD_R) / bins.len().max(1) as f64;
     for (i, b) in bins.iter().enumerate() {
         let mut base = 0.0;
         for (g, color) in GEN_COLORS.iter().enumerate() {
-            let n = b.counts[g] as f64;
-            if n == 0.0 {
+            let ms = b.pause_ns[g] as f64 / 1e6;
+            if ms == 0.0 {
                 continue;
             }
-            let (y0, y1) = (p.y(base), p.y(base + n));
+            let (y0, y1) = (p.y(base), p.y(base + ms));
             let _ = write!(
                 s,
-                r#"<rect x="{:.1}" y="{y1:.1}" width="{:.1}" height="{:.1}" fill="{color}"><title>{}: {n}</title></rect>"#,
+                r#"<rect x="{:.1}" y="{y1:.1}" width="{:.1}" height="{:.1}" fill="{color}"><title>{}: {} pauses, {}</title></rect>"#,
                 p.x(i as f64) + 2.0,
                 bw - 4.0,
-                (y0 - y1).max(0.5),
-                if b.le_ns == u64::MAX { "longer".to_owned() } else { format!("≤ {}", duration(b.le_ns)) }
+                (y0 - y1).max(1.0),
+                if b.le_ns == u64::MAX { "longer".to_owned() } else { format!("≤ {}", duration(b.le_ns)) },
+                b.counts[g],
+                duration(b.pause_ns[g])
             );
-            base += n;
+            base += ms;
         }
+    }
+    // The x axis is pause length, not time: label the bins instead of frame's seconds.
+    s.push_str(&bin_labels(&p, bins));
+    legend(s, &GENS);
+    s.push_str("</svg>");
+}
+
+fn bin_labels(p: &Plot, bins: &[super::HistogramBucket]) -> String {
+    let mut s = String::new();
+    for (i, b) in bins.iter().enumerate() {
         let label = if b.le_ns == u64::MAX { "more".to_owned() } else { duration(b.le_ns) };
         let _ = write!(
             s,
-            r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
+            r##"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"##,
             p.x(i as f64 + 0.5),
             H - PAD_B + 16.0,
             esc(&label)
         );
     }
-    let _ = write!(s, r#"<text x="{}" y="{}" text-anchor="end">{peak:.0}</text>"#, PAD_L - 4.0, PAD_T + 8.0);
-    legend(s);
-    s.push_str("</svg>");
+    s
+}
+
+/// One or more series over time. `cap`: the y axis never goes past it (a share's 100%).
+struct Series<'a> {
+    label: &'a str,
+    color: &'a str,
+    points: Vec<(f64, f64)>,
 }
 
 fn line_plot(
     s: &mut String,
     r: &Report,
     title: &str,
-    points: &[(f64, f64)],
+    series: &[Series],
+    (log, cap): (bool, f64),
     y_label: impl Fn(f64) -> String,
 ) {
     svg_open(s, title);
-    let peak = points.iter().map(|p| p.1).fold(0.0, f64::max).max(1e-9);
-    let p = Plot { x_max: r.span_s, y_lo: 0.0, y_hi: peak * 1.1, log: false };
-    p.frame(s, y_label, "time since attach");
-    let path: Vec<String> = points.iter().map(|&(x, y)| format!("{:.1},{:.1}", p.x(x), p.y(y))).collect();
-    let _ = write!(
-        s,
-        r##"<polyline fill="none" stroke="#9467bd" stroke-width="1.5" points="{}"/>"##,
-        path.join(" ")
-    );
+    let all = || series.iter().flat_map(|l| l.points.iter().map(|p| p.1));
+    let peak = all().fold(0.0, f64::max).max(1e-9);
+    let p = if log {
+        let low = all().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min).min(peak);
+        Plot { x_max: r.span_s, y_lo: (low / 2.0).max(1e-9), y_hi: (peak * 2.0).min(cap), log: true }
+    } else {
+        Plot { x_max: r.span_s, y_lo: 0.0, y_hi: (peak * 1.1).min(cap), log: false }
+    };
+    p.frame(s, y_label, &time_axis(r));
+    for line in series {
+        let path: Vec<String> =
+            line.points.iter().map(|&(x, y)| format!("{:.1},{:.1}", p.x(x), p.y(y))).collect();
+        let _ = write!(
+            s,
+            r##"<polyline fill="none" stroke="{}" stroke-width="1.5" points="{}"/>"##,
+            line.color,
+            path.join(" ")
+        );
+    }
     p.changes(s, r);
+    if series.len() > 1 {
+        let labels: Vec<&str> = series.iter().map(|l| l.label).collect();
+        legend(s, &labels);
+    }
     s.push_str("</svg>");
 }
 
@@ -225,14 +289,15 @@ body{{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:960px}
 table{{border-collapse:collapse;margin:8px 0}}td,th{{padding:3px 10px;border-bottom:1px solid #ddd;text-align:right}}
 th:first-child,td:first-child{{text-align:left}}svg text{{font-size:11px;fill:#444}}.change{{fill:#2ca02c}}
 .kpi{{display:inline-block;margin:0 24px 8px 0}}.kpi b{{display:block;font-size:22px}}h2{{font-size:16px;margin-top:28px}}
-</style></head><body><h1>GC pause report</h1><p>pid {} · CPython {} · {} probes · {} mode{} · {}</p>"#,
+</style></head><body><h1>GC pause report</h1><p>pid {} · CPython {} · {} probes · {} mode{} · {}{}</p>"#,
         esc(&r.trace.path),
         at.pid,
         esc(&at.python),
         esc(&at.probe),
         esc(&at.mode),
         at.host.as_ref().map_or(String::new(), |h| format!(" · host {}", esc(h))),
-        esc(&r.trace.path)
+        esc(&r.trace.path),
+        super::started_at(r).map_or(String::new(), |t| format!(" · started {t}"))
     );
     let kpi = |s: &mut String, label: &str, value: String| {
         let _ = write!(s, r#"<div class="kpi">{label}<b>{}</b></div>"#, esc(&value));
@@ -249,7 +314,7 @@ th:first-child,td:first-child{{text-align:left}}svg text{{font-size:11px;fill:#4
         s.push_str("<li>Nothing stands out: GC cost is low and pauses are short.</li>");
     }
     for f in &r.findings {
-        let _ = write!(s, "<li>{}</li>", esc(f));
+        let _ = write!(s, r#"<li class="{:?}">{}</li>"#, f.severity, esc(&f.text));
     }
     s.push_str("</ul><h2>Pauses by generation</h2><table><tr>");
     for c in super::GEN_COLUMNS {
@@ -276,12 +341,34 @@ th:first-child,td:first-child{{text-align:left}}svg text{{font-size:11px;fill:#4
         .enumerate()
         .map(|(i, b)| ((i as f64 + 0.5) * width_s, b.pause_ns as f64 / 1e9 / width_s))
         .collect();
+    let one = |label, points| [Series { label, color: "#9467bd", points }];
     if !share.is_empty() {
-        line_plot(&mut s, r, "GC share of wall time", &share, pct);
+        line_plot(&mut s, r, "GC share of wall time", &one("GC share", share), (false, 1.0), pct);
     }
-    let rss: Vec<(f64, f64)> = thin(&a.windows, 1500).iter().map(|w| (w.end_s, w.rss_mib)).collect();
+    let windows = thin(&a.windows, 1500);
+    let rss: Vec<(f64, f64)> = windows.iter().map(|w| (w.end_s, w.rss_mib)).collect();
     if !rss.is_empty() {
-        line_plot(&mut s, r, "RSS (MiB)", &rss, |v| format!("{v:.0}"));
+        line_plot(&mut s, r, "RSS (MiB)", &one("RSS", rss), (false, f64::INFINITY), |v| format!("{v:.0}"));
+    }
+    let alloc: Vec<(f64, f64)> = windows.iter().filter_map(|w| Some((w.end_s, w.alloc_per_s?))).collect();
+    if !alloc.is_empty() {
+        let title = "Allocation rate (net container allocations/s, estimated)";
+        line_plot(&mut s, r, title, &one("allocs/s", alloc), (false, f64::INFINITY), |v| {
+            crate::view::count(v)
+        });
+    }
+    let settings: Vec<Series> = ["threshold0", "threshold1", "threshold2"]
+        .iter()
+        .enumerate()
+        .map(|(g, label)| Series {
+            label,
+            color: GEN_COLORS[g],
+            points: windows.iter().filter_map(|w| Some((w.end_s, w.thresholds?[g] as f64))).collect(),
+        })
+        .collect();
+    if settings.iter().any(|t| !t.points.is_empty()) {
+        let title = "Thresholds over time";
+        line_plot(&mut s, r, title, &settings, (true, f64::INFINITY), |v| format!("{v:.0}"));
     }
     if !r.longest.is_empty() {
         s.push_str("<h2>Longest pauses</h2><table><tr><th>pause</th><th>gen</th><th>at</th><th>thread</th><th>collected</th></tr>");
@@ -295,6 +382,14 @@ th:first-child,td:first-child{{text-align:left}}svg text{{font-size:11px;fill:#4
                 p.tid,
                 p.collected
             );
+        }
+        s.push_str("</table>");
+    }
+    if !r.freezes.is_empty() {
+        s.push_str("<h2>neurogc's freezes</h2><table><tr><th>at</th><th>event</th><th>objects frozen after</th></tr>");
+        for f in &r.freezes {
+            let count = f.count.map_or("unknown".to_owned(), |n| n.to_string());
+            let _ = write!(s, "<tr><td>+{:.1} s</td><td>{}</td><td>{count}</td></tr>", f.at_s, esc(&f.event));
         }
         s.push_str("</table>");
     }

@@ -3,6 +3,7 @@
 //! events as it goes); the [`Report`] built from it is printed as text or JSON, and drawn as
 //! HTML with --html.
 mod analysis;
+mod findings;
 mod html;
 mod perfetto;
 mod text;
@@ -16,7 +17,10 @@ use anyhow::Result;
 use neurogc_trace::{Attach, Summary};
 use serde::Serialize;
 
-use self::analysis::{Analysis, ChangedBy, HISTOGRAM_BOUNDS_NS, Pause};
+use self::{
+    analysis::{Analysis, ChangedBy, Freeze, HISTOGRAM_BOUNDS_NS, Pause},
+    findings::Finding,
+};
 use crate::{aggregate::GenTotals, bail_user, view::duration};
 
 pub struct Options {
@@ -45,7 +49,9 @@ pub struct Report {
     /// Mean allocation rate (net container allocations/s) over ten slices of the trace.
     pub allocation: Vec<Slice>,
     pub threshold_changes: Vec<ThresholdChange>,
-    pub findings: Vec<String>,
+    /// neurogc's freezes and unfreezes of the target.
+    pub freezes: Vec<Freeze>,
+    pub findings: Vec<Finding>,
     pub windows: u64,
     pub decisions: u64,
     pub actuations: u64,
@@ -90,13 +96,16 @@ pub struct HistogramBucket {
     pub le_ns: u64,
     /// Per generation 0, 1, 2, unknown.
     pub counts: [u64; 4],
+    /// Time spent in these pauses, per generation: what a user feels of them.
+    pub pause_ns: [u64; 4],
 }
 
 #[derive(Serialize)]
 pub struct Slice {
     pub from_s: f64,
     pub to_s: f64,
-    pub alloc_per_s: f64,
+    /// None: gen0's count ran far past threshold0, where the estimate does not hold.
+    pub alloc_per_s: Option<f64>,
     pub rss_mib: f64,
 }
 
@@ -268,12 +277,13 @@ fn build(a: &Analysis, trace: TraceInfo) -> Report {
         longest: a.longest(),
         allocation: slices(a),
         threshold_changes: changes(a),
+        freezes: a.freezes.clone(),
         findings: Vec::new(),
         windows: a.windows.len() as u64 + a.windows_dropped,
         decisions: a.decisions,
         actuations: a.actuations,
     };
-    report.findings = findings(&report, a);
+    report.findings = findings::findings(&report, a);
     report
 }
 
@@ -287,17 +297,19 @@ fn histogram(totals: &[&GenTotals]) -> Vec<HistogramBucket> {
         .iter()
         .map(|&hi| {
             // hdrhistogram counts values in (lo, hi] at its resolution (3 significant digits).
-            let counts = [0, 1, 2, 3].map(|g| {
+            let sum = |g: usize, weigh: &dyn Fn(u64, u64) -> u64| -> u64 {
                 let h = &totals[g].pauses;
                 if h.is_empty() || lo > h.max() {
                     return 0;
                 }
                 h.iter_recorded()
                     .filter(|v| v.value_iterated_to() > lo && v.value_iterated_to() <= hi)
-                    .map(|v| v.count_at_value())
-                    .sum()
-            });
-            let bucket = HistogramBucket { le_ns: hi, counts };
+                    .map(|v| weigh(v.value_iterated_to(), v.count_at_value()))
+                    .fold(0u64, u64::saturating_add)
+            };
+            let counts = [0, 1, 2, 3].map(|g| sum(g, &|_, n| n));
+            let pause_ns = [0, 1, 2, 3].map(|g| sum(g, &|v, n| v.saturating_mul(n)));
+            let bucket = HistogramBucket { le_ns: hi, counts, pause_ns };
             lo = hi;
             bucket
         })
@@ -313,12 +325,14 @@ fn slices(a: &Analysis) -> Vec<Slice> {
     (0..n)
         .map(|i| {
             let part = &w[i * w.len() / n..(i + 1) * w.len() / n];
-            let secs: f64 = part.iter().map(|s| s.secs).sum();
-            let alloc: f64 = part.iter().map(|s| s.alloc_per_s.unwrap_or(0.0) * s.secs).sum();
+            // Over the windows whose estimate holds; none of them: not estimated.
+            let known = || part.iter().filter_map(|s| Some((s.alloc_per_s?, s.secs)));
+            let secs: f64 = known().map(|(_, secs)| secs).sum();
+            let alloc: f64 = known().map(|(rate, secs)| rate * secs).sum();
             Slice {
                 from_s: part[0].end_s - part[0].secs,
                 to_s: part[part.len() - 1].end_s,
-                alloc_per_s: ratio(alloc, secs),
+                alloc_per_s: (secs > 0.0).then(|| alloc / secs),
                 rss_mib: part[part.len() - 1].rss_mib,
             }
         })
@@ -369,110 +383,19 @@ fn effect(windows: &[analysis::WindowStat]) -> Effect {
     }
 }
 
-/// Plain-language findings, the most important first.
-fn findings(r: &Report, a: &Analysis) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Some(why) = &r.trace.truncated {
-        out.push(format!("The trace is incomplete: {why}. Everything below covers the part that was read."));
-    }
-    if r.summary.is_none() && r.trace.truncated.is_none() {
-        out.push(
-            "There is no summary record: the recorder was killed or is still running, so the trace ends abruptly."
-                .to_owned(),
-        );
-    }
-    if r.collections == 0 {
-        out.push("No collection was recorded: the process allocated too few container objects to trigger one, or the recording was too short.".to_owned());
-        return out;
-    }
-    let gen2 = &r.generations[2];
-    if gen2.collections > 0
-        && gen2.share_of_pause_time >= 0.3
-        && gen2.share_of_pause_time >= 3.0 * gen2.share_of_collections
-    {
-        out.push(format!(
-            "gen2 collections are {} of collections but {} of pause time: the full collections are the pauses users feel \
-             (gc.freeze() after start-up moves long-lived objects out of their way).",
-            pct(gen2.share_of_collections),
-            pct(gen2.share_of_pause_time)
-        ));
-    }
-    if r.gc_share >= 0.02 {
-        let first = a.windows.iter().find_map(|w| w.thresholds).or(r.attach.sample.thresholds);
-        let t0 = first.map_or("threshold0".to_owned(), |t| format!("threshold0 (now {})", t[0]));
-        out.push(format!(
-            "The collector took {} of wall time, {:.0} collections/s: raising {t0} would cut that; \
-             `neurogc-agent --mode advise` shows what the model proposes.",
-            pct(r.gc_share),
-            r.collections_per_s
-        ));
-    }
-    if let Some(w) = &r.worst_minute
-        && w.gc_share >= 0.05
-        && w.gc_share >= 3.0 * r.gc_share
-        && r.span_s > 2.0 * w.length_s
-    {
-        out.push(format!(
-            "The worst minute (from +{:.0} s) spent {} in GC, {:.1}× the average: the cost comes in bursts.",
-            w.start_s,
-            pct(w.gc_share),
-            w.gc_share / r.gc_share.max(1e-12)
-        ));
-    }
-    if let Some(p) = r.longest.first()
-        && p.duration_ns >= 10_000_000
-    {
-        out.push(format!(
-            "The longest pause was {} (gen{} at +{:.1} s, thread {}): every thread of the process waited for it.",
-            duration(p.duration_ns),
-            p.r#gen,
-            p.at_s,
-            p.tid
-        ));
-    }
-    let (first, last) = (a.windows.first(), a.windows.last());
-    if let (Some(f), Some(l)) = (first, last)
-        && f.rss_mib > 0.0
-        && l.rss_mib >= 2.0 * f.rss_mib
-    {
-        let minutes = (l.end_s - f.end_s) / 60.0;
-        let per = ratio(gen2.collected as f64, gen2.collections as f64);
-        out.push(format!(
-            "The process's memory (RSS) grew from {:.0} MiB to {:.0} MiB (×{:.1}) in {:.1} min while gen2 collections freed \
-             {per:.0} objects each on average: live data keeps growing — a leak?",
-            f.rss_mib,
-            l.rss_mib,
-            l.rss_mib / f.rss_mib,
-            minutes
-        ));
-    }
-    let uncollectable: i64 = r.generations.iter().map(|g| g.uncollectable).sum();
-    if uncollectable > 0 {
-        out.push(format!(
-            "{uncollectable} objects were uncollectable: they stay in gc.garbage (cycles with legacy finalizers) and grow memory."
-        ));
-    }
-    for c in &r.threshold_changes {
-        if c.before.seconds > 0.0 && c.after.seconds > 0.0 && c.before.gc_share > 0.0 {
-            out.push(format!(
-                "At +{:.0} s {} set the thresholds {} → {}: {}.",
-                c.at_s,
-                c.who(),
-                crate::view::thresholds(c.from),
-                crate::view::thresholds(c.to),
-                c.effect()
-            ));
-        }
-    }
-    if let Some(s) = &r.summary
-        && s.lost_events > 0
-    {
-        out.push(format!(
-            "{} collection events were lost (the ring buffer overflowed): counts are a lower bound.",
-            s.lost_events
-        ));
-    }
-    out
+/// When the trace began, as a UTC date and time (its times are Unix nanoseconds); None for a
+/// trace whose clock is not a real date (synthetic traces start near zero).
+pub fn started_at(r: &Report) -> Option<String> {
+    wall_clock(r.attach.sample.ts_ns)
+}
+
+/// A Unix time in ns as "2026-11-24 20:43:14 UTC", when it is after 2000.
+pub fn wall_clock(ts_ns: u64) -> Option<String> {
+    const Y2000_NS: u64 = 946_684_800_000_000_000;
+    (ts_ns >= Y2000_NS).then(|| {
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ts_ns);
+        humantime::format_rfc3339_seconds(t).to_string().replace('T', " ").replace('Z', " UTC")
+    })
 }
 
 pub fn pct(x: f64) -> String {

@@ -2,7 +2,10 @@
 use std::fmt::Write;
 
 use super::{Report, pct};
-use crate::view::{duration, thresholds};
+use crate::{
+    text,
+    view::{duration, thresholds},
+};
 
 fn bound(ns: u64) -> String {
     if ns == u64::MAX { "longer".to_owned() } else { format!("≤ {}", duration(ns)) }
@@ -11,22 +14,28 @@ fn bound(ns: u64) -> String {
 pub fn render(r: &Report) -> String {
     let mut s = String::new();
     let a = &r.attach;
-    let _ = writeln!(
-        s,
-        "neurogc report · {} · pid {} · CPython {} ({}) · {}{}",
-        r.trace.path,
-        a.pid,
-        a.python,
-        a.probe,
-        a.mode,
-        a.host.as_ref().map_or(String::new(), |h| format!(" · host {h}"))
-    );
+    let title = [
+        "neurogc report".to_owned(),
+        r.trace.path.clone(),
+        format!("pid {}", a.pid),
+        format!("CPython {} ({})", a.python, a.probe),
+        a.mode.clone(),
+        a.host.as_ref().map_or(String::new(), |h| format!("host {h}")),
+    ];
+    let _ = writeln!(s, "{}", text::fit(&title, " · ", 2));
+    if let Some(at) = super::started_at(r) {
+        let _ = writeln!(s, "started {at}");
+    }
     if let Some(b) = &a.build {
-        let _ =
-            writeln!(s, "interpreter {}{}", b.file, if b.free_threaded { " (free-threaded)" } else { "" });
+        let free = if b.free_threaded { " (free-threaded)" } else { "" };
+        let _ = writeln!(s, "{}", text::wrap(&format!("interpreter {}{free}", b.file), 2));
     }
     if let Some(m) = &a.model {
-        let _ = writeln!(s, "model {} (digest {}, {})", m.source, m.digest, m.provider);
+        let _ = writeln!(
+            s,
+            "{}",
+            text::wrap(&format!("model {} (digest {}, {})", m.source, m.digest, m.provider), 2)
+        );
     }
     let _ = writeln!(s);
     let _ = writeln!(s, "  span            {:.1} s", r.span_s);
@@ -38,9 +47,10 @@ pub fn render(r: &Report) -> String {
     }
     let _ = writeln!(s);
     let row = |s: &mut String, cells: &[&str]| {
-        let _ = write!(s, "  {:<4} {:>10} {:>8} {:>8}", cells[0], cells[1], cells[2], cells[3]);
+        // 77 columns: durations are at most 7 characters ("296.5ms").
+        let _ = write!(s, "  {:<4} {:>9} {:>7} {:>7}", cells[0], cells[1], cells[2], cells[3]);
         for c in &cells[4..] {
-            let _ = write!(s, " {c:>9}");
+            let _ = write!(s, " {c:>8}");
         }
         s.push('\n');
     };
@@ -77,18 +87,18 @@ pub fn render(r: &Report) -> String {
     if !r.allocation.is_empty() {
         let _ = writeln!(s, "\nallocation rate and RSS over time");
         for a in &r.allocation {
+            let rate = a.alloc_per_s.map_or("not estimated".to_owned(), |r| format!("{r:.0} allocs/s"));
             let _ = writeln!(
                 s,
-                "  +{:>8.1} s … +{:>8.1} s  {:>12.0} allocs/s  RSS {:.1} MiB",
-                a.from_s, a.to_s, a.alloc_per_s, a.rss_mib
+                "  +{:>8.1} s … +{:>8.1} s  {rate:>21}  RSS {:.1} MiB",
+                a.from_s, a.to_s, a.rss_mib
             );
         }
     }
     if !r.threshold_changes.is_empty() {
         let _ = writeln!(s, "\nthreshold changes (30 s before → after)");
         for c in &r.threshold_changes {
-            let _ = writeln!(
-                s,
+            let line = format!(
                 "  +{:.1} s  {} → {} by {}: {}",
                 c.at_s,
                 thresholds(c.from),
@@ -96,6 +106,14 @@ pub fn render(r: &Report) -> String {
                 c.who(),
                 c.effect()
             );
+            let _ = writeln!(s, "{}", text::wrap(&line, 4));
+        }
+    }
+    if !r.freezes.is_empty() {
+        let _ = writeln!(s, "\nneurogc's freezes (objects in the permanent generation after)");
+        for f in &r.freezes {
+            let count = f.count.map_or("unknown".to_owned(), |n| n.to_string());
+            let _ = writeln!(s, "  +{:.1} s  {:<8}  {count}", f.at_s, f.event);
         }
     }
     let _ = writeln!(s, "\nfindings");
@@ -103,7 +121,7 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(s, "  nothing stands out: GC cost is low and pauses are short.");
     }
     for f in &r.findings {
-        let _ = writeln!(s, "  • {f}");
+        let _ = writeln!(s, "{}", text::wrap(&format!("  • {}", f.text), 4));
     }
     s
 }

@@ -1,0 +1,225 @@
+//! Plain-language findings, the most important first. Each has a stable id and a severity (for
+//! `--json` consumers), and says only what the trace itself supports: advice that the trace
+//! shows did not work, or that was already taken, is not given.
+use serde::Serialize;
+
+use super::{Report, analysis::Analysis, pct, ratio};
+use crate::view::{duration, thresholds};
+
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Critical,
+}
+
+#[derive(Serialize, Clone, Debug)]
+pub struct Finding {
+    /// Stable, kebab-case: what the finding is about ("gc-share", "longest-pause", ...).
+    pub id: &'static str,
+    pub severity: Severity,
+    pub text: String,
+}
+
+fn finding(id: &'static str, severity: Severity, text: String) -> Finding {
+    Finding { id, severity, text }
+}
+
+/// A change's effect is measured when both sides have windows and the side before had GC.
+fn measured(c: &super::ThresholdChange) -> bool {
+    c.before.seconds > 0.0 && c.after.seconds > 0.0 && c.before.gc_share > 0.0
+}
+
+pub fn findings(r: &Report, a: &Analysis) -> Vec<Finding> {
+    use Severity::*;
+    let mut out = Vec::new();
+    if let Some(why) = &r.trace.truncated {
+        out.push(finding(
+            "trace-incomplete",
+            Warning,
+            format!("The trace is incomplete: {why}. Everything below covers the part that was read."),
+        ));
+    }
+    if r.summary.is_none() && r.trace.truncated.is_none() {
+        out.push(finding(
+            "no-summary",
+            Info,
+            "There is no summary record: the recorder was killed or is still running, so the trace ends abruptly."
+                .to_owned(),
+        ));
+    }
+    if r.collections == 0 {
+        out.push(finding(
+            "no-collections",
+            Info,
+            "No collection was recorded: the process allocated too few container objects to trigger one, or the \
+             recording was too short."
+                .to_owned(),
+        ));
+        return out;
+    }
+    let gen2 = &r.generations[2];
+    if gen2.collections > 0
+        && gen2.share_of_pause_time >= 0.3
+        && gen2.share_of_pause_time >= 3.0 * gen2.share_of_collections
+    {
+        let froze_before = r.attach.sample.freeze_count.is_some_and(|n| n > 0);
+        let advice = match r.freezes.iter().find(|f| f.event == "frozen") {
+            Some(f) => format!(
+                "neurogc froze {} objects at +{:.1} s to move long-lived objects out of their way",
+                f.count.unwrap_or(0),
+                f.at_s
+            ),
+            None if froze_before => {
+                "the process had already frozen objects (gc.freeze()) when the trace began, \
+                                     and full collections still cost this much"
+                    .to_owned()
+            }
+            None => "gc.freeze() after start-up moves long-lived objects out of their way".to_owned(),
+        };
+        out.push(finding(
+            "gen2-pauses",
+            Warning,
+            format!(
+                "gen2 collections are {} of collections but {} of pause time: the full collections are the pauses \
+                 users feel ({advice}).",
+                pct(gen2.share_of_collections),
+                pct(gen2.share_of_pause_time)
+            ),
+        ));
+    }
+    if r.gc_share >= 0.02 {
+        out.push(gc_share(r, a));
+    }
+    if let Some(w) = &r.worst_minute
+        && w.gc_share >= 0.05
+        && w.gc_share >= 3.0 * r.gc_share
+        && r.span_s > 2.0 * w.length_s
+    {
+        out.push(finding(
+            "bursts",
+            Info,
+            format!(
+                "The worst minute (from +{:.0} s) spent {} in GC, {:.1}× the average: the cost comes in bursts.",
+                w.start_s,
+                pct(w.gc_share),
+                w.gc_share / r.gc_share.max(1e-12)
+            ),
+        ));
+    }
+    if let Some(p) = r.longest.first()
+        && p.duration_ns >= 10_000_000
+    {
+        out.push(finding(
+            "longest-pause",
+            if p.duration_ns >= 100_000_000 { Critical } else { Warning },
+            format!(
+                "The longest pause was {} (gen{} at +{:.1} s, thread {}): every thread of the process waited for it.",
+                duration(p.duration_ns),
+                p.r#gen,
+                p.at_s,
+                p.tid
+            ),
+        ));
+    }
+    let (first, last) = (a.windows.first(), a.windows.last());
+    if let (Some(f), Some(l)) = (first, last)
+        && f.rss_mib > 0.0
+        && l.rss_mib >= 2.0 * f.rss_mib
+    {
+        let minutes = (l.end_s - f.end_s) / 60.0;
+        let per = ratio(gen2.collected as f64, gen2.collections as f64);
+        out.push(finding(
+            "rss-growth",
+            Warning,
+            format!(
+                "The process's memory (RSS) grew from {:.0} MiB to {:.0} MiB (×{:.1}) in {:.1} min while gen2 \
+                 collections freed {per:.0} objects each on average: live data keeps growing — a leak?",
+                f.rss_mib,
+                l.rss_mib,
+                l.rss_mib / f.rss_mib,
+                minutes
+            ),
+        ));
+    }
+    let uncollectable: i64 = r.generations.iter().map(|g| g.uncollectable).sum();
+    if uncollectable > 0 {
+        let (n, were) =
+            if uncollectable == 1 { ("1 object was", "it stays") } else { ("objects were", "they stay") };
+        let n = if uncollectable == 1 { n.to_owned() } else { format!("{uncollectable} {n}") };
+        out.push(finding(
+            "uncollectable",
+            Warning,
+            format!(
+                "{n} uncollectable: {were} in gc.garbage (cycles with legacy finalizers) and grow memory."
+            ),
+        ));
+    }
+    for c in r.threshold_changes.iter().filter(|c| measured(c)) {
+        out.push(finding(
+            "threshold-change",
+            Info,
+            format!(
+                "At +{:.0} s {} set the thresholds {} → {}: {}.",
+                c.at_s,
+                c.who(),
+                thresholds(c.from),
+                thresholds(c.to),
+                c.effect()
+            ),
+        ));
+    }
+    if let Some(s) = &r.summary
+        && s.lost_events > 0
+    {
+        out.push(finding(
+            "lost-events",
+            Warning,
+            format!(
+                "{} lost (the ring buffer overflowed): counts are a lower bound.",
+                crate::text::plural(s.lost_events, "collection event")
+            ),
+        ));
+    }
+    out
+}
+
+/// The collector's share of wall time, and what raising threshold0 did where the trace shows it.
+fn gc_share(r: &Report, a: &Analysis) -> Finding {
+    let severity = if r.gc_share >= 0.1 { Severity::Critical } else { Severity::Warning };
+    let took = format!(
+        "The collector took {} of wall time, {:.0} collections/s",
+        pct(r.gc_share),
+        r.collections_per_s
+    );
+    // What the trace measured of raising threshold0, the most recent raise first.
+    let raise = r.threshold_changes.iter().rev().find(|c| c.to[0] > c.from[0] && measured(c));
+    let advice = match raise {
+        Some(c) if c.after.gc_share < 0.9 * c.before.gc_share => format!(
+            "raising threshold0 {} → {} at +{:.0} s cut it from {} to {}",
+            c.from[0],
+            c.to[0],
+            c.at_s,
+            pct(c.before.gc_share),
+            pct(c.after.gc_share)
+        ),
+        Some(c) => format!(
+            "raising threshold0 {} → {} at +{:.0} s {} ({} → {}): the cost is not in how often young collections run",
+            c.from[0],
+            c.to[0],
+            c.at_s,
+            if c.after.gc_share < c.before.gc_share { "cut it only a little" } else { "did not cut it" },
+            pct(c.before.gc_share),
+            pct(c.after.gc_share)
+        ),
+        None => {
+            let first = a.windows.iter().find_map(|w| w.thresholds).or(r.attach.sample.thresholds);
+            let t0 = first.map_or("threshold0".to_owned(), |t| format!("threshold0 (now {})", t[0]));
+            format!(
+                "raising {t0} usually cuts that; `neurogc-agent --mode advise` shows what it would change"
+            )
+        }
+    };
+    finding("gc-share", severity, format!("{took}: {advice}."))
+}
