@@ -63,6 +63,7 @@ pub fn decode(ev: &GcEvent, stats_trusted: bool, clock: &Clock) -> Option<Collec
         duration_ns: ev.end_ns.saturating_sub(ev.start_ns),
         collected,
         uncollectable,
+        stack: None,
     })
 }
 
@@ -82,7 +83,7 @@ mod tests {
             result: 99,
             delta: delta.map(|(c, k, u)| GenStats { collections: c, collected: k, uncollectable: u }),
             flags: EVENT_HAS_STATS,
-            _pad: 0,
+            ..GcEvent::EMPTY
         }
     }
 

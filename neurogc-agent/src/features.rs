@@ -162,6 +162,7 @@ mod tests {
             duration_ns: duration_us * 1000,
             collected,
             uncollectable: 0,
+            stack: None,
         }
     }
 

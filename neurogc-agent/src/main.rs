@@ -20,6 +20,7 @@ mod probes;
 mod replay;
 mod report;
 mod session;
+mod stacks;
 mod steer;
 mod text;
 mod top;

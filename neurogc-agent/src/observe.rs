@@ -70,6 +70,8 @@ struct Observer<'a> {
     steer: Option<Steering>,
     /// The actuator's events (act mode, once the GC state is known and the actuator started).
     events: Option<Events>,
+    /// Names the frames of each collection's stack (builds whose stacks are read).
+    stacks: Option<crate::stacks::Resolver>,
 }
 
 enum Stop {
@@ -132,6 +134,10 @@ pub async fn run(
         windower: Windower::new(first),
         steer,
         events: None,
+        stacks: plan
+            .stack
+            .and(plan.code)
+            .map(|(layout, code_type)| crate::stacks::Resolver::new(pid, layout, code_type)),
     };
     obs.start_actuator()?;
     let attach = obs.attach_record(first, &opts);
@@ -291,11 +297,26 @@ impl Observer<'_> {
     }
 
     fn release_held(&mut self) -> io::Result<()> {
-        for collection in self.dec.release(&self.clock) {
-            self.agg.record(&collection);
-            self.windower.record(&collection);
-            self.emit(&Record::Gc(collection))?;
-        }
+        let Observer { dec, clock, agg, windower, records, stacks, .. } = self;
+        dec.release(clock, |mut collection, raw| {
+            let mut written = Ok(());
+            if let Some(resolver) = stacks.as_mut() {
+                // A stack's frame and stack records go out before the collection that uses them.
+                let mut emit = |rec: Record| {
+                    if let (Some(w), Ok(())) = (records.as_mut(), &written) {
+                        written = w.write(&rec);
+                    }
+                };
+                collection.stack = resolver.resolve(raw, &mut emit);
+            }
+            written?;
+            agg.record(&collection);
+            windower.record(&collection);
+            match records.as_mut() {
+                Some(w) => w.write(&Record::Gc(collection)),
+                None => Ok(()),
+            }
+        })?;
         self.flush_records()
     }
 

@@ -95,6 +95,7 @@ impl Kernel {
             stats: plan.gc.map(|g| g.stats_locator()).unwrap_or_default(),
             begin_arg: plan.begin_arg,
             end_arg: plan.end_arg,
+            stack: plan.stack.unwrap_or_default(),
         };
         let pid = plan.pid as u32;
         self.targets.insert(pid, config, 0).context("adding the target to the TARGETS map (is it full?)")?;

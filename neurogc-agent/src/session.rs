@@ -139,9 +139,19 @@ impl Decoder {
         self.attached = true;
     }
 
-    /// The held events, decoded; calls that collected nothing are dropped.
-    pub fn release(&mut self, clock: &Clock) -> Vec<Collection> {
+    /// The held events, decoded, each with the kernel's event it came from (its stack); calls
+    /// that collected nothing are dropped.
+    pub fn release<E>(
+        &mut self,
+        clock: &Clock,
+        mut each: impl FnMut(Collection, &GcEvent) -> Result<(), E>,
+    ) -> Result<(), E> {
         let trusted = self.gc.trusted();
-        std::mem::take(&mut self.held).iter().filter_map(|raw| events::decode(raw, trusted, clock)).collect()
+        for raw in std::mem::take(&mut self.held) {
+            if let Some(c) = events::decode(&raw, trusted, clock) {
+                each(c, &raw)?;
+            }
+        }
+        Ok(())
     }
 }

@@ -277,6 +277,7 @@ fn synthetic(path: &Path, n: u64, json: bool) -> Vec<Collection> {
                 + (i * 7919) % 10_000,
             collected: (i % 17) as i64,
             uncollectable: 0,
+            stack: None,
         };
         w.write(&Record::Gc(c)).unwrap();
         out.push(c);
@@ -410,6 +411,7 @@ fn measured_trace(path: &Path) {
                 duration_ns: 5_000_000,
                 collected: 10,
                 uncollectable: 0,
+                stack: None,
             };
             w.write(&Record::Gc(c)).unwrap();
         }
@@ -422,6 +424,7 @@ fn measured_trace(path: &Path) {
                 duration_ns: 600_000_000,
                 collected: 1000,
                 uncollectable: 0,
+                stack: None,
             };
             w.write(&Record::Gc(c)).unwrap();
         }

@@ -15,15 +15,98 @@ pub struct GenStats {
     pub uncollectable: i64,
 }
 
+impl GcEvent {
+    /// Every field zero (no stack, no stats).
+    pub const EMPTY: GcEvent = GcEvent {
+        start_ns: 0,
+        end_ns: 0,
+        pid: 0,
+        tid: 0,
+        arg_gen: 0,
+        result: 0,
+        delta: [GenStats { collections: 0, collected: 0, uncollectable: 0 }; NUM_GENERATIONS],
+        flags: 0,
+        _pad: 0,
+        stack_status: 0,
+        stack_depth: 0,
+        frames: [RawFrame { code: 0, instr: 0 }; MAX_FRAMES],
+    };
+}
+
 /// `GcEvent::flags`: `delta` holds the difference of two successful reads of
 /// `generation_stats[]`, taken when the collection began and when it ended.
 pub const EVENT_HAS_STATS: u32 = 1;
+
+/// Python frames the kernel copies per collection (the stack of the thread that triggered it,
+/// innermost first). Deeper stacks keep their innermost frames and say they were truncated.
+pub const MAX_FRAMES: usize = 64;
+
+/// One Python frame as the kernel copies it: pointers only, resolved to names and lines in user
+/// space (the split every mature unwinder uses).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RawFrame {
+    /// The frame's code object (3.14+: a tagged `_PyStackRef`, the agent masks the tag).
+    pub code: u64,
+    /// Where in it: the instruction pointer (3.11+), or `f_lasti` (3.8–3.10, the low 32 bits),
+    /// with the frame's owner byte above `FRAME_OWNER_SHIFT`.
+    pub instr: u64,
+}
+
+/// `GcEvent::stack_status`: how the stack copy went. The collection's timing never depends on it.
+pub mod stack {
+    /// No stack locator for this build (unknown version or free-threaded).
+    pub const UNSUPPORTED: u32 = 0;
+    pub const COMPLETE: u32 = 1;
+    /// More than `MAX_FRAMES` frames: the innermost ones were kept.
+    pub const TRUNCATED: u32 = 2;
+    /// No thread state (the interpreter is starting or finalising).
+    pub const NO_THREAD: u32 = 3;
+    /// A pointer could not be read (the walk stops there; what was read is kept).
+    pub const READ_FAILED: u32 = 4;
+}
+
+/// How the begin probe finds the triggering thread's frames (`StackLocator::tstate_via`).
+pub mod tstate_via {
+    pub const NONE: u32 = 0;
+    /// 3.8–3.11: `*tstate_ptr` is the current thread state (`_PyRuntime.gilstate.tstate_current`).
+    pub const RUNTIME: u32 = 1;
+    /// 3.12+: `*tstate_ptr` is the main interpreter; its GIL (`interp + gil_at`, a pointer) holds
+    /// `last_holder` at `holder_at`: the collecting thread holds the GIL.
+    pub const GIL_HOLDER: u32 = 2;
+}
+
+/// `RawFrame::instr` carries the frame's owner byte (3.12+) in its top byte: user-space
+/// addresses and 3.8–3.10's `f_lasti` (the low 32 bits) fit below it.
+pub const FRAME_OWNER_SHIFT: u32 = 56;
+pub const FRAME_INSTR_MASK: u64 = (1 << FRAME_OWNER_SHIFT) - 1;
+
+/// Where the triggering thread's Python frames are, per interpreter build.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StackLocator {
+    pub tstate_via: u32,
+    /// Offset in the thread state of the current frame (or of the `_PyCFrame` pointer).
+    pub frame_at: u32,
+    pub tstate_ptr: u64,
+    pub gil_at: u64,
+    pub holder_at: u64,
+    /// 3.11/3.12: offset of `current_frame` in the `_PyCFrame` that `frame_at` points to;
+    /// `u32::MAX`: `frame_at` holds the frame itself.
+    pub cframe_at: u32,
+    pub previous_at: u32,
+    pub code_at: u32,
+    pub instr_at: u32,
+    /// Offset of the frame's `owner`; `u32::MAX`: none (3.8–3.11).
+    pub owner_at: u32,
+    pub _pad: u32,
+}
 
 /// One collection as the kernel saw it. The kernel does no interpretation: the agent derives
 /// the true generation and the collected/uncollectable counts from `delta` (see the agent's
 /// `events` module), falling back to the probe arguments when no stats could be read.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct GcEvent {
     /// `bpf_ktime_get_ns()` (CLOCK_MONOTONIC) at the begin probe.
     pub start_ns: u64,
@@ -41,6 +124,10 @@ pub struct GcEvent {
     pub delta: [GenStats; NUM_GENERATIONS],
     pub flags: u32,
     pub _pad: u32,
+    /// The Python stack of the thread that triggered the collection, copied at its start.
+    pub stack_status: u32,
+    pub stack_depth: u32,
+    pub frames: [RawFrame; MAX_FRAMES],
 }
 
 /// Where a probe argument lives, decoded in user space from a USDT argument spec such as
@@ -100,6 +187,7 @@ pub struct TargetConfig {
     pub stats: StatsLocator,
     pub begin_arg: ArgSpec,
     pub end_arg: ArgSpec,
+    pub stack: StackLocator,
 }
 
 /// What is the same for every target, written into the programs' `.rodata` at load time.
@@ -135,8 +223,9 @@ pub mod counter {
     pub const COUNT: u32 = 2;
 }
 
-/// Ring buffer size. At 20k collections/s and the agent's 100 ms drain period this is 6× headroom.
-pub const RING_BYTES: u32 = 1 << 20;
+/// Ring buffer size: an event is 1.2 KiB with its stack, so at 20k collections/s and the agent's
+/// 100 ms drain period this is 3× headroom.
+pub const RING_BYTES: u32 = 1 << 23;
 
 #[cfg(feature = "user")]
 mod pod {
@@ -157,11 +246,13 @@ mod tests {
     /// The agent reads events by this layout; a reordered field would silently shift every value.
     #[test]
     fn event_layout_is_the_documented_abi() {
-        assert_eq!(size_of::<GcEvent>(), 120);
+        assert_eq!(size_of::<GcEvent>(), 128 + 16 * MAX_FRAMES);
         assert_eq!(offset_of!(GcEvent, pid), 16);
         assert_eq!(offset_of!(GcEvent, arg_gen), 24);
         assert_eq!(offset_of!(GcEvent, delta), 40);
         assert_eq!(offset_of!(GcEvent, flags), 112);
+        assert_eq!(offset_of!(GcEvent, frames), 128);
+        assert_eq!(size_of::<StackLocator>(), 56);
         assert_eq!(size_of::<ArgSpec>(), 24);
     }
 }

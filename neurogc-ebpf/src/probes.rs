@@ -6,9 +6,10 @@ use aya_ebpf::{
     programs::{ProbeContext, RawTracePointContext, RetProbeContext},
 };
 use neurogc_common::{
-    ARG_CONST, ARG_MEM, ARG_REG, ArgSpec, EVENT_HAS_STATS, EXEC_RING_BYTES, ExecEvent, GcEvent, GenStats,
-    GlobalConfig, MAX_TARGETS, NUM_GENERATIONS, RING_BYTES, RING_COUNTERS_AT, RING_RECORD_BYTES,
-    StatsLocator, TargetConfig, counter,
+    ARG_CONST, ARG_MEM, ARG_REG, ArgSpec, EVENT_HAS_STATS, EXEC_RING_BYTES, ExecEvent, FRAME_INSTR_MASK,
+    FRAME_OWNER_SHIFT, GcEvent, GenStats, GlobalConfig, MAX_FRAMES, MAX_TARGETS, NUM_GENERATIONS, RING_BYTES,
+    RING_COUNTERS_AT, RING_RECORD_BYTES, RawFrame, StackLocator, StatsLocator, TargetConfig, counter, stack,
+    tstate_via,
 };
 
 /// What the kernel is told the programs' license is. It must be GPL-compatible for the helpers
@@ -41,6 +42,10 @@ static INFLIGHT: LruHashMap<u32, Inflight> = LruHashMap::with_max_entries(4096, 
 #[map]
 static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(counter::COUNT, 0);
 
+/// Where `begin` builds a collection's state: it is too large for the 512-byte BPF stack.
+#[map]
+static SCRATCH: PerCpuArray<Inflight> = PerCpuArray::with_max_entries(1, 0);
+
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct Inflight {
@@ -51,6 +56,9 @@ struct Inflight {
     depth: u32,
     flags: u32,
     stats: [GenStats; NUM_GENERATIONS],
+    stack_status: u32,
+    stack_depth: u32,
+    frames: [RawFrame; MAX_FRAMES],
 }
 
 #[inline(always)]
@@ -109,18 +117,105 @@ fn begin(regs: *mut pt_regs) {
         unsafe { (*inflight).depth += 1 };
         return;
     }
-    let mut inflight = Inflight {
-        start_ns: now,
-        arg_gen: read_arg(regs, &cfg.begin_arg),
-        depth: 0,
-        flags: 0,
-        stats: [GenStats { collections: 0, collected: 0, uncollectable: 0 }; NUM_GENERATIONS],
-    };
+    let Some(scratch) = SCRATCH.get_ptr_mut(0) else { return };
+    // SAFETY: this CPU's scratch slot, used by nothing else while this program runs.
+    let inflight = unsafe { &mut *scratch };
+    inflight.start_ns = now;
+    inflight.arg_gen = read_arg(regs, &cfg.begin_arg);
+    inflight.depth = 0;
+    inflight.flags = 0;
     if let Some(stats) = read_stats(&cfg.stats) {
         inflight.stats = stats;
         inflight.flags = EVENT_HAS_STATS;
     }
-    let _ = INFLIGHT.insert(&tid, &inflight, BPF_ANY as u64);
+    copy_stack(&cfg.stack, inflight);
+    let _ = INFLIGHT.insert(&tid, inflight, BPF_ANY as u64);
+}
+
+/// The thread state of the thread running now, on a GIL build: the GIL's holder.
+#[inline(always)]
+fn thread_state(loc: &StackLocator) -> Option<u64> {
+    // SAFETY (every read below): bpf_probe_read_user faults safely on a bad address.
+    let first = unsafe { bpf_probe_read_user(loc.tstate_ptr as *const u64) }.ok()?;
+    let tstate = match loc.tstate_via {
+        tstate_via::RUNTIME => first,
+        tstate_via::GIL_HOLDER if first != 0 => {
+            let gil = unsafe { bpf_probe_read_user(first.wrapping_add(loc.gil_at) as *const u64) }.ok()?;
+            if gil == 0 {
+                return Some(0);
+            }
+            unsafe { bpf_probe_read_user(gil.wrapping_add(loc.holder_at) as *const u64) }.ok()?
+        }
+        _ => 0,
+    };
+    Some(tstate)
+}
+
+/// Copies (code object, instruction) of each Python frame of the thread running now, innermost
+/// first: pointers only. Every frame is copied, the owner byte (3.12+) in the instruction's top
+/// byte, and user space drops the C stack's shims: one verifier state per step. Never fails the
+/// collection's timing.
+#[inline(always)]
+fn copy_stack(loc: &StackLocator, inflight: &mut Inflight) {
+    inflight.stack_depth = 0;
+    if loc.tstate_via == tstate_via::NONE {
+        inflight.stack_status = stack::UNSUPPORTED;
+        return;
+    }
+    let tstate = match thread_state(loc) {
+        Some(0) => {
+            inflight.stack_status = stack::NO_THREAD;
+            return;
+        }
+        Some(t) => t,
+        None => {
+            inflight.stack_status = stack::READ_FAILED;
+            return;
+        }
+    };
+    // SAFETY (every read below): bpf_probe_read_user faults safely on a bad address.
+    let read = |addr: u64| unsafe { bpf_probe_read_user(addr as *const u64) }.ok();
+    let mut frame = read(tstate.wrapping_add(u64::from(loc.frame_at)));
+    if loc.cframe_at != u32::MAX
+        && let Some(cframe) = frame
+        && cframe != 0
+    {
+        frame = read(cframe.wrapping_add(u64::from(loc.cframe_at)));
+    }
+    let mut status = stack::COMPLETE;
+    let mut depth = 0;
+    while depth < MAX_FRAMES {
+        let f = match frame {
+            Some(0) => break,
+            Some(f) => f,
+            None => {
+                status = stack::READ_FAILED;
+                break;
+            }
+        };
+        let (Some(code), Some(instr), Some(previous)) = (
+            read(f.wrapping_add(u64::from(loc.code_at))),
+            read(f.wrapping_add(u64::from(loc.instr_at))),
+            read(f.wrapping_add(u64::from(loc.previous_at))),
+        ) else {
+            status = stack::READ_FAILED;
+            break;
+        };
+        let owner = if loc.owner_at == u32::MAX {
+            0
+        } else {
+            unsafe { bpf_probe_read_user(f.wrapping_add(u64::from(loc.owner_at)) as *const u8) }.unwrap_or(0)
+        };
+        inflight.frames[depth] =
+            RawFrame { code, instr: (instr & FRAME_INSTR_MASK) | (u64::from(owner) << FRAME_OWNER_SHIFT) };
+        depth += 1;
+        frame = Some(previous);
+    }
+    if depth == MAX_FRAMES && frame.is_some_and(|f| f != 0) {
+        status = stack::TRUNCATED;
+    }
+    inflight.stack_depth = depth as u32;
+    inflight.stack_status = status;
 }
 
 #[inline(always)]
@@ -137,40 +232,49 @@ fn end(regs: *mut pt_regs) {
         inflight.depth -= 1;
         return;
     }
-    let mut event = GcEvent {
-        start_ns: inflight.start_ns,
-        end_ns: now,
-        pid: tgid,
-        tid,
-        arg_gen: inflight.arg_gen,
-        result: read_arg(regs, &cfg.end_arg),
-        delta: [GenStats { collections: 0, collected: 0, uncollectable: 0 }; NUM_GENERATIONS],
-        flags: 0,
-        _pad: 0,
+    // The event is written in place in the ring: with its stack it is too large for the stack.
+    let Some(mut entry) = EVENTS.reserve::<GcEvent>(0) else {
+        let _ = INFLIGHT.remove(&tid);
+        bump(counter::LOST);
+        return;
     };
-    if inflight.flags & EVENT_HAS_STATS != 0
-        && let Some(after) = read_stats(&cfg.stats)
-    {
-        let mut g = 0;
-        while g < NUM_GENERATIONS {
-            event.delta[g] = GenStats {
+    let event = entry.as_mut_ptr();
+    // SAFETY: `event` points at the reserved record, ours until submitted.
+    let event = unsafe { &mut *event };
+    event.start_ns = inflight.start_ns;
+    event.end_ns = now;
+    event.pid = tgid;
+    event.tid = tid;
+    event.arg_gen = inflight.arg_gen;
+    event.result = read_arg(regs, &cfg.end_arg);
+    event.flags = 0;
+    event._pad = 0;
+    let mut g = 0;
+    let after = if inflight.flags & EVENT_HAS_STATS != 0 { read_stats(&cfg.stats) } else { None };
+    while g < NUM_GENERATIONS {
+        event.delta[g] = match &after {
+            Some(after) => GenStats {
                 collections: after[g].collections - inflight.stats[g].collections,
                 collected: after[g].collected - inflight.stats[g].collected,
                 uncollectable: after[g].uncollectable - inflight.stats[g].uncollectable,
-            };
-            g += 1;
-        }
+            },
+            None => GenStats { collections: 0, collected: 0, uncollectable: 0 },
+        };
+        g += 1;
+    }
+    if after.is_some() {
         event.flags = EVENT_HAS_STATS;
     }
+    event.stack_status = inflight.stack_status;
+    event.stack_depth = inflight.stack_depth;
+    event.frames = inflight.frames;
     let _ = INFLIGHT.remove(&tid);
     let wakeup = if EVENTS.query(BPF_RB_AVAIL_DATA as u64) >= wakeup_bytes() as u64 {
         BPF_RB_FORCE_WAKEUP
     } else {
         BPF_RB_NO_WAKEUP
     };
-    if EVENTS.output::<GcEvent>(&event, wakeup as u64).is_err() {
-        bump(counter::LOST);
-    }
+    entry.submit(wakeup as u64);
 }
 
 #[inline(always)]

@@ -54,6 +54,10 @@ pub fn collection(line: &[u8]) -> Option<Collection> {
     let collected = c.int()?;
     c.lit(br#","uncollectable":"#)?;
     let uncollectable = c.int()?;
+    let stack = match c.lit(br#","stack":"#) {
+        Some(()) => Some(u32::try_from(c.uint()?).ok()?),
+        None => None,
+    };
     c.lit(b"}")?;
     (c.i == line.len()).then_some(Collection {
         ts_ns,
@@ -63,6 +67,7 @@ pub fn collection(line: &[u8]) -> Option<Collection> {
         duration_ns,
         collected,
         uncollectable,
+        stack,
     })
 }
 
@@ -95,6 +100,7 @@ mod tests {
                 duration_ns: pick(next()),
                 collected: pick(next()) as i64,
                 uncollectable: if i % 5 == 0 { i64::MIN } else { -(pick(next()) as i64 >> 1) },
+                stack: (i % 3 == 0).then(|| pick(next()) as u32),
             };
             let line = serde_json::to_vec(&Record::Gc(c)).unwrap();
             let fast = collection(&line);
@@ -108,6 +114,8 @@ mod tests {
     fn anything_off_layout_falls_back() {
         let ok = br#"{"type":"gc","ts_ns":5,"pid":1,"tid":2,"gen":0,"duration_ns":9,"collected":3,"uncollectable":0}"#;
         assert!(collection(ok).is_some());
+        let with_stack = br#"{"type":"gc","ts_ns":5,"pid":1,"tid":2,"gen":0,"duration_ns":9,"collected":3,"uncollectable":0,"stack":7}"#;
+        assert_eq!(collection(with_stack).unwrap().stack, Some(7));
         for bad in [
             &br#"{"type":"gc","ts_ns":5,"pid":1,"tid":2,"gen":0,"duration_ns":9,"collected":3,"uncollectable":0} "#[..],
             br#"{"type":"gc","ts_ns":05,"pid":1,"tid":2,"gen":0,"duration_ns":9,"collected":3,"uncollectable":0}"#,
@@ -116,6 +124,7 @@ mod tests {
             br#"{"type":"gc","ts_ns":5,"pid":1,"tid":2,"gen":0,"duration_ns":9,"collected":3}"#,
             br#"{"type":"gc", "ts_ns":5,"pid":1,"tid":2,"gen":0,"duration_ns":9,"collected":3,"uncollectable":0}"#,
             br#"{"type":"gc","ts_ns":99999999999999999999,"pid":1,"tid":2,"gen":0,"duration_ns":9,"collected":3,"uncollectable":0}"#,
+            br#"{"type":"gc","ts_ns":5,"pid":1,"tid":2,"gen":0,"duration_ns":9,"collected":3,"uncollectable":0,"stack":99999999999}"#,
         ] {
             assert_eq!(collection(bad), None, "{}", String::from_utf8_lossy(bad));
         }

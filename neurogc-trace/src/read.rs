@@ -351,6 +351,7 @@ mod tests {
             duration_ns: 20_000 + i % 1000,
             collected: (i % 50) as i64,
             uncollectable: 0,
+            stack: None,
         })
     }
 

@@ -25,11 +25,49 @@ pub enum Record {
     Actuation(Actuation),
     /// Last record when the agent stopped in order (absent when it was killed).
     Summary(Summary),
+    /// A Python frame that a stack refers to, written once per stream before its first use.
+    Frame(FrameDef),
+    /// A Python stack that collections refer to (`Collection::stack`), written once per stream
+    /// before its first use.
+    Stack(StackDef),
 }
 
 /// The `"type"` of each variant above, in order: a reader skips records of any other type (a
 /// newer agent's) and refuses a known type it cannot parse.
-pub const TAGS: [&str; 6] = ["attach", "gc", "window", "decision", "actuation", "summary"];
+pub const TAGS: [&str; 8] = ["attach", "gc", "window", "decision", "actuation", "summary", "frame", "stack"];
+
+/// One frame of a Python stack, interned: `id` is unique in its stream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FrameDef {
+    pub id: u32,
+    /// The code's qualified name (3.11+; its plain name before), e.g. `Cache.put`.
+    pub name: String,
+    pub file: String,
+    /// 0 when the instruction has no line.
+    pub line: u32,
+}
+
+/// How a stack copy ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StackStatus {
+    Complete,
+    /// Deeper than the kernel copies: the innermost frames are kept.
+    Truncated,
+    /// No thread state: the interpreter was starting or finalising.
+    NoThread,
+    /// A pointer could not be read: the frames read up to it are kept.
+    ReadFailed,
+}
+
+/// A Python stack, interned: `id` is unique in its stream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackDef {
+    pub id: u32,
+    /// Frame ids, innermost (the frame running when the collection began) first.
+    pub frames: Vec<u32>,
+    pub status: StackStatus,
+}
 
 fn format_one() -> u32 {
     1
@@ -222,6 +260,10 @@ pub struct Collection {
     pub collected: i64,
     /// −1 when unknown (no GC state: the probe reports collected + uncollectable together).
     pub uncollectable: i64,
+    /// The stack of the thread that triggered it (a `StackDef` id), where the build's stacks
+    /// can be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -375,8 +417,16 @@ mod tests {
 
     #[test]
     fn the_tag_comes_first_and_names_the_variant() {
-        let c =
-            Collection { ts_ns: 5, pid: 1, tid: 2, r#gen: 1, duration_ns: 9, collected: 3, uncollectable: 0 };
+        let c = Collection {
+            ts_ns: 5,
+            pid: 1,
+            tid: 2,
+            r#gen: 1,
+            duration_ns: 9,
+            collected: 3,
+            uncollectable: 0,
+            stack: None,
+        };
         let line = serde_json::to_string(&Record::Gc(c)).unwrap();
         // The reader's fast path relies on this prefix.
         assert!(line.starts_with(r#"{"type":"gc","#), "{line}");

@@ -85,6 +85,7 @@ fn write_trace(path: &Path, n: u64, json: bool) -> Result<u64> {
             duration_ns,
             collected: (rng.next() % 2000) as i64,
             uncollectable: 0,
+            stack: None,
         }))?;
         in_window[g as usize] += 1;
         ts += duration_ns;

@@ -432,10 +432,12 @@ impl Fleet {
 }
 
 fn release(s: &mut Session, clock: &Clock, sinks: &mut [Box<dyn Sink>]) {
-    for c in s.dec.release(clock) {
-        s.target.stats.record(&c);
+    let target = &mut s.target;
+    let _ = s.dec.release(clock, |c, _| -> Result<(), std::convert::Infallible> {
+        target.stats.record(&c);
         for sink in sinks.iter_mut() {
-            sink.collection(&s.target, &c);
+            sink.collection(target, &c);
         }
-    }
+        Ok(())
+    });
 }

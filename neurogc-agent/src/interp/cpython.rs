@@ -29,6 +29,9 @@ pub struct Interpreter {
     pub free_threaded: bool,
     /// Link-time address of `_PyRuntime` (add the load bias for the live address).
     pub runtime: u64,
+    /// Link-time address of `PyCode_Type` (exported, so found in stripped builds too): a
+    /// frame's code object must have it as its type.
+    pub code_type: Option<u64>,
     /// `_Py_DebugOffsets` fields, 3.13+: (interpreters_head offset in the runtime, gc offset in
     /// the interpreter state).
     pub debug_offsets: Option<(u64, u64)>,
@@ -119,6 +122,7 @@ impl Interpreter {
     /// None when `elf` is not a CPython interpreter (no `_PyRuntime`).
     pub fn identify(elf: &Elf, file_name: &str) -> Option<Interpreter> {
         let runtime = elf.symbol_address("_PyRuntime")?;
+        let code_type = elf.symbol_address("PyCode_Type");
         // 3.13+: the runtime begins with _Py_DebugOffsets, statically initialised in the file.
         if let Some(dbg) = elf.read_at(runtime, 1024)
             && &dbg[..8] == b"xdebugpy"
@@ -132,6 +136,7 @@ impl Interpreter {
                 version: PyVersion { minor, micro: Some(micro) },
                 free_threaded: i64_at(dbg, 16) != 0,
                 runtime,
+                code_type,
                 debug_offsets: Some((u64_at(dbg, 40), u64_at(dbg, gc_field))),
                 remote_debug: if minor >= 14 { RemoteDebugOffsets::find(dbg) } else { None },
                 gc_debug: if minor >= 15 { GcDebugOffsets::read(dbg) } else { None },
@@ -150,6 +155,7 @@ impl Interpreter {
                 },
                 free_threaded: named.is_some_and(|(_, t)| t),
                 runtime,
+                code_type,
                 debug_offsets: None,
                 remote_debug: None,
                 gc_debug: None,
@@ -160,6 +166,7 @@ impl Interpreter {
             version: PyVersion { minor, micro: None },
             free_threaded,
             runtime,
+            code_type,
             debug_offsets: None,
             remote_debug: None,
             gc_debug: None,
@@ -334,6 +341,7 @@ mod tests {
             version: PyVersion { minor: 15, micro: Some(2) },
             free_threaded: false,
             runtime: 0,
+            code_type: None,
             debug_offsets: Some((936, 7400)),
             remote_debug: None,
             gc_debug: Some(gc),

@@ -5,7 +5,9 @@
 pub mod cpython;
 pub mod disasm;
 pub mod elf;
+pub mod frames;
 pub mod layout;
+pub mod lines;
 pub mod pending;
 pub mod process;
 pub mod usdt_args;
@@ -101,6 +103,10 @@ pub struct AttachPlan {
     pub begin_arg: ArgSpec,
     pub end_arg: ArgSpec,
     pub gc: Option<GcLocator>,
+    /// Where the kernel finds the collecting thread's frames (None: stacks are not read).
+    pub stack: Option<neurogc_common::StackLocator>,
+    /// How to name those frames, and `PyCode_Type`'s run-time address.
+    pub code: Option<(frames::CodeLayout, u64)>,
     /// Run-time address minus link-time address of the interpreter file.
     pub bias: u64,
 }
@@ -147,6 +153,9 @@ impl AttachPlan {
         AttachPlan {
             pid,
             gc: GcLocator::new(&build.interpreter, bias),
+            stack: frames::stack_locator(&build.interpreter, bias),
+            code: frames::code_layout(&build.interpreter)
+                .zip(build.interpreter.code_type.map(|t| t.wrapping_add(bias))),
             interpreter: build.interpreter.clone(),
             file: file.path,
             open_path: file.open_path,

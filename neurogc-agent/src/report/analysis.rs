@@ -255,6 +255,7 @@ impl Analysis {
                 self.last_ns = self.last_ns.max(a.ts_ns);
             }
             Record::Summary(s) => self.summary = Some(s.clone()),
+            Record::Frame(_) | Record::Stack(_) => {}
         }
     }
 

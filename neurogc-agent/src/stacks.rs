@@ -1,0 +1,195 @@
+//! Names the frames the kernel copied at a collection's start: (code object, instruction)
+//! pointers become (qualified name, file, line), read from the target's memory once per code
+//! object and cached; stacks and frames are interned, so a stream carries each once.
+use std::collections::HashMap;
+
+use neurogc_common::{FRAME_INSTR_MASK, FRAME_OWNER_SHIFT, GcEvent, MAX_FRAMES, stack};
+use neurogc_trace::{FrameDef, Record, StackDef, StackStatus};
+
+use crate::{
+    interp::{frames::CodeLayout, lines},
+    memory::{i32_at, read_bytes, u64_at},
+};
+
+/// Code objects remembered per process; past it the cache starts again (a process that makes
+/// code objects without end, `exec` in a loop, cannot grow the agent).
+const MAX_CODES: usize = 1 << 16;
+/// Distinct frames and stacks interned per stream; past it, collections carry no stack.
+const MAX_INTERNED: usize = 1 << 20;
+/// Longest name or file name read.
+const MAX_STRING: u64 = 4096;
+/// Largest line table read.
+const MAX_TABLE: u64 = 1 << 16;
+
+/// A code object as read once from the target.
+struct Code {
+    name: String,
+    file: String,
+    firstlineno: i32,
+    table: Vec<u8>,
+}
+
+/// Why frames or stacks could not be named, counted for the summary.
+#[derive(Debug, Default, Clone, Copy, serde::Serialize)]
+pub struct Failures {
+    /// The kernel found no thread state.
+    pub no_thread: u64,
+    /// The kernel's walk hit an unreadable pointer.
+    pub read_failed: u64,
+    /// Deeper than the kernel copies.
+    pub truncated: u64,
+    /// A frame's code object could not be read or was not a code object.
+    pub unresolved_frames: u64,
+}
+
+pub struct Resolver {
+    pid: i32,
+    layout: CodeLayout,
+    /// Run-time address of `PyCode_Type`: a frame's code must be one.
+    code_type: u64,
+    codes: HashMap<u64, Option<Code>>,
+    frame_ids: HashMap<(u64, u32), u32>,
+    stack_ids: HashMap<(Vec<u32>, StackStatus), u32>,
+    pub failures: Failures,
+}
+
+impl Resolver {
+    pub fn new(pid: i32, layout: CodeLayout, code_type: u64) -> Resolver {
+        Resolver {
+            pid,
+            layout,
+            code_type,
+            codes: HashMap::new(),
+            frame_ids: HashMap::new(),
+            stack_ids: HashMap::new(),
+            failures: Failures::default(),
+        }
+    }
+
+    /// The stack id for `ev`'s copy, writing through `emit` the frame and stack records a
+    /// reader needs first. None: the build's stacks are not read, or the tables are full.
+    pub fn resolve(&mut self, ev: &GcEvent, emit: &mut impl FnMut(Record)) -> Option<u32> {
+        let status = match ev.stack_status {
+            stack::COMPLETE => StackStatus::Complete,
+            stack::TRUNCATED => StackStatus::Truncated,
+            stack::NO_THREAD => StackStatus::NoThread,
+            stack::READ_FAILED => StackStatus::ReadFailed,
+            _ => return None,
+        };
+        match status {
+            StackStatus::Truncated => self.failures.truncated += 1,
+            StackStatus::NoThread => self.failures.no_thread += 1,
+            StackStatus::ReadFailed => self.failures.read_failed += 1,
+            StackStatus::Complete => {}
+        }
+        let depth = (ev.stack_depth as usize).min(MAX_FRAMES);
+        let mut frames = Vec::with_capacity(depth);
+        for raw in &ev.frames[..depth] {
+            let owner = (raw.instr >> FRAME_OWNER_SHIFT) as u8;
+            if self.layout.owner_not_python.is_some_and(|limit| owner >= limit) {
+                continue;
+            }
+            let mut instr = raw.instr & FRAME_INSTR_MASK;
+            if self.layout.bytecode.is_none() {
+                instr &= 0xffff_ffff; // `int f_lasti`; the next field shares the word
+            }
+            let code_addr = raw.code & !self.layout.tag_mask;
+            if let Some(id) = self.frame(code_addr, instr, emit) {
+                frames.push(id);
+            } else {
+                self.failures.unresolved_frames += 1;
+            }
+        }
+        let key = (frames, status);
+        if let Some(&id) = self.stack_ids.get(&key) {
+            return Some(id);
+        }
+        if self.stack_ids.len() >= MAX_INTERNED {
+            return None;
+        }
+        let id = self.stack_ids.len() as u32;
+        emit(Record::Stack(StackDef { id, frames: key.0.clone(), status }));
+        self.stack_ids.insert(key, id);
+        Some(id)
+    }
+
+    fn frame(&mut self, code_addr: u64, instr: u64, emit: &mut impl FnMut(Record)) -> Option<u32> {
+        if !self.codes.contains_key(&code_addr) {
+            if self.codes.len() >= MAX_CODES {
+                self.codes.clear();
+            }
+            let code = self.read_code(code_addr);
+            self.codes.insert(code_addr, code);
+        }
+        let code = self.codes.get(&code_addr)?.as_ref()?;
+        let offset = match self.layout.bytecode {
+            // An instruction pointer: code units from the bytecode's start.
+            Some(at) => instr.checked_sub(code_addr + at)? / 2,
+            None if self.layout.lasti_in_units => instr.checked_mul(2)?,
+            None => instr,
+        };
+        let line = lines::line_at(self.layout.table, &code.table, code.firstlineno, offset).unwrap_or(0);
+        let key = (code_addr, line);
+        if let Some(&id) = self.frame_ids.get(&key) {
+            return Some(id);
+        }
+        if self.frame_ids.len() >= MAX_INTERNED {
+            return None;
+        }
+        let id = self.frame_ids.len() as u32;
+        emit(Record::Frame(FrameDef { id, name: code.name.clone(), file: code.file.clone(), line }));
+        self.frame_ids.insert(key, id);
+        Some(id)
+    }
+
+    fn read_code(&self, addr: u64) -> Option<Code> {
+        let l = &self.layout;
+        let header = read_bytes(self.pid, addr, (l.linetable + 8).max(l.firstlineno + 4) as usize).ok()?;
+        if u64_at(&header, 8) != self.code_type {
+            return None;
+        }
+        let ptr = |off: u64| u64_at(&header, off as usize);
+        // Every format's table is a `bytes` object.
+        let table = bytes_object(self.pid, ptr(l.linetable))?;
+        Some(Code {
+            name: self.string(ptr(l.name)).unwrap_or_else(|| "?".to_owned()),
+            file: self.string(ptr(l.filename)).unwrap_or_else(|| "?".to_owned()),
+            firstlineno: i32_at(&header, l.firstlineno as usize),
+            table,
+        })
+    }
+
+    /// A `str` object's text: compact ASCII or compact UCS-1/2/4 (every code object's names are).
+    fn string(&self, addr: u64) -> Option<String> {
+        let head = read_bytes(self.pid, addr, 36).ok()?;
+        let len = u64_at(&head, 16);
+        let state = u32::from_le_bytes(head[32..36].try_into().ok()?);
+        let (kind, compact, ascii) = ((state >> 2) & 7, (state >> 5) & 1 == 1, (state >> 6) & 1 == 1);
+        if !compact || len > MAX_STRING || !matches!(kind, 1 | 2 | 4) {
+            return None;
+        }
+        let at = if ascii { self.layout.ascii_data } else { self.layout.compact_data };
+        let data = read_bytes(self.pid, addr + at, (len * u64::from(kind)) as usize).ok()?;
+        Some(match kind {
+            1 => data.iter().map(|&b| char::from(b)).collect(),
+            2 => data
+                .chunks_exact(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .map(|u| char::from_u32(u.into()).unwrap_or('?'))
+                .collect(),
+            _ => data
+                .chunks_exact(4)
+                .map(|c| char::from_u32(u32::from_le_bytes([c[0], c[1], c[2], c[3]])).unwrap_or('?'))
+                .collect(),
+        })
+    }
+}
+
+/// A `bytes` object's content (`ob_size` at 16, the bytes at 32).
+fn bytes_object(pid: i32, addr: u64) -> Option<Vec<u8>> {
+    let size = u64_at(&read_bytes(pid, addr + 16, 8).ok()?, 0);
+    if size > MAX_TABLE {
+        return None;
+    }
+    read_bytes(pid, addr + 32, size as usize).ok()
+}
