@@ -18,6 +18,8 @@ const MAX_CODES: usize = 1 << 16;
 const MAX_INTERNED: usize = 1 << 20;
 /// Longest name or file name read.
 const MAX_STRING: u64 = 4096;
+/// The name of a frame whose code object could not be read.
+pub const UNKNOWN: &str = "[unknown]";
 /// Largest line table read.
 const MAX_TABLE: u64 = 1 << 16;
 
@@ -97,7 +99,10 @@ impl Resolver {
             if let Some(id) = self.frame(code_addr, instr, emit) {
                 frames.push(id);
             } else {
+                // Read later than copied: the code object may be gone (the target exited or
+                // freed it). The frame stays, unnamed, so the stack keeps its shape.
                 self.failures.unresolved_frames += 1;
+                frames.extend(self.unknown(emit));
             }
         }
         let key = (frames, status);
@@ -110,6 +115,17 @@ impl Resolver {
         let id = self.stack_ids.len() as u32;
         emit(Record::Stack(StackDef { id, frames: key.0.clone(), status }));
         self.stack_ids.insert(key, id);
+        Some(id)
+    }
+
+    /// The one frame standing for code that could not be read.
+    fn unknown(&mut self, emit: &mut impl FnMut(Record)) -> Option<u32> {
+        if let Some(&id) = self.frame_ids.get(&(0, 0)) {
+            return Some(id);
+        }
+        let id = self.frame_ids.len() as u32;
+        emit(Record::Frame(FrameDef { id, name: UNKNOWN.to_owned(), file: String::new(), line: 0 }));
+        self.frame_ids.insert((0, 0), id);
         Some(id)
     }
 

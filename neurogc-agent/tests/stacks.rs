@@ -1,0 +1,163 @@
+//! The Python stack of every collection, against real interpreters (3.8–3.15, USDT and symbol
+//! builds, chroot containers): the code that triggered a collection is the code the workload
+//! ran, and a stack comes back whole, with its lines, or says it was truncated.
+mod common;
+
+use std::{collections::HashMap, io::Write, process::Child};
+
+use common::*;
+use serde_json::Value;
+
+/// The workload's own line numbers, from its `# line: NAME` markers.
+fn marked_lines() -> HashMap<String, u64> {
+    let src = std::fs::read_to_string(repo_root().join("tests/workloads/triggers.py")).unwrap();
+    src.lines()
+        .enumerate()
+        .filter_map(|(i, l)| Some((l.split("# line: ").nth(1)?.trim().to_owned(), i as u64 + 1)))
+        .collect()
+}
+
+/// A stream's frames and stacks, and its collections with their stacks named: innermost first,
+/// (name, line) per frame, and the stack's status.
+struct Stream {
+    collections: Vec<(i64, Vec<(String, u64)>, String)>,
+    unresolved: usize,
+}
+
+fn stream(lines: &[Value]) -> Stream {
+    let mut frames: HashMap<u64, (String, u64)> = HashMap::new();
+    let mut stacks: HashMap<u64, (Vec<(String, u64)>, String)> = HashMap::new();
+    let mut out = Stream { collections: Vec::new(), unresolved: 0 };
+    for l in lines {
+        match l["type"].as_str() {
+            Some("frame") => {
+                let name = l["name"].as_str().unwrap().to_owned();
+                frames.insert(l["id"].as_u64().unwrap(), (name, l["line"].as_u64().unwrap()));
+            }
+            Some("stack") => {
+                let named =
+                    l["frames"].as_array().unwrap().iter().map(|f| frames[&f.as_u64().unwrap()].clone());
+                let status = l["status"].as_str().unwrap().to_owned();
+                stacks.insert(l["id"].as_u64().unwrap(), (named.collect(), status));
+            }
+            Some("gc") => match l["stack"].as_u64().and_then(|id| stacks.get(&id)) {
+                Some((named, status)) => {
+                    out.collections.push((l["gen"].as_i64().unwrap(), named.clone(), status.clone()))
+                }
+                None => out.unresolved += 1,
+            },
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Runs triggers.py MODE ARG under an attached agent (`--json`), and returns its stream.
+fn traced(py: &Python, mode: &str, arg: &str) -> Result<Vec<Value>, String> {
+    let mut target: Child = spawn(&py.script_command("triggers.py", &[mode, arg], true));
+    let mut target_out = Lines::new(target.stdout.take().unwrap());
+    target_out.wait_for("ready", 30, &py.name);
+    let pid = interpreter_pid(&target, py);
+    let (mut agent, mut agent_out, _err) = attach_agent(pid, &["--json"], &format!("{}: agent", py.name));
+    target.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+    target_out.wait_for("done", 60, &py.name);
+    let _ = target.wait();
+    let status = wait_exit(&mut agent, 30, &format!("{}: agent after the target exited", py.name));
+    if !status.success() {
+        return Err(format!("{}: agent exited {status}", py.name));
+    }
+    Ok(json_lines(&agent_out.rest(5)))
+}
+
+#[test]
+fn collections_are_attributed_to_the_code_that_triggered_them() {
+    let lines = marked_lines();
+    for_each_python(|py| {
+        let s = match traced(py, "ratio", "3") {
+            Ok(lines) => stream(&lines),
+            Err(e) => return vec![e],
+        };
+        let mut errors = Vec::new();
+        // Young collections start in the allocation that crossed threshold0 (3.8–3.11), or at
+        // the next eval-breaker check, in the constructor it calls (3.12+).
+        let young: Vec<&Vec<(String, u64)>> = s
+            .collections
+            .iter()
+            .filter(|(g, frames, _)| *g < 2 && !frames.is_empty())
+            .map(|c| &c.1)
+            .collect();
+        let leaves = ["alpha", "beta", "Node.__init__", "__init__", "ratio"];
+        let caller =
+            |frames: &Vec<(String, u64)>| frames.iter().find(|f| f.0 == "alpha" || f.0 == "beta").cloned();
+        let from_ratio: Vec<_> = young.iter().filter(|f| f.iter().any(|(n, _)| n == "ratio")).collect();
+        if from_ratio.len() < 200 {
+            errors.push(format!("{}: {} young collections under ratio()", py.name, from_ratio.len()));
+            return errors;
+        }
+        let strangers: Vec<&String> =
+            from_ratio.iter().map(|f| &f[0].0).filter(|leaf| !leaves.contains(&leaf.as_str())).collect();
+        if !strangers.is_empty() {
+            errors.push(format!(
+                "{}: leaves outside the workload: {:?}",
+                py.name,
+                &strangers[..strangers.len().min(5)]
+            ));
+        }
+        let alpha = from_ratio.iter().filter(|f| caller(f).is_some_and(|c| c.0 == "alpha")).count();
+        let beta = from_ratio.iter().filter(|f| caller(f).is_some_and(|c| c.0 == "beta")).count();
+        let share = 100.0 * alpha as f64 / (alpha + beta).max(1) as f64;
+        if (alpha + beta) * 10 < from_ratio.len() * 9 || !(70.0..=80.0).contains(&share) {
+            errors.push(format!(
+                "{}: alpha {alpha}, beta {beta} of {} collections ({share:.1}% alpha, expected 75 ± 5)",
+                py.name,
+                from_ratio.len()
+            ));
+        }
+        // The allocating line, where the leaf is the allocating function (3.8–3.11).
+        let wrong_line =
+            from_ratio.iter().filter_map(|f| caller(f)).find(|(name, line)| *line != lines[name.as_str()]);
+        if let Some((name, line)) = wrong_line {
+            errors.push(format!("{}: {name} placed at line {line}, not {}", py.name, lines[name.as_str()]));
+        }
+        errors
+    });
+}
+
+#[test]
+fn a_stack_comes_back_whole_with_its_lines_or_says_it_was_truncated() {
+    let lines = marked_lines();
+    for_each_python(|py| {
+        let mut errors = Vec::new();
+        for (depth, want_status) in [(50, "complete"), (500, "truncated")] {
+            let s = match traced(py, "depth", &depth.to_string()) {
+                Ok(lines) => stream(&lines),
+                Err(e) => return vec![e],
+            };
+            let Some((_, frames, status)) =
+                s.collections.iter().find(|(g, f, _)| *g == 2 && f.first().is_some_and(|f| f.0 == "deep"))
+            else {
+                errors.push(format!("{}: depth {depth}: no gen2 collection from deep()", py.name));
+                continue;
+            };
+            let mut want: Vec<(String, u64)> = vec![("deep".into(), lines["collect"])];
+            want.extend((0..depth).map(|_| ("deep".to_owned(), lines["recurse"])));
+            want.push(("main".into(), lines["main"]));
+            if want_status == "truncated" {
+                want.truncate(64);
+            }
+            if status != want_status
+                || frames[..want.len().min(frames.len())] != want[..]
+                || frames.len() < want.len()
+            {
+                errors.push(format!(
+                    "{}: depth {depth}: {status} stack of {} frames, innermost {:?}, outermost {:?}",
+                    py.name,
+                    frames.len(),
+                    &frames[..frames.len().min(2)],
+                    frames.last()
+                ));
+            }
+        }
+        errors
+    });
+}

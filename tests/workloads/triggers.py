@@ -1,0 +1,62 @@
+"""Collections triggered at known places, for the stack tests.
+
+    triggers.py ratio SECONDS   alpha() and beta() allocate cyclic garbage 3:1 (random order,
+                                so no threshold can alias the pattern), for SECONDS
+    triggers.py depth N         gc.collect() at the bottom of an N-deep recursion
+
+Each mode waits for a line on stdin first (the agent arms while it waits), prints "ready"
+before waiting, and "done" at the end. Line numbers below are part of the test: the test reads
+them from this file's own "# line:" markers.
+"""
+import gc
+import random
+import sys
+import time
+
+
+class Node:
+    def __init__(self):
+        self.me = self
+
+
+def alpha():
+    Node()  # line: alpha
+
+
+def beta():
+    Node()  # line: beta
+
+
+def ratio(seconds):
+    rnd = random.Random(7)
+    end = time.time() + seconds
+    while time.time() < end:
+        for _ in range(1000):
+            if rnd.random() < 0.75:
+                alpha()
+            else:
+                beta()
+
+
+def deep(n):
+    if n == 0:
+        gc.collect()  # line: collect
+        return
+    deep(n - 1)  # line: recurse
+
+
+def main():
+    mode, arg = sys.argv[1], sys.argv[2]
+    print("ready", flush=True)
+    sys.stdin.readline()
+    if mode == "ratio":
+        ratio(float(arg))
+    else:
+        sys.setrecursionlimit(10_000)
+        deep(int(arg))  # line: main
+    print("done", flush=True)
+    # The agent names frames from this process's memory after the collection: stay a moment.
+    time.sleep(1)
+
+
+main()
