@@ -17,16 +17,21 @@ fn marked_lines() -> HashMap<String, u64> {
         .collect()
 }
 
-/// A stream's frames and stacks, and its collections with their stacks named: innermost first,
-/// (name, line) per frame, and the stack's status.
+/// A frame as (name, line).
+type Frame = (String, u64);
+
+/// A collection's generation, its stack named (innermost first), and the stack's status.
+type Traced = (i64, Vec<Frame>, String);
+
+/// A stream's collections with their stacks named.
 struct Stream {
-    collections: Vec<(i64, Vec<(String, u64)>, String)>,
+    collections: Vec<Traced>,
     unresolved: usize,
 }
 
 fn stream(lines: &[Value]) -> Stream {
-    let mut frames: HashMap<u64, (String, u64)> = HashMap::new();
-    let mut stacks: HashMap<u64, (Vec<(String, u64)>, String)> = HashMap::new();
+    let mut frames: HashMap<u64, Frame> = HashMap::new();
+    let mut stacks: HashMap<u64, (Vec<Frame>, String)> = HashMap::new();
     let mut out = Stream { collections: Vec::new(), unresolved: 0 };
     for l in lines {
         match l["type"].as_str() {
@@ -80,7 +85,7 @@ fn collections_are_attributed_to_the_code_that_triggered_them() {
         let mut errors = Vec::new();
         // Young collections start in the allocation that crossed threshold0 (3.8–3.11), or at
         // the next eval-breaker check, in the constructor it calls (3.12+).
-        let young: Vec<&Vec<(String, u64)>> = s
+        let young: Vec<&Vec<Frame>> = s
             .collections
             .iter()
             .filter(|(g, frames, _)| *g < 2 && !frames.is_empty())
@@ -139,7 +144,7 @@ fn a_stack_comes_back_whole_with_its_lines_or_says_it_was_truncated() {
                 errors.push(format!("{}: depth {depth}: no gen2 collection from deep()", py.name));
                 continue;
             };
-            let mut want: Vec<(String, u64)> = vec![("deep".into(), lines["collect"])];
+            let mut want: Vec<Frame> = vec![("deep".into(), lines["collect"])];
             want.extend((0..depth).map(|_| ("deep".to_owned(), lines["recurse"])));
             want.push(("main".into(), lines["main"]));
             if want_status == "truncated" {
