@@ -287,6 +287,15 @@ pub struct ReportArgs {
     /// thread's track (open it in ui.perfetto.dev)
     #[arg(long, value_name = "FILE")]
     pub perfetto: Option<PathBuf>,
+
+    /// Also write the collections' Python stacks as folded stacks (`frame;frame;frame N`), for
+    /// flamegraph.pl, inferno or speedscope
+    #[arg(long, value_name = "FILE")]
+    pub folded: Option<PathBuf>,
+
+    /// What --folded weighs each stack by: collections it started, or nanoseconds of pause
+    #[arg(long, value_enum, default_value = "collections", requires = "folded")]
+    pub weight: crate::report::Weight,
 }
 
 #[derive(Debug, Args)]
@@ -390,6 +399,7 @@ impl Cli {
                 json: r.json,
                 html: r.html,
                 perfetto: r.perfetto,
+                folded: r.folded.map(|f| (f, r.weight)),
             })),
             Some(Sub::Fleet(f)) => Ok(Task::Fleet(
                 f.select.convert(),

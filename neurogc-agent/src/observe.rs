@@ -379,6 +379,11 @@ impl Observer<'_> {
         let python = self.plan.interpreter.version.to_string();
         let probe = self.plan.source.to_string();
         let note = self.dec.gc.note();
+        let trigger = self
+            .stacks
+            .as_mut()
+            .and_then(|r| r.take_top())
+            .map(|(site, share)| format!("top trigger: {site}, {:.0}% of collections", share * 100.0));
         let decision =
             self.steer.as_ref().and_then(|s| s.last.as_ref().map(|d| (s.mode, d))).map(|(mode, d)| {
                 let verb = match (mode, d.requested) {
@@ -425,6 +430,7 @@ impl Observer<'_> {
                 .map(|_| f[features::index("alloc_per_s").expect("a feature")]),
             lost,
             note: note.as_deref(),
+            trigger: trigger.as_deref(),
             decision: decision.as_deref(),
         };
         let text = if self.tty { view::screen(&frame) } else { view::line(&frame) + "\n" };
@@ -457,6 +463,7 @@ impl Observer<'_> {
                 Stop::TargetExited(ended) => ended.map(|e| e.status()),
                 _ => None,
             },
+            stacks: self.stacks.as_ref().map(|r| r.counts),
             policy: self.steer.as_ref().map(|s| PolicySummary {
                 mode: s.mode.name().to_owned(),
                 provider: s.provider().to_owned(),

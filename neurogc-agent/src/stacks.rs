@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use neurogc_common::{FRAME_INSTR_MASK, FRAME_OWNER_SHIFT, GcEvent, MAX_FRAMES, stack};
-use neurogc_trace::{FrameDef, Record, StackDef, StackStatus};
+use neurogc_trace::{FrameDef, Record, StackCounts, StackDef, StackStatus};
 
 use crate::{
     interp::{frames::CodeLayout, lines},
@@ -31,19 +31,6 @@ struct Code {
     table: Vec<u8>,
 }
 
-/// Why frames or stacks could not be named, counted for the summary.
-#[derive(Debug, Default, Clone, Copy, serde::Serialize)]
-pub struct Failures {
-    /// The kernel found no thread state.
-    pub no_thread: u64,
-    /// The kernel's walk hit an unreadable pointer.
-    pub read_failed: u64,
-    /// Deeper than the kernel copies.
-    pub truncated: u64,
-    /// A frame's code object could not be read or was not a code object.
-    pub unresolved_frames: u64,
-}
-
 pub struct Resolver {
     pid: i32,
     layout: CodeLayout,
@@ -52,7 +39,11 @@ pub struct Resolver {
     codes: HashMap<u64, Option<Code>>,
     frame_ids: HashMap<(u64, u32), u32>,
     stack_ids: HashMap<(Vec<u32>, StackStatus), u32>,
-    pub failures: Failures,
+    pub counts: StackCounts,
+    /// Short labels by frame id ("name (file.py:line)"), for the live view.
+    labels: Vec<String>,
+    /// Collections per innermost frame since the last `take_top` (None: no Python frame).
+    window: HashMap<Option<u32>, u64>,
 }
 
 impl Resolver {
@@ -64,7 +55,9 @@ impl Resolver {
             codes: HashMap::new(),
             frame_ids: HashMap::new(),
             stack_ids: HashMap::new(),
-            failures: Failures::default(),
+            counts: StackCounts::default(),
+            labels: Vec::new(),
+            window: HashMap::new(),
         }
     }
 
@@ -78,12 +71,13 @@ impl Resolver {
             stack::READ_FAILED => StackStatus::ReadFailed,
             _ => return None,
         };
-        match status {
-            StackStatus::Truncated => self.failures.truncated += 1,
-            StackStatus::NoThread => self.failures.no_thread += 1,
-            StackStatus::ReadFailed => self.failures.read_failed += 1,
-            StackStatus::Complete => {}
-        }
+        let c = &mut self.counts;
+        *match status {
+            StackStatus::Complete => &mut c.complete,
+            StackStatus::Truncated => &mut c.truncated,
+            StackStatus::NoThread => &mut c.no_thread,
+            StackStatus::ReadFailed => &mut c.read_failed,
+        } += 1;
         let depth = (ev.stack_depth as usize).min(MAX_FRAMES);
         let mut frames = Vec::with_capacity(depth);
         for raw in &ev.frames[..depth] {
@@ -101,10 +95,11 @@ impl Resolver {
             } else {
                 // Read later than copied: the code object may be gone (the target exited or
                 // freed it). The frame stays, unnamed, so the stack keeps its shape.
-                self.failures.unresolved_frames += 1;
+                self.counts.unresolved_frames += 1;
                 frames.extend(self.unknown(emit));
             }
         }
+        *self.window.entry(frames.first().copied()).or_default() += 1;
         let key = (frames, status);
         if let Some(&id) = self.stack_ids.get(&key) {
             return Some(id);
@@ -118,15 +113,38 @@ impl Resolver {
         Some(id)
     }
 
+    /// Where most collections started since the last call, with their share of them.
+    pub fn take_top(&mut self) -> Option<(String, f64)> {
+        let total: u64 = self.window.values().sum();
+        let (&leaf, &n) = self.window.iter().max_by_key(|(leaf, n)| (**n, std::cmp::Reverse(**leaf)))?;
+        let label = match leaf {
+            Some(id) => self.labels.get(id as usize).cloned().unwrap_or_else(|| UNKNOWN.to_owned()),
+            None => "no Python frame".to_owned(),
+        };
+        self.window.clear();
+        Some((label, n as f64 / total as f64))
+    }
+
+    fn intern_frame(&mut self, def: FrameDef, key: (u64, u32), emit: &mut impl FnMut(Record)) -> u32 {
+        let id = def.id;
+        let file = std::path::Path::new(&def.file).file_name().map(|f| f.to_string_lossy().into_owned());
+        self.labels.push(match file {
+            Some(f) => format!("{} ({f}:{})", def.name, def.line),
+            None => def.name.clone(),
+        });
+        emit(Record::Frame(def));
+        self.frame_ids.insert(key, id);
+        id
+    }
+
     /// The one frame standing for code that could not be read.
     fn unknown(&mut self, emit: &mut impl FnMut(Record)) -> Option<u32> {
         if let Some(&id) = self.frame_ids.get(&(0, 0)) {
             return Some(id);
         }
         let id = self.frame_ids.len() as u32;
-        emit(Record::Frame(FrameDef { id, name: UNKNOWN.to_owned(), file: String::new(), line: 0 }));
-        self.frame_ids.insert((0, 0), id);
-        Some(id)
+        let def = FrameDef { id, name: UNKNOWN.to_owned(), file: String::new(), line: 0 };
+        Some(self.intern_frame(def, (0, 0), emit))
     }
 
     fn frame(&mut self, code_addr: u64, instr: u64, emit: &mut impl FnMut(Record)) -> Option<u32> {
@@ -153,9 +171,8 @@ impl Resolver {
             return None;
         }
         let id = self.frame_ids.len() as u32;
-        emit(Record::Frame(FrameDef { id, name: code.name.clone(), file: code.file.clone(), line }));
-        self.frame_ids.insert(key, id);
-        Some(id)
+        let def = FrameDef { id, name: code.name.clone(), file: code.file.clone(), line };
+        Some(self.intern_frame(def, key, emit))
     }
 
     fn read_code(&self, addr: u64) -> Option<Code> {

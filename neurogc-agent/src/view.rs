@@ -23,6 +23,8 @@ pub struct Frame<'a> {
     pub alloc_rate: Option<f64>,
     pub lost: u64,
     pub note: Option<&'a str>,
+    /// Where most of the last window's collections started (builds whose stacks are read).
+    pub trigger: Option<&'a str>,
     /// The last decision of advise/act mode.
     pub decision: Option<&'a str>,
 }
@@ -95,6 +97,9 @@ pub fn screen(f: &Frame) -> String {
         format!("lost events {}", f.lost),
     ];
     let _ = writeln!(s, "{}", text::fit(&state, " · ", 2));
+    if let Some(trigger) = f.trigger {
+        let _ = writeln!(s, "{}", text::wrap(trigger, 2));
+    }
     if let Some(note) = f.note {
         let _ = writeln!(s, "\x1b[33m{}\x1b[0m", text::wrap(note, 2));
     }
@@ -155,6 +160,7 @@ pub fn line(f: &Frame) -> String {
     fields.push(format!("allocs {}", alloc_text(f)));
     fields.push(settings_text(f));
     fields.push(format!("lost {}", f.lost));
+    fields.extend(f.trigger.map(str::to_owned));
     if let Some(decision) = f.decision {
         fields.extend(decision.lines().map(str::to_owned));
     }

@@ -10,7 +10,10 @@ use std::{
 };
 
 use common::*;
-use neurogc_trace::{Actuation, Attach, Collection, Record, Sample, TraceReader, TraceWriter, Window};
+use neurogc_trace::{
+    Actuation, Attach, Collection, FrameDef, Record, Sample, StackDef, StackStatus, TraceReader, TraceWriter,
+    Window,
+};
 use serde_json::Value;
 
 /// A directory only root can write (the agent refuses to create files anywhere else).
@@ -485,6 +488,96 @@ fn findings_agree_with_what_the_trace_measured() {
     assert!(text.contains("neurogc's freezes") && text.contains("frozen    800000"), "{text}");
     if let Some(wide) = text.lines().find(|l| l.chars().count() > 80) {
         panic!("a line wider than 80 columns: {wide:?}\n{text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn stacks_become_sites_folded_stacks_and_a_flame_graph() {
+    let dir = scratch("stacks");
+    let (trace, folded, html) = (dir.join("t.ngc"), dir.join("t.folded"), dir.join("t.html"));
+    let mut w = TraceWriter::zstd(std::fs::File::create(&trace).unwrap()).unwrap();
+    let t0 = 1_700_000_000_000_000_000u64;
+    w.write(&Record::Attach(Box::new(Attach {
+        format: neurogc_trace::FORMAT,
+        pid: 7,
+        python: "3.12.8".into(),
+        probe: "usdt".into(),
+        mode: "observe".into(),
+        schema: 1,
+        features: vec![],
+        sample: sample(t0, 100, 700),
+        build: None,
+        host: None,
+        agent: None,
+        interval_s: Some(1.0),
+        model: None,
+        guard: None,
+    })))
+    .unwrap();
+    for (id, name, line) in [(0, "main", 9), (1, "cache_put", 3), (2, "render;page", 6)] {
+        w.write(&Record::Frame(FrameDef { id, name: name.into(), file: "/srv/app.py".into(), line }))
+            .unwrap();
+    }
+    w.write(&Record::Stack(StackDef { id: 0, frames: vec![1, 0], status: StackStatus::Complete })).unwrap();
+    w.write(&Record::Stack(StackDef { id: 1, frames: vec![2, 0], status: StackStatus::Truncated })).unwrap();
+    // cache_put starts 30 short gen0 collections, render 2 long gen2 ones.
+    for i in 0..32u64 {
+        let (r#gen, duration_ns, stack) = if i % 16 == 15 { (2, 200_000_000, 1) } else { (0, 50_000, 0) };
+        let c = Collection {
+            ts_ns: t0 + i * 300_000_000,
+            pid: 7,
+            tid: 7,
+            r#gen,
+            duration_ns,
+            collected: 1,
+            uncollectable: 0,
+            stack: Some(stack),
+        };
+        w.write(&Record::Gc(c)).unwrap();
+    }
+    w.seal().unwrap();
+    let (report, out) =
+        report_json(&trace, &["--folded", folded.to_str().unwrap(), "--html", html.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let sites = report["sites"].as_array().unwrap();
+    assert_eq!(
+        (sites[0]["name"].as_str(), sites[0]["collections"][0].as_u64()),
+        (Some("cache_put"), Some(30))
+    );
+    assert_eq!(
+        (sites[1]["name"].as_str(), sites[1]["pause_ns"][2].as_u64()),
+        (Some("render;page"), Some(400_000_000))
+    );
+    // 30 young collections at threshold0 700: 21,000 allocations estimated at cache_put.
+    assert_eq!(sites[0]["allocations"], 21_000);
+    assert_eq!(report["stacks"]["with"], 32);
+    // Folded: outermost first, ';' inside a name replaced, a cut stack under [truncated].
+    assert_eq!(
+        std::fs::read_to_string(&folded).unwrap(),
+        "[truncated];main (/srv/app.py:9);render:page (/srv/app.py:6) 2\nmain (/srv/app.py:9);cache_put (/srv/app.py:3) 30\n"
+    );
+    let run = agent()
+        .arg("report")
+        .arg(&trace)
+        .args(["--folded", folded.to_str().unwrap(), "--weight", "pause"])
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    assert!(std::fs::read_to_string(&folded).unwrap().contains("render:page (/srv/app.py:6) 400000000\n"));
+    let text = String::from_utf8_lossy(&run.stdout);
+    assert!(text.contains("where collections started") && text.contains("cache_put (app.py:3)"), "{text}");
+    // The flame graph: one per generation and one for all, each with the stacks' frames.
+    let page = std::fs::read_to_string(&html).unwrap();
+    for id in ["all", "g0", "g2"] {
+        let graph = page
+            .split(&format!("<div class=\"fg fg-{id}\">"))
+            .nth(1)
+            .unwrap()
+            .split("</div>")
+            .next()
+            .unwrap();
+        assert!(graph.starts_with("<svg") && graph.matches("<rect").count() >= 2, "{id}: {graph}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -357,6 +357,23 @@ pub struct Summary {
     pub target_exit_status: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<PolicySummary>,
+    /// How the stacks of the collections went, where the build's stacks are read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stacks: Option<StackCounts>,
+}
+
+/// Collections whose stack was not complete, per reason, and frames left unnamed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackCounts {
+    pub complete: u64,
+    /// Deeper than the kernel copies (the innermost frames are kept).
+    pub truncated: u64,
+    /// No thread state (interpreter start-up or finalisation).
+    pub no_thread: u64,
+    /// A pointer could not be read (the frames before it are kept).
+    pub read_failed: u64,
+    /// Frames whose code object could no longer be read when they were named (`[unknown]`).
+    pub unresolved_frames: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -4,7 +4,7 @@
 //!
 //! The trace is synthetic but shaped like a real service's: three generations (≈ 89/10/1 %),
 //! log-normal-ish pauses, two threads, a window a second, a threshold change a third of the way
-//! in. It is written with the agent's own writer, so its size per collection is what a recording
+//! in, and a Python stack on every collection (2,000 stacks of 5–30 of 300 frames). It is written with the agent's own writer, so its size per collection is what a recording
 //! of that workload costs on disk.
 use std::{
     path::{Path, PathBuf},
@@ -13,7 +13,9 @@ use std::{
 };
 
 use anyhow::{Context, Result};
-use neurogc_trace::{Attach, Collection, Record, Sample, TraceWriter, Window, features::NAMES};
+use neurogc_trace::{
+    Attach, Collection, FrameDef, Record, Sample, StackDef, StackStatus, TraceWriter, Window, features::NAMES,
+};
 
 use crate::{bench::wait_rusage, build_release_agent, workspace_root};
 
@@ -30,6 +32,10 @@ impl Rng {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
+
+/// Distinct frames and stacks in the synthetic traces.
+const FRAMES: u32 = 300;
+const STACKS: u32 = 2000;
 
 fn write_trace(path: &Path, n: u64, json: bool) -> Result<u64> {
     let file = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
@@ -62,6 +68,30 @@ fn write_trace(path: &Path, n: u64, json: bool) -> Result<u64> {
         model: None,
         guard: None,
     })))?;
+    // Python stacks as a live agent interns them: frames, then stacks of 5 to 30 of them (some
+    // truncated or empty), each written once before the collections that use them.
+    for id in 0..FRAMES {
+        w.write(&Record::Frame(FrameDef {
+            id,
+            name: format!("Service.handler_{}", id % 40),
+            file: format!("/srv/app/module_{}.py", id % 12),
+            line: 10 + id * 7 % 400,
+        }))?;
+    }
+    for id in 0..STACKS {
+        let depth = 5 + rng.next() % 26;
+        let status = match id % 50 {
+            0 => StackStatus::Truncated,
+            1 => StackStatus::NoThread,
+            _ => StackStatus::Complete,
+        };
+        let frames = if status == StackStatus::NoThread {
+            Vec::new()
+        } else {
+            (0..depth).map(|_| (rng.next() % u64::from(FRAMES)) as u32).collect()
+        };
+        w.write(&Record::Stack(StackDef { id, frames, status }))?;
+    }
     let (mut ts, mut window_start, mut in_window) = (t0, t0, [0u64; 3]);
     for i in 0..n {
         let u = rng.unit();
@@ -85,7 +115,7 @@ fn write_trace(path: &Path, n: u64, json: bool) -> Result<u64> {
             duration_ns,
             collected: (rng.next() % 2000) as i64,
             uncollectable: 0,
-            stack: None,
+            stack: Some((rng.next() % u64::from(STACKS)) as u32),
         }))?;
         in_window[g as usize] += 1;
         ts += duration_ns;
@@ -146,7 +176,7 @@ pub fn run(collections: u64, rounds: usize) -> Result<()> {
     let jsonl = dir.join("trace.jsonl");
     // Writing them takes minutes in xtask's debug build: kept for the next run of the same size.
     let stamp = dir.join("traces.stamp");
-    let want = format!("{collections} collections, format {}", neurogc_trace::FORMAT);
+    let want = format!("{collections} collections with stacks, format {}", neurogc_trace::FORMAT);
     if std::fs::read_to_string(&stamp).ok().as_deref() != Some(&want) {
         let started = Instant::now();
         write_trace(&ngc, collections, false)?;
@@ -157,10 +187,13 @@ pub fn run(collections: u64, rounds: usize) -> Result<()> {
     let (ngc_bytes, jsonl_bytes) = (std::fs::metadata(&ngc)?.len(), std::fs::metadata(&jsonl)?.len());
     let html = dir.join("report.html");
     let html_arg = html.to_string_lossy().into_owned();
-    let cases: [(&str, &Path, Vec<&str>); 4] = [
+    let folded = dir.join("stacks.folded");
+    let folded_arg = folded.to_string_lossy().into_owned();
+    let cases: [(&str, &Path, Vec<&str>); 5] = [
         ("recording, text", &ngc, vec![]),
         ("recording, --json", &ngc, vec!["--json"]),
         ("recording, --html", &ngc, vec!["--html", &html_arg]),
+        ("recording, --folded", &ngc, vec!["--folded", &folded_arg, "--weight", "pause"]),
         ("--json stream, text", &jsonl, vec![]),
     ];
     let mut runs: Vec<Vec<Run>> = cases.iter().map(|_| Vec::new()).collect();

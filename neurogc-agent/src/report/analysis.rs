@@ -194,6 +194,9 @@ pub struct Analysis {
     pub actuations: u64,
     /// Bounded like the windows: a freeze is at most one per window.
     pub freezes: Vec<Freeze>,
+    pub stacks: super::sites::Stacks,
+    /// threshold0 in force: the attach sample's, then each window's.
+    threshold0: Option<i64>,
 }
 
 #[derive(Default)]
@@ -221,6 +224,8 @@ impl Analysis {
             decisions: 0,
             actuations: 0,
             freezes: Vec::new(),
+            stacks: Default::default(),
+            threshold0: None,
         }
     }
 
@@ -235,6 +240,7 @@ impl Analysis {
                     gc_share: pos("gc_share"),
                     alloc_per_s: pos("alloc_per_s"),
                 };
+                self.threshold0 = a.sample.thresholds.map(|t| t[0]);
                 self.attach = Some((**a).clone());
             }
             Record::Gc(c) => self.collection(c),
@@ -255,7 +261,8 @@ impl Analysis {
                 self.last_ns = self.last_ns.max(a.ts_ns);
             }
             Record::Summary(s) => self.summary = Some(s.clone()),
-            Record::Frame(_) | Record::Stack(_) => {}
+            Record::Frame(f) => self.stacks.frame(f),
+            Record::Stack(s) => self.stacks.stack(s),
         }
     }
 
@@ -263,6 +270,7 @@ impl Analysis {
         let g = slot(c.r#gen);
         let d = c.duration_ns;
         self.agg.record(c);
+        self.stacks.collection(c, self.threshold0);
         self.last_ns = self.last_ns.max(c.ts_ns.saturating_add(d));
         let entry =
             Longest { duration_ns: d, ts_ns: c.ts_ns, tid: c.tid, r#gen: c.r#gen, collected: c.collected };
@@ -290,6 +298,9 @@ impl Analysis {
 
     fn window(&mut self, w: &Window) {
         self.last_ns = self.last_ns.max(w.end_ns);
+        if let Some(t) = w.sample.thresholds {
+            self.threshold0 = Some(t[0]);
+        }
         if self.windows.len() >= MAX_WINDOWS {
             self.windows_dropped += 1;
             return;

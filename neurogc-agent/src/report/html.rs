@@ -273,6 +273,106 @@ fn line_plot(
     s.push_str("</svg>");
 }
 
+/// A flame graph node: a frame, the weight of every stack through it, and its callees.
+#[derive(Default)]
+struct FlameNode {
+    value: u64,
+    children: std::collections::BTreeMap<String, FlameNode>,
+}
+
+impl FlameNode {
+    fn add(&mut self, path: &[String], v: u64) {
+        self.value += v;
+        if let Some((first, rest)) = path.split_first() {
+            self.children.entry(first.clone()).or_default().add(rest, v);
+        }
+    }
+}
+
+const FLAME_ROW: f64 = 17.0;
+/// Frames narrower than this are not drawn (their time is in their caller's box).
+const FLAME_MIN_PX: f64 = 0.5;
+
+/// A warm colour per frame name, the same in every graph of the page.
+fn flame_color(name: &str) -> String {
+    let h = name.bytes().fold(2166136261u32, |h, b| (h ^ u32::from(b)).wrapping_mul(16777619));
+    format!("hsl({},{}%,{}%)", 10 + h % 45, 70 + (h >> 8) % 25, 52 + (h >> 16) % 12)
+}
+
+fn flame_rows(s: &mut String, node: &FlameNode, total: u64, x: f64, depth: usize) {
+    let mut x = x;
+    for (name, child) in &node.children {
+        let w = child.value as f64 / total as f64 * W;
+        if w >= FLAME_MIN_PX {
+            let y = depth as f64 * FLAME_ROW;
+            let pct = 100.0 * child.value as f64 / total as f64;
+            let _ = write!(
+                s,
+                r#"<g><title>{} — {pct:.1}%</title><rect x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{}" fill="{}" rx="2"/>"#,
+                esc(name),
+                FLAME_ROW - 1.0,
+                flame_color(name)
+            );
+            // As many characters as fit (about 6.5 px each at 11 px).
+            let fits = ((w - 6.0) / 6.5) as usize;
+            if fits >= 3 {
+                let label: String = if name.chars().count() > fits {
+                    name.chars().take(fits.saturating_sub(1)).chain(['…']).collect()
+                } else {
+                    name.clone()
+                };
+                let _ = write!(s, r#"<text x="{:.1}" y="{:.1}">{}</text>"#, x + 3.0, y + 12.0, esc(&label));
+            }
+            s.push_str("</g>");
+            flame_rows(s, child, total, x, depth + 1);
+        }
+        x += w;
+    }
+}
+
+fn flame_depth(node: &FlameNode) -> usize {
+    node.children.values().map(|c| 1 + flame_depth(c)).max().unwrap_or(0)
+}
+
+/// Flame graphs of pause time by Python stack (outermost frame on top), one per generation
+/// and one for all, switched by radio buttons and CSS: no script.
+fn flame_graphs(s: &mut String, a: &Analysis) {
+    let views: [(&str, &str, &[usize]); 4] = [
+        ("all", "all generations", &[0, 1, 2, 3]),
+        ("g0", "gen0", &[0]),
+        ("g1", "gen1", &[1]),
+        ("g2", "gen2", &[2]),
+    ];
+    s.push_str(
+        "<h2>Pause time by Python stack</h2><p><small>The stack of the thread that triggered each collection, \
+         outermost frame on top, widths in pause time; hover for the share. From 3.12 a collection runs at the \
+         next eval-breaker check, so the innermost line may be just after the allocation.</small></p><div class=\"flame\">",
+    );
+    for (i, (id, label, _)) in views.iter().enumerate() {
+        let checked = if i == 0 { " checked" } else { "" };
+        let _ = write!(
+            s,
+            r#"<input type="radio" name="flame" id="fg-{id}"{checked}><label for="fg-{id}">{label}</label> "#
+        );
+    }
+    for (id, label, gens) in views {
+        let mut root = FlameNode::default();
+        for (path, v) in a.stacks.weighted(super::Weight::Pause, gens) {
+            root.add(&path, v);
+        }
+        let _ = write!(s, r#"<div class="fg fg-{id}">"#);
+        if root.value == 0 {
+            let _ = write!(s, "<p>No {label} collection with a stack.</p></div>");
+            continue;
+        }
+        let height = (flame_depth(&root) as f64 * FLAME_ROW).max(FLAME_ROW);
+        let _ = write!(s, r#"<svg viewBox="0 0 {W} {height}" width="{W}" height="{height}" role="img">"#);
+        flame_rows(s, &root, root.value, 0.0, 0);
+        s.push_str("</svg></div>");
+    }
+    s.push_str("</div>");
+}
+
 /// At most `n` points, evenly strided.
 fn thin<T: Copy>(v: &[T], n: usize) -> Vec<T> {
     let step = v.len().div_ceil(n.max(1)).max(1);
@@ -289,6 +389,8 @@ body{{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:960px}
 table{{border-collapse:collapse;margin:8px 0}}td,th{{padding:3px 10px;border-bottom:1px solid #ddd;text-align:right}}
 th:first-child,td:first-child{{text-align:left}}svg text{{font-size:11px;fill:#444}}.change{{fill:#2ca02c}}
 .kpi{{display:inline-block;margin:0 24px 8px 0}}.kpi b{{display:block;font-size:22px}}h2{{font-size:16px;margin-top:28px}}
+.flame .fg{{display:none;margin-top:8px}}.flame svg text{{font-size:11px;fill:#222}}
+#fg-all:checked~.fg-all,#fg-g0:checked~.fg-g0,#fg-g1:checked~.fg-g1,#fg-g2:checked~.fg-g2{{display:block}}
 </style></head><body><h1>GC pause report</h1><p>pid {} · CPython {} · {} probes · {} mode{} · {}{}</p>"#,
         esc(&r.trace.path),
         at.pid,
@@ -332,6 +434,9 @@ th:first-child,td:first-child{{text-align:left}}svg text{{font-size:11px;fill:#4
     if r.collections > 0 {
         timeline_plot(&mut s, r, &a.timeline);
         histogram_plot(&mut s, r);
+    }
+    if a.stacks.with > 0 {
+        flame_graphs(&mut s, a);
     }
     let width_s = a.timeline.width_ns as f64 / 1e9;
     let share: Vec<(f64, f64)> = a

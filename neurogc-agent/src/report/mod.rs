@@ -6,6 +6,7 @@ mod analysis;
 mod findings;
 mod html;
 mod perfetto;
+mod sites;
 mod text;
 
 use std::{
@@ -23,11 +24,14 @@ use self::{
 };
 use crate::{aggregate::GenTotals, bail_user, view::duration};
 
+pub use self::sites::Weight;
+
 pub struct Options {
     pub trace: PathBuf,
     pub json: bool,
     pub html: Option<PathBuf>,
     pub perfetto: Option<PathBuf>,
+    pub folded: Option<(PathBuf, Weight)>,
 }
 
 /// Everything `report` tells, in the JSON it prints with --json.
@@ -51,10 +55,21 @@ pub struct Report {
     pub threshold_changes: Vec<ThresholdChange>,
     /// neurogc's freezes and unfreezes of the target.
     pub freezes: Vec<Freeze>,
+    /// Where collections started: the innermost Python frame of their stacks, most collections
+    /// first (empty for a trace without stacks).
+    pub sites: Vec<sites::Site>,
+    /// Collections with a stack, and without one.
+    pub stacks: StackCoverage,
     pub findings: Vec<Finding>,
     pub windows: u64,
     pub decisions: u64,
     pub actuations: u64,
+}
+
+#[derive(Serialize)]
+pub struct StackCoverage {
+    pub with: u64,
+    pub without: u64,
 }
 
 #[derive(Serialize)]
@@ -173,7 +188,8 @@ pub struct Effect {
 }
 
 pub fn run(opts: &Options) -> Result<()> {
-    for out in [&opts.html, &opts.perfetto].into_iter().flatten() {
+    for out in [&opts.html, &opts.perfetto, &opts.folded.as_ref().map(|f| f.0.clone())].into_iter().flatten()
+    {
         refuse_same_file(&opts.trace, out)?;
     }
     let mut reader = crate::input::open_trace(&opts.trace)?;
@@ -201,6 +217,10 @@ pub fn run(opts: &Options) -> Result<()> {
         skipped_lines: reader.skipped,
     };
     let report = build(&analysis, info);
+    if let Some((path, weight)) = &opts.folded {
+        let mut f = crate::output::create(path, "folded stacks")?;
+        f.write_all(analysis.stacks.folded(*weight).as_bytes())?;
+    }
     if let Some(path) = &opts.html {
         let page = html::page(&report, &analysis);
         let mut f = crate::output::create(path, "HTML report")?;
@@ -278,6 +298,8 @@ fn build(a: &Analysis, trace: TraceInfo) -> Report {
         allocation: slices(a),
         threshold_changes: changes(a),
         freezes: a.freezes.clone(),
+        sites: a.stacks.top_sites(TOP_SITES),
+        stacks: StackCoverage { with: a.stacks.with, without: a.stacks.without },
         findings: Vec::new(),
         windows: a.windows.len() as u64 + a.windows_dropped,
         decisions: a.decisions,
@@ -286,6 +308,9 @@ fn build(a: &Analysis, trace: TraceInfo) -> Report {
     report.findings = findings::findings(&report, a);
     report
 }
+
+/// Sites a report lists.
+const TOP_SITES: usize = 10;
 
 fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 { a / b } else { 0.0 }

@@ -1,9 +1,13 @@
 //! `report --perfetto`: Chrome trace-event JSON (the format ui.perfetto.dev and chrome://tracing
 //! open). One complete ("X") slice per collection on its thread's track, with generation,
 //! collected and uncollectable as args; threshold changes as instant events and RSS as a
-//! counter track. Timestamps are microseconds since the Unix epoch, so the slices line up with
+//! counter track. A collection with a Python stack carries it as its `stack` arg (innermost
+//! frame first). Timestamps are microseconds since the Unix epoch, so the slices line up with
 //! other traces of the same machine. Written as the trace is read: memory stays flat.
-use std::{collections::BTreeSet, io::Write};
+use std::{
+    collections::{BTreeSet, HashMap},
+    io::Write,
+};
 
 use anyhow::Result;
 use neurogc_trace::Record;
@@ -15,6 +19,9 @@ pub struct Writer<W: Write> {
     threads: BTreeSet<u32>,
     thresholds: Option<[i64; 3]>,
     first: bool,
+    /// Frame labels, and each stack's arg already as a JSON string (written once per stack).
+    frames: HashMap<u32, String>,
+    stacks: HashMap<u32, String>,
 }
 
 /// ns since the epoch as µs, exactly (a JSON number with three decimals).
@@ -25,7 +32,15 @@ fn micros(ns: u64) -> String {
 impl<W: Write> Writer<W> {
     pub fn new(mut out: W) -> Result<Self> {
         out.write_all(b"{\"displayTimeUnit\":\"ms\",\"traceEvents\":[")?;
-        Ok(Writer { out, pid: 0, threads: BTreeSet::new(), thresholds: None, first: true })
+        Ok(Writer {
+            out,
+            pid: 0,
+            threads: BTreeSet::new(),
+            thresholds: None,
+            first: true,
+            frames: HashMap::new(),
+            stacks: HashMap::new(),
+        })
     }
 
     /// Separates events: a JSON array takes no trailing comma.
@@ -51,6 +66,19 @@ impl<W: Write> Writer<W> {
                     &json!({"name": "process_name", "ph": "M", "pid": a.pid, "args": {"name": name}}),
                 )?;
             }
+            Record::Frame(f) => {
+                let at = if f.file.is_empty() { String::new() } else { format!(" ({}:{})", f.file, f.line) };
+                self.frames.insert(f.id, format!("{}{at}", f.name));
+            }
+            Record::Stack(st) => {
+                let named: Vec<&str> = st
+                    .frames
+                    .iter()
+                    .map(|id| self.frames.get(id).map_or("[unknown]", String::as_str))
+                    .collect();
+                let text = serde_json::to_string(&named.join("\n"))?;
+                self.stacks.insert(st.id, text);
+            }
             Record::Gc(c) => {
                 self.threads.insert(c.tid);
                 self.next()?;
@@ -58,7 +86,7 @@ impl<W: Write> Writer<W> {
                 write!(
                     self.out,
                     "{{\"name\":\"gc gen{g}\",\"cat\":\"gc\",\"ph\":\"X\",\"ts\":{},\"dur\":{},\"pid\":{},\"tid\":{},\
-                     \"args\":{{\"generation\":{g},\"collected\":{},\"uncollectable\":{}}}}}",
+                     \"args\":{{\"generation\":{g},\"collected\":{},\"uncollectable\":{}",
                     micros(c.ts_ns),
                     micros(c.duration_ns),
                     c.pid,
@@ -67,6 +95,10 @@ impl<W: Write> Writer<W> {
                     c.uncollectable,
                     g = c.r#gen,
                 )?;
+                if let Some(stack) = c.stack.and_then(|id| self.stacks.get(&id)) {
+                    write!(self.out, ",\"stack\":{stack}")?;
+                }
+                self.out.write_all(b"}}")?;
             }
             Record::Window(w) => {
                 let (pid, ts) = (self.pid, micros(w.end_ns));

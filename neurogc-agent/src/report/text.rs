@@ -84,6 +84,48 @@ pub fn render(r: &Report) -> String {
             );
         }
     }
+    if !r.sites.is_empty() {
+        let _ = writeln!(s, "\nwhere collections started (innermost Python frame)");
+        let _ = writeln!(
+            s,
+            "  {:>9} {:>6} {:>9} {:>8} {:>10}  site",
+            "count", "gen2", "pause", "p99", "≈allocs/s"
+        );
+        for site in &r.sites {
+            let row = format!(
+                "  {:>9} {:>6} {:>9} {:>8} {:>10}  ",
+                site.total_collections(),
+                site.collections[2],
+                duration(site.total_pause_ns()),
+                duration(site.p99_ns),
+                crate::view::count(site.allocations as f64 / r.span_s),
+            );
+            // The file's own name is enough here: --json and --folded carry the path.
+            let file = std::path::Path::new(&site.file)
+                .file_name()
+                .map_or(String::new(), |f| f.to_string_lossy().into_owned());
+            let at = if file.is_empty() {
+                site.name.clone()
+            } else {
+                format!("{} ({file}:{})", site.name, site.line)
+            };
+            if row.chars().count() + at.chars().count() <= text::WIDTH {
+                let _ = writeln!(s, "{row}{at}");
+            } else {
+                let _ = writeln!(s, "{}\n{}", row.trim_end(), text::block(&at, 6));
+            }
+        }
+        if r.stacks.without > 0 {
+            let _ = writeln!(
+                s,
+                "{}",
+                text::wrap(
+                    &format!("  {} without a stack", crate::text::plural(r.stacks.without, "collection")),
+                    4
+                )
+            );
+        }
+    }
     if !r.allocation.is_empty() {
         let _ = writeln!(s, "\nallocation rate and RSS over time");
         for a in &r.allocation {

@@ -1,0 +1,274 @@
+//! Which code triggered the collections: per stack and per site (the innermost frame), the
+//! collections and pause time by generation, folded in the same streaming pass as the rest.
+//! Memory is bounded by the trace's interned stacks, not by its length.
+use std::collections::HashMap;
+
+use neurogc_trace::{Collection, FrameDef, StackDef, StackStatus};
+use serde::Serialize;
+
+/// Per generation 0, 1, 2 and unknown.
+const GENS: usize = 4;
+/// A coarse log histogram per site for its p99: 4 buckets per doubling from 1 µs (±9%).
+const HIST_BUCKETS: usize = 4 * 34;
+
+fn bucket(ns: u64) -> usize {
+    let us = (ns as f64 / 1e3).max(1.0);
+    ((us.log2() * 4.0) as usize).min(HIST_BUCKETS - 1)
+}
+
+fn bucket_ns(b: usize) -> u64 {
+    (2f64.powf((b + 1) as f64 / 4.0) * 1e3) as u64
+}
+
+fn slot(generation: i8) -> usize {
+    match generation {
+        0..=2 => generation as usize,
+        _ => 3,
+    }
+}
+
+#[derive(Default, Clone, Copy)]
+struct Weights {
+    collections: [u64; GENS],
+    pause_ns: [u64; GENS],
+    /// Net container allocations this stack made, estimated: a young collection starts in the
+    /// allocation that took gen0's count past threshold0, so each one stands for threshold0.
+    allocations: u64,
+}
+
+impl Weights {
+    fn add(&mut self, g: usize, ns: u64) {
+        self.collections[g] += 1;
+        self.pause_ns[g] = self.pause_ns[g].saturating_add(ns);
+    }
+}
+
+struct SiteAgg {
+    w: Weights,
+    hist: Vec<u32>,
+}
+
+/// What `report` reads of stacks while it folds the trace.
+#[derive(Default)]
+pub struct Stacks {
+    frames: HashMap<u32, FrameDef>,
+    stacks: HashMap<u32, StackDef>,
+    per_stack: HashMap<u32, Weights>,
+    /// Keyed by the innermost frame's id; `u32::MAX`: a stack with no Python frame.
+    per_site: HashMap<u32, SiteAgg>,
+    /// Collections with no stack (a build whose stacks are not read, an older recording).
+    pub without: u64,
+    pub with: u64,
+}
+
+/// A site: where collections started, with what they cost.
+#[derive(Serialize, Clone, Debug)]
+pub struct Site {
+    pub name: String,
+    pub file: String,
+    pub line: u32,
+    pub collections: [u64; GENS],
+    pub pause_ns: [u64; GENS],
+    /// p99 of the pauses it started, all generations (±9%).
+    pub p99_ns: u64,
+    /// Net container allocations made here, estimated from its young collections (each stands
+    /// for the threshold0 then in force).
+    pub allocations: u64,
+}
+
+impl Site {
+    pub fn total_collections(&self) -> u64 {
+        self.collections.iter().sum()
+    }
+    pub fn total_pause_ns(&self) -> u64 {
+        self.pause_ns.iter().sum()
+    }
+}
+
+fn label(name: &str, file: &str, line: u32) -> String {
+    if file.is_empty() { name.to_owned() } else { format!("{name} ({file}:{line})") }
+}
+
+/// What `report --folded` weighs each stack by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Weight {
+    /// Collections started under the stack.
+    Collections,
+    /// Nanoseconds of pause they caused.
+    Pause,
+}
+
+const NO_FRAME: &str = "[no Python frame]";
+const TRUNCATED: &str = "[truncated]";
+
+impl Stacks {
+    pub fn frame(&mut self, f: &FrameDef) {
+        self.frames.insert(f.id, f.clone());
+    }
+
+    pub fn stack(&mut self, s: &StackDef) {
+        self.stacks.insert(s.id, s.clone());
+    }
+
+    /// `threshold0`: the threshold in force (from the last window), for the allocation estimate.
+    pub fn collection(&mut self, c: &Collection, threshold0: Option<i64>) {
+        let Some(id) = c.stack.filter(|id| self.stacks.contains_key(id)) else {
+            self.without += 1;
+            return;
+        };
+        self.with += 1;
+        let g = slot(c.r#gen);
+        let allocations = if g < 2 { threshold0.and_then(|t| u64::try_from(t).ok()).unwrap_or(0) } else { 0 };
+        let stack = self.per_stack.entry(id).or_default();
+        stack.add(g, c.duration_ns);
+        stack.allocations += allocations;
+        let leaf = self.stacks[&id].frames.first().copied().unwrap_or(u32::MAX);
+        let site = self
+            .per_site
+            .entry(leaf)
+            .or_insert_with(|| SiteAgg { w: Weights::default(), hist: vec![0; HIST_BUCKETS] });
+        site.w.add(g, c.duration_ns);
+        site.w.allocations += allocations;
+        site.hist[bucket(c.duration_ns)] += 1;
+    }
+
+    fn name(&self, frame: u32) -> (String, String, u32) {
+        match self.frames.get(&frame) {
+            Some(f) => (f.name.clone(), f.file.clone(), f.line),
+            None if frame == u32::MAX => (NO_FRAME.to_owned(), String::new(), 0),
+            None => ("[unknown]".to_owned(), String::new(), 0),
+        }
+    }
+
+    /// The `n` sites that started the most collections, then by pause time.
+    pub fn top_sites(&self, n: usize) -> Vec<Site> {
+        let mut sites: Vec<Site> = self
+            .per_site
+            .iter()
+            .map(|(&frame, agg)| {
+                let (name, file, line) = self.name(frame);
+                let total: u64 = agg.hist.iter().map(|&c| u64::from(c)).sum();
+                let rank = (total as f64 * 0.99).ceil() as u64;
+                let mut seen = 0;
+                let p99 = agg.hist.iter().position(|&c| {
+                    seen += u64::from(c);
+                    seen >= rank.max(1)
+                });
+                Site {
+                    name,
+                    file,
+                    line,
+                    collections: agg.w.collections,
+                    pause_ns: agg.w.pause_ns,
+                    p99_ns: p99.map_or(0, bucket_ns),
+                    allocations: agg.w.allocations,
+                }
+            })
+            .collect();
+        sites.sort_by(|a, b| {
+            (b.total_collections(), b.total_pause_ns(), &a.name).cmp(&(
+                a.total_collections(),
+                a.total_pause_ns(),
+                &b.name,
+            ))
+        });
+        sites.truncate(n);
+        sites
+    }
+
+    /// Frames of stack `id`, outermost first, as flame graphs read them; a stack that was cut
+    /// short starts with `[truncated]`.
+    fn path(&self, id: u32) -> Vec<String> {
+        let s = &self.stacks[&id];
+        let mut path = Vec::with_capacity(s.frames.len() + 1);
+        if matches!(s.status, StackStatus::Truncated | StackStatus::ReadFailed) {
+            path.push(TRUNCATED.to_owned());
+        }
+        path.extend(s.frames.iter().rev().map(|&f| {
+            let (name, file, line) = self.name(f);
+            label(&name, &file, line)
+        }));
+        if path.is_empty() {
+            path.push(match s.status {
+                StackStatus::NoThread => "[no thread state]".to_owned(),
+                _ => NO_FRAME.to_owned(),
+            });
+        }
+        path
+    }
+
+    /// Stacks with their weight (collections or pause ns), for the generations in `gens`.
+    pub fn weighted(&self, weight: Weight, gens: &[usize]) -> Vec<(Vec<String>, u64)> {
+        let mut out: Vec<(Vec<String>, u64)> = self
+            .per_stack
+            .iter()
+            .map(|(&id, w)| {
+                let v = gens
+                    .iter()
+                    .map(|&g| if weight == Weight::Pause { w.pause_ns[g] } else { w.collections[g] });
+                (self.path(id), v.sum())
+            })
+            .filter(|(_, v)| *v > 0)
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Folded stacks (`frame;frame;frame N`), as flamegraph.pl, inferno and speedscope read them.
+    pub fn folded(&self, weight: Weight) -> String {
+        let mut s = String::new();
+        for (path, v) in self.weighted(weight, &[0, 1, 2, 3]) {
+            // The folded format separates frames with ';' and ends with a space and the count.
+            let frames: Vec<String> = path.iter().map(|f| f.replace(';', ":")).collect();
+            s.push_str(&frames.join(";"));
+            s.push(' ');
+            s.push_str(&v.to_string());
+            s.push('\n');
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gc(generation: i8, ns: u64, stack: u32) -> Collection {
+        Collection {
+            ts_ns: 0,
+            pid: 1,
+            tid: 1,
+            r#gen: generation,
+            duration_ns: ns,
+            collected: 0,
+            uncollectable: 0,
+            stack: Some(stack),
+        }
+    }
+
+    #[test]
+    fn sites_and_folded_stacks_weigh_what_each_stack_started() {
+        let mut s = Stacks::default();
+        for (id, name, line) in [(0, "main", 10), (1, "alpha", 3), (2, "beta", 6)] {
+            s.frame(&FrameDef { id, name: name.into(), file: "w.py".into(), line });
+        }
+        s.stack(&StackDef { id: 0, frames: vec![1, 0], status: StackStatus::Complete });
+        s.stack(&StackDef { id: 1, frames: vec![2, 0], status: StackStatus::Truncated });
+        for _ in 0..3 {
+            s.collection(&gc(0, 20_000, 0), Some(700));
+        }
+        s.collection(&gc(2, 300_000_000, 1), Some(700));
+        s.collection(&Collection { stack: None, ..gc(0, 1, 0) }, None);
+        assert_eq!((s.with, s.without), (4, 1));
+        let top = s.top_sites(10);
+        assert_eq!((top[0].name.as_str(), top[0].line), ("alpha", 3));
+        assert_eq!((top[0].collections, top[1].pause_ns[2]), ([3, 0, 0, 0], 300_000_000));
+        assert_eq!((top[0].allocations, top[1].allocations), (2100, 0), "gen2 is no allocation sample");
+        assert!((270_000_000..330_000_000).contains(&top[1].p99_ns), "{}", top[1].p99_ns);
+        assert_eq!(
+            s.folded(Weight::Collections),
+            "[truncated];main (w.py:10);beta (w.py:6) 1\nmain (w.py:10);alpha (w.py:3) 3\n"
+        );
+        assert!(s.folded(Weight::Pause).contains("main (w.py:10);alpha (w.py:3) 60000\n"));
+    }
+}
