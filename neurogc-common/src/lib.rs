@@ -76,6 +76,12 @@ pub mod tstate_via {
     pub const GIL_HOLDER: u32 = 2;
 }
 
+/// Bytes of a frame the probe reads at once: every field it needs lies within them (3.8–3.10's
+/// `f_lasti` at 104 is the farthest).
+pub const FRAME_READ_BYTES: usize = 112;
+/// 3.11+'s `_PyInterpreterFrame`: every field needed is in its first 80 bytes.
+pub const FRAME_READ_BYTES_SHORT: usize = 80;
+
 /// `RawFrame::instr` carries the frame's owner byte (3.12+) in its top byte: user-space
 /// addresses and 3.8–3.10's `f_lasti` (the low 32 bits) fit below it.
 pub const FRAME_OWNER_SHIFT: u32 = 56;
@@ -99,7 +105,9 @@ pub struct StackLocator {
     pub instr_at: u32,
     /// Offset of the frame's `owner`; `u32::MAX`: none (3.8–3.11).
     pub owner_at: u32,
-    pub _pad: u32,
+    /// Bytes read per frame: `FRAME_READ_BYTES` (3.8–3.10's frame objects), or
+    /// `FRAME_READ_BYTES_SHORT` (3.11+: a frame can end soon after its header).
+    pub frame_bytes: u32,
 }
 
 /// One collection as the kernel saw it. The kernel does no interpretation: the agent derives

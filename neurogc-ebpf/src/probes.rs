@@ -1,15 +1,18 @@
 use aya_ebpf::{
     bindings::{BPF_ANY, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP, pt_regs},
-    helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_kernel, bpf_probe_read_user},
+    helpers::{
+        bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_kernel, bpf_probe_read_user,
+        bpf_probe_read_user_buf,
+    },
     macros::{map, raw_tracepoint, uprobe, uretprobe},
     maps::{HashMap, LruHashMap, PerCpuArray, RingBuf},
     programs::{ProbeContext, RawTracePointContext, RetProbeContext},
 };
 use neurogc_common::{
     ARG_CONST, ARG_MEM, ARG_REG, ArgSpec, EVENT_HAS_STATS, EXEC_RING_BYTES, ExecEvent, FRAME_INSTR_MASK,
-    FRAME_OWNER_SHIFT, GcEvent, GenStats, GlobalConfig, MAX_FRAMES, MAX_TARGETS, NUM_GENERATIONS, RING_BYTES,
-    RING_COUNTERS_AT, RING_RECORD_BYTES, RawFrame, StackLocator, StatsLocator, TargetConfig, counter, stack,
-    tstate_via,
+    FRAME_OWNER_SHIFT, FRAME_READ_BYTES, GcEvent, GenStats, GlobalConfig, MAX_FRAMES, MAX_TARGETS,
+    NUM_GENERATIONS, RING_BYTES, RING_COUNTERS_AT, RING_RECORD_BYTES, RawFrame, StackLocator, StatsLocator,
+    TargetConfig, counter, stack, tstate_via,
 };
 
 /// What the kernel is told the programs' license is. It must be GPL-compatible for the helpers
@@ -45,6 +48,10 @@ static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(counter::COUNT
 /// Where `begin` builds a collection's state: it is too large for the 512-byte BPF stack.
 #[map]
 static SCRATCH: PerCpuArray<Inflight> = PerCpuArray::with_max_entries(1, 0);
+
+/// One frame's bytes, read at once (one helper call per frame instead of one per field).
+#[map]
+static FRAME_BYTES: PerCpuArray<[u8; FRAME_READ_BYTES]> = PerCpuArray::with_max_entries(1, 0);
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -151,6 +158,17 @@ fn thread_state(loc: &StackLocator) -> Option<u64> {
     Some(tstate)
 }
 
+/// The 8 bytes at `at` in a frame's bytes (0 past the end: a layout never asks for that).
+#[inline(always)]
+fn field(bytes: &[u8; FRAME_READ_BYTES], at: u32) -> u64 {
+    let at = at as usize;
+    if at > FRAME_READ_BYTES - 8 {
+        return 0;
+    }
+    // SAFETY: at + 8 <= FRAME_READ_BYTES, checked above.
+    unsafe { core::ptr::read_unaligned(bytes.as_ptr().add(at).cast::<u64>()) }
+}
+
 /// Copies (code object, instruction) of each Python frame of the thread running now, innermost
 /// first: pointers only. Every frame is copied, the owner byte (3.12+) in the instruction's top
 /// byte, and user space drops the C stack's shims: one verifier state per step. Never fails the
@@ -182,6 +200,10 @@ fn copy_stack(loc: &StackLocator, inflight: &mut Inflight) {
     {
         frame = read(cframe.wrapping_add(u64::from(loc.cframe_at)));
     }
+    let Some(buf) = FRAME_BYTES.get_ptr_mut(0) else {
+        inflight.stack_status = stack::READ_FAILED;
+        return;
+    };
     let mut status = stack::COMPLETE;
     let mut depth = 0;
     while depth < MAX_FRAMES {
@@ -193,21 +215,19 @@ fn copy_stack(loc: &StackLocator, inflight: &mut Inflight) {
                 break;
             }
         };
-        let (Some(code), Some(instr), Some(previous)) = (
-            read(f.wrapping_add(u64::from(loc.code_at))),
-            read(f.wrapping_add(u64::from(loc.instr_at))),
-            read(f.wrapping_add(u64::from(loc.previous_at))),
-        ) else {
+        // SAFETY: this CPU's buffer; the helper writes at most its size and faults safely.
+        let got = unsafe { bpf_probe_read_user_buf(f as *const u8, &mut *buf) };
+        if got.is_err() {
             status = stack::READ_FAILED;
             break;
-        };
-        let owner = if loc.owner_at == u32::MAX {
-            0
-        } else {
-            unsafe { bpf_probe_read_user(f.wrapping_add(u64::from(loc.owner_at)) as *const u8) }.unwrap_or(0)
-        };
+        }
+        // SAFETY: the buffer was just filled; offsets are bounded by `field`.
+        let bytes = unsafe { &*buf };
+        let (code, instr, previous) =
+            (field(bytes, loc.code_at), field(bytes, loc.instr_at), field(bytes, loc.previous_at));
+        let owner = if loc.owner_at == u32::MAX { 0 } else { field(bytes, loc.owner_at) & 0xff };
         inflight.frames[depth] =
-            RawFrame { code, instr: (instr & FRAME_INSTR_MASK) | (u64::from(owner) << FRAME_OWNER_SHIFT) };
+            RawFrame { code, instr: (instr & FRAME_INSTR_MASK) | (owner << FRAME_OWNER_SHIFT) };
         depth += 1;
         frame = Some(previous);
     }

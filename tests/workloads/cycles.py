@@ -5,10 +5,11 @@ gc.callbacks. At the end it prints one JSON line with its own counts and exits w
 that no shutdown collection (which gc.callbacks never reports) runs after the report.
 
   python cycles.py [--seconds S | --iterations N] [--threads T] [--wait] [--manual K]
-                   [--threshold T0] [--idle-main]
+                   [--threshold T0] [--idle-main] [--depth D]
 
 --wait: print "ready" and wait for a line on stdin before counting (attach mode).
 --idle-main: the main thread only waits for the worker threads (blocked in join).
+--depth: the work runs D Python frames deep (a stack for observers that copy stacks).
 """
 import argparse
 import gc
@@ -58,6 +59,13 @@ def churn(iterations, deadline, manual_every):
     return i
 
 
+def at_depth(depth, work, *args):
+    """work(*args), called `depth` frames below here."""
+    if depth <= 1:
+        return work(*args)
+    return at_depth(depth - 1, work, *args)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--seconds", type=float)
@@ -70,6 +78,7 @@ def main():
     p.add_argument("--still", action="store_true", help="end with a full collection, then report "
                    "the old generation's size and the counts, which --linger then leaves as they are")
     p.add_argument("--idle-main", action="store_true", help="the main thread only joins the workers")
+    p.add_argument("--depth", type=int, default=1, help="run the work this many frames deep")
     args = p.parse_args()
     if args.threshold:
         t = gc.get_threshold()
@@ -96,7 +105,7 @@ def main():
     ]
     for w in workers:
         w.start()
-    n = 0 if args.idle_main else churn(args.iterations, deadline, args.manual)
+    n = 0 if args.idle_main else at_depth(args.depth, churn, args.iterations, deadline, args.manual)
     for w in workers:
         w.join()
     elapsed = time.monotonic() - started

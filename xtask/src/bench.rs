@@ -36,6 +36,9 @@ pub enum Which {
         /// Interpreter with USDT probes (bpftrace needs them too)
         #[arg(long, default_value = "/usr/bin/python3.11")]
         python: PathBuf,
+        /// Python frames the workload runs below (the agent copies them on every collection)
+        #[arg(long, default_value = "30", value_parser = clap::value_parser!(u32).range(1..=200))]
+        depth: u32,
     },
     /// Fleet mode: one agent, many processes collecting ~500 times a second each: agent CPU and
     /// RSS, scrape time, exec→armed latency
@@ -130,8 +133,8 @@ fn seconds_arg(s: &str) -> std::result::Result<f64, String> {
 
 pub fn run(which: Which) -> Result<()> {
     match which {
-        Which::Overhead { rounds, iterations, threshold, python } => {
-            overhead(rounds, iterations, threshold, &python)
+        Which::Overhead { rounds, iterations, threshold, python, depth } => {
+            overhead(rounds, iterations, threshold, depth, &python)
         }
         Which::Policy { sessions, seconds } => policy(sessions, seconds),
         Which::Fleet { processes, rate, seconds, attaches, python } => {
@@ -403,11 +406,19 @@ fn bpftrace_script(python: &Path, hist: bool) -> String {
     )
 }
 
-fn one_run(mode: Mode, agent: &Path, python: &Path, iterations: u64, threshold: u32) -> Result<Sample> {
+fn one_run(
+    mode: Mode,
+    agent: &Path,
+    python: &Path,
+    iterations: u64,
+    threshold: u32,
+    depth: u32,
+) -> Result<Sample> {
     let workload = workspace_root().join("tests/workloads/cycles.py");
     let mut target = Command::new(python)
         .arg(&workload)
         .args(["--wait", "--iterations", &iterations.to_string(), "--threshold", &threshold.to_string()])
+        .args(["--depth", &depth.to_string()])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -480,7 +491,7 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() { f64::NAN } else { v[v.len() / 2] }
 }
 
-fn overhead(rounds: usize, iterations: u64, threshold: u32, python: &Path) -> Result<()> {
+fn overhead(rounds: usize, iterations: u64, threshold: u32, depth: u32, python: &Path) -> Result<()> {
     setup::run()?;
     ensure_bpftrace()?;
     let agent = build_release_agent()?;
@@ -488,7 +499,7 @@ fn overhead(rounds: usize, iterations: u64, threshold: u32, python: &Path) -> Re
     for round in 0..rounds {
         for i in 0..MODES.len() {
             let mode = MODES[(i + round) % MODES.len()];
-            let s = one_run(mode, &agent, python, iterations, threshold)
+            let s = one_run(mode, &agent, python, iterations, threshold, depth)
                 .with_context(|| format!("round {round}, {}", mode.label()))?;
             eprintln!(
                 "bench: round {round} {:<28} {:.3}s {} collections",
@@ -503,7 +514,8 @@ fn overhead(rounds: usize, iterations: u64, threshold: u32, python: &Path) -> Re
     let base: Vec<f64> = of(Mode::Baseline).map(|(_, _, s)| s.elapsed_s).collect();
     let base_rate = median(of(Mode::Baseline).map(|(_, _, s)| s.collections as f64 / s.elapsed_s).collect());
     println!(
-        "\nneurogc overhead benchmark · {} · {rounds} rounds × {iterations} iterations, threshold0 {threshold}",
+        "\nneurogc overhead benchmark · {} · {rounds} rounds × {iterations} iterations, threshold0 {threshold}, \
+         {depth} frames deep (the agent copies every collection's stack)",
         python.display()
     );
     println!(

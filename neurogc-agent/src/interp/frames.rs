@@ -133,8 +133,17 @@ pub fn stack_locator(interp: &Interpreter, bias: u64) -> Option<StackLocator> {
         code_at: w.code_at,
         instr_at: w.instr_at,
         owner_at: w.owner_at,
-        _pad: 0,
+        // 3.8–3.10's frame objects are large; 3.11+'s frames can end soon after their header.
+        frame_bytes: if minor_reads_frame_objects(interp.version.minor) {
+            neurogc_common::FRAME_READ_BYTES as u32
+        } else {
+            neurogc_common::FRAME_READ_BYTES_SHORT as u32
+        },
     })
+}
+
+fn minor_reads_frame_objects(minor: u32) -> bool {
+    minor <= 10
 }
 
 pub fn code_layout(interp: &Interpreter) -> Option<CodeLayout> {
