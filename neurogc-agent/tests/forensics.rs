@@ -329,6 +329,28 @@ fn the_perfetto_export_has_one_slice_per_collection() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The page as headless Chromium draws it in a 1000-pixel-wide window: its pixels and the
+/// samples per pixel.
+fn screenshot(html: &Path, shot: &Path, height: u32) -> (Vec<u8>, usize) {
+    let chromium = ["chromium-headless-shell", "chromium"]
+        .into_iter()
+        .find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
+        .expect("headless Chromium (apt install chromium-headless-shell; .ci/run installs it)");
+    let run = Command::new(chromium)
+        .args(["--no-sandbox", "--disable-gpu", "--hide-scrollbars", &format!("--window-size=1000,{height}")])
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let decoder = png::Decoder::new(std::fs::File::open(shot).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    buf.truncate(info.buffer_size());
+    (buf, info.color_type.samples())
+}
+
 #[test]
 fn the_html_report_renders_in_headless_chromium() {
     let dir = scratch("html");
@@ -337,23 +359,8 @@ fn the_html_report_renders_in_headless_chromium() {
     let (report, out) = report_json(&trace, &["--html", html.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(report["threshold_changes"][0]["to"], serde_json::json!([5000, 10, 10]));
-    let chromium = ["chromium-headless-shell", "chromium"]
-        .into_iter()
-        .find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
-        .expect("headless Chromium (apt install chromium-headless-shell; .ci/run installs it)");
-    let run = Command::new(chromium)
-        .args(["--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1000,1400"])
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg(format!("file://{}", html.display()))
-        .output()
-        .unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
-    let decoder = png::Decoder::new(std::fs::File::open(&shot).unwrap());
-    let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    let px = info.color_type.samples();
-    let pixels: Vec<&[u8]> = buf[..info.buffer_size()].chunks(px).collect();
+    let (buf, px) = screenshot(&html, &shot, 1400);
+    let pixels: Vec<&[u8]> = buf.chunks(px).collect();
     // Every generation's colour is drawn (points and bars), not just declared.
     for hex in ["1f77b4", "ff7f0e", "d62728"] {
         let rgb: Vec<u8> = (0..3).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap()).collect();
@@ -579,6 +586,10 @@ fn stacks_become_sites_folded_stacks_and_a_flame_graph() {
             .unwrap();
         assert!(graph.starts_with("<svg") && graph.matches("<rect").count() >= 2, "{id}: {graph}");
     }
+    // Drawn, not just declared: the shown graph's warm frames fill a visible area.
+    let (buf, px) = screenshot(&html, &dir.join("shot.png"), 4000);
+    let warm = buf.chunks(px).filter(|p| p[0] > 200 && (60..230).contains(&p[1]) && p[2] < 110).count();
+    assert!(warm > 20_000, "{warm} pixels of flame graph colour in the screenshot");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
