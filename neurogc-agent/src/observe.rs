@@ -134,10 +134,9 @@ pub async fn run(
         windower: Windower::new(first),
         steer,
         events: None,
-        stacks: plan
-            .stack
-            .and(plan.code)
-            .map(|(layout, code_type)| crate::stacks::Resolver::new(pid, layout, code_type)),
+        stacks: plan.stack.and(plan.code).map(|(layout, code_type)| {
+            crate::stacks::Resolver::new(pid, layout, code_type, crate::stacks::MAX_CODES)
+        }),
     };
     obs.start_actuator()?;
     let attach = obs.attach_record(first, &opts);

@@ -11,9 +11,11 @@ use crate::{
     memory::{i32_at, read_bytes, u64_at},
 };
 
-/// Code objects remembered per process; past it the cache starts again (a process that makes
-/// code objects without end, `exec` in a loop, cannot grow the agent).
-const MAX_CODES: usize = 1 << 16;
+/// Code objects remembered per process (one target; fleet mode keeps fewer); past it the cache
+/// starts again (a process that makes code objects without end, `exec` in a loop, cannot grow
+/// the agent).
+pub const MAX_CODES: usize = 1 << 16;
+pub const MAX_CODES_FLEET: usize = 1 << 10;
 /// Distinct frames and stacks interned per stream; past it, collections carry no stack.
 const MAX_INTERNED: usize = 1 << 20;
 /// Longest name or file name read.
@@ -42,12 +44,16 @@ pub struct Resolver {
     pub counts: StackCounts,
     /// Short labels by frame id ("name (file.py:line)"), for the live view.
     labels: Vec<String>,
-    /// Collections per innermost frame since the last `take_top` (None: no Python frame).
+    /// Collections per innermost frame id since the last `take_top` (None: no Python frame).
     window: HashMap<Option<u32>, u64>,
+    /// The same by label (`count_leaf`, and `window` once folded in).
+    leaves: HashMap<Option<String>, u64>,
+    max_codes: usize,
 }
 
 impl Resolver {
-    pub fn new(pid: i32, layout: CodeLayout, code_type: u64) -> Resolver {
+    /// `max_codes`: code objects cached (a single target can afford more than a fleet's many).
+    pub fn new(pid: i32, layout: CodeLayout, code_type: u64, max_codes: usize) -> Resolver {
         Resolver {
             pid,
             layout,
@@ -58,6 +64,8 @@ impl Resolver {
             counts: StackCounts::default(),
             labels: Vec::new(),
             window: HashMap::new(),
+            leaves: HashMap::new(),
+            max_codes,
         }
     }
 
@@ -78,18 +86,9 @@ impl Resolver {
             StackStatus::NoThread => &mut c.no_thread,
             StackStatus::ReadFailed => &mut c.read_failed,
         } += 1;
-        let depth = (ev.stack_depth as usize).min(MAX_FRAMES);
-        let mut frames = Vec::with_capacity(depth);
-        for raw in &ev.frames[..depth] {
-            let owner = (raw.instr >> FRAME_OWNER_SHIFT) as u8;
-            if self.layout.owner_not_python.is_some_and(|limit| owner >= limit) {
-                continue;
-            }
-            let mut instr = raw.instr & FRAME_INSTR_MASK;
-            if self.layout.bytecode.is_none() {
-                instr &= 0xffff_ffff; // `int f_lasti`; the next field shares the word
-            }
-            let code_addr = raw.code & !self.layout.tag_mask;
+        let mut frames = Vec::with_capacity(ev.stack_depth as usize);
+        let layout = self.layout;
+        for (code_addr, instr) in python_frames(&layout, ev) {
             if let Some(id) = self.frame(code_addr, instr, emit) {
                 frames.push(id);
             } else {
@@ -113,25 +112,42 @@ impl Resolver {
         Some(id)
     }
 
+    /// Only the innermost Python frame of `ev`, counted for `take_top` (fleet mode: no records,
+    /// no interning, memory bounded by the code objects' cache).
+    pub fn count_leaf(&mut self, ev: &GcEvent) {
+        if ev.stack_status == stack::UNSUPPORTED {
+            return;
+        }
+        let layout = self.layout;
+        let leaf = python_frames(&layout, ev).next().map(|(code_addr, instr)| {
+            let named = self.code(code_addr).is_some();
+            let label = named.then(|| self.line(code_addr, instr)).flatten().and_then(|line| {
+                let code = self.codes.get(&code_addr)?.as_ref()?;
+                Some(label(&code.name, &code.file, line))
+            });
+            label.unwrap_or_else(|| UNKNOWN.to_owned())
+        });
+        *self.leaves.entry(leaf).or_default() += 1;
+    }
+
     /// Where most collections started since the last call, with their share of them.
     pub fn take_top(&mut self) -> Option<(String, f64)> {
-        let total: u64 = self.window.values().sum();
-        let (&leaf, &n) = self.window.iter().max_by_key(|(leaf, n)| (**n, std::cmp::Reverse(**leaf)))?;
-        let label = match leaf {
-            Some(id) => self.labels.get(id as usize).cloned().unwrap_or_else(|| UNKNOWN.to_owned()),
-            None => "no Python frame".to_owned(),
-        };
-        self.window.clear();
+        // Frame ids (full resolution) become their labels here, once a window.
+        for (leaf, n) in self.window.drain() {
+            let label =
+                leaf.map(|id| self.labels.get(id as usize).cloned().unwrap_or_else(|| UNKNOWN.to_owned()));
+            *self.leaves.entry(label).or_default() += n;
+        }
+        let total: u64 = self.leaves.values().sum();
+        let (leaf, &n) = self.leaves.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))?;
+        let label = leaf.clone().unwrap_or_else(|| "no Python frame".to_owned());
+        self.leaves.clear();
         Some((label, n as f64 / total as f64))
     }
 
     fn intern_frame(&mut self, def: FrameDef, key: (u64, u32), emit: &mut impl FnMut(Record)) -> u32 {
         let id = def.id;
-        let file = std::path::Path::new(&def.file).file_name().map(|f| f.to_string_lossy().into_owned());
-        self.labels.push(match file {
-            Some(f) => format!("{} ({f}:{})", def.name, def.line),
-            None => def.name.clone(),
-        });
+        self.labels.push(label(&def.name, &def.file, def.line));
         emit(Record::Frame(def));
         self.frame_ids.insert(key, id);
         id
@@ -147,22 +163,34 @@ impl Resolver {
         Some(self.intern_frame(def, (0, 0), emit))
     }
 
-    fn frame(&mut self, code_addr: u64, instr: u64, emit: &mut impl FnMut(Record)) -> Option<u32> {
-        if !self.codes.contains_key(&code_addr) {
-            if self.codes.len() >= MAX_CODES {
+    /// The code object at `addr`, read once and cached.
+    fn code(&mut self, addr: u64) -> Option<&Code> {
+        if !self.codes.contains_key(&addr) {
+            if self.codes.len() >= self.max_codes {
                 self.codes.clear();
             }
-            let code = self.read_code(code_addr);
-            self.codes.insert(code_addr, code);
+            let code = self.read_code(addr);
+            self.codes.insert(addr, code);
         }
-        let code = self.codes.get(&code_addr)?.as_ref()?;
-        let offset = match self.layout.bytecode {
+        self.codes.get(&addr)?.as_ref()
+    }
+
+    /// The line of `instr` in the (cached) code object at `code_addr`; 0 where it has none.
+    fn line(&mut self, code_addr: u64, instr: u64) -> Option<u32> {
+        let (bytecode, in_units, table) =
+            (self.layout.bytecode, self.layout.lasti_in_units, self.layout.table);
+        let code = self.code(code_addr)?;
+        let offset = match bytecode {
             // An instruction pointer: code units from the bytecode's start.
             Some(at) => instr.checked_sub(code_addr + at)? / 2,
-            None if self.layout.lasti_in_units => instr.checked_mul(2)?,
+            None if in_units => instr.checked_mul(2)?,
             None => instr,
         };
-        let line = lines::line_at(self.layout.table, &code.table, code.firstlineno, offset).unwrap_or(0);
+        Some(lines::line_at(table, &code.table, code.firstlineno, offset).unwrap_or(0))
+    }
+
+    fn frame(&mut self, code_addr: u64, instr: u64, emit: &mut impl FnMut(Record)) -> Option<u32> {
+        let line = self.line(code_addr, instr)?;
         let key = (code_addr, line);
         if let Some(&id) = self.frame_ids.get(&key) {
             return Some(id);
@@ -170,6 +198,7 @@ impl Resolver {
         if self.frame_ids.len() >= MAX_INTERNED {
             return None;
         }
+        let code = self.codes.get(&code_addr)?.as_ref()?;
         let id = self.frame_ids.len() as u32;
         let def = FrameDef { id, name: code.name.clone(), file: code.file.clone(), line };
         Some(self.intern_frame(def, key, emit))
@@ -215,6 +244,31 @@ impl Resolver {
                 .map(|c| char::from_u32(u32::from_le_bytes([c[0], c[1], c[2], c[3]])).unwrap_or('?'))
                 .collect(),
         })
+    }
+}
+
+/// The (code object, instruction) of each Python frame of `ev`'s copy, innermost first: shims
+/// of the C stack dropped, tags and the owner byte masked off.
+fn python_frames<'a>(layout: &'a CodeLayout, ev: &'a GcEvent) -> impl Iterator<Item = (u64, u64)> + 'a {
+    let depth = (ev.stack_depth as usize).min(MAX_FRAMES);
+    ev.frames[..depth].iter().filter_map(move |raw| {
+        let owner = (raw.instr >> FRAME_OWNER_SHIFT) as u8;
+        if layout.owner_not_python.is_some_and(|limit| owner >= limit) {
+            return None;
+        }
+        let mut instr = raw.instr & FRAME_INSTR_MASK;
+        if layout.bytecode.is_none() {
+            instr &= 0xffff_ffff; // `int f_lasti`; the next field shares the word
+        }
+        Some((raw.code & !layout.tag_mask, instr))
+    })
+}
+
+/// "name (file.py:line)": the file's own name, enough for a live view.
+fn label(name: &str, file: &str, line: u32) -> String {
+    match std::path::Path::new(file).file_name() {
+        Some(f) => format!("{name} ({}:{line})", f.to_string_lossy()),
+        None => name.to_owned(),
     }
 }
 

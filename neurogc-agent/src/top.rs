@@ -160,10 +160,15 @@ impl<B: Backend> Top<B> {
             widths[6] = Constraint::Min(4);
             f.render_widget(Table::new(body, widths).header(header), table);
             let (title, data): (String, Vec<u64>) = match rows.first() {
-                Some(t) => (
-                    format!(" {} ({}): GC share per window, ‰ ", t.who.pid, t.who.comm),
-                    t.stats.history.iter().copied().collect(),
-                ),
+                Some(t) => {
+                    let trigger = t.stats.top_trigger.as_ref().map_or(String::new(), |(site, share)| {
+                        format!("· trigger {site} {:.0}% ", share * 100.0)
+                    });
+                    (
+                        format!(" {} ({}): GC ‰ per window {trigger}", t.who.pid, t.who.comm),
+                        t.stats.history.iter().copied().collect(),
+                    )
+                }
                 None => (" no Python process observed yet ".into(), Vec::new()),
             };
             let start = data.len().saturating_sub(chart.width.saturating_sub(2) as usize);
@@ -214,9 +219,16 @@ mod tests {
     fn rows_sorted_by_the_chosen_key_within_80_columns() {
         let mut top =
             Top { terminal: Terminal::new(TestBackend::new(80, 24)).unwrap(), sort: Arc::default() };
-        let (a, b) = (target(101, "worker-a", 0.05, 900.0), target(202, "worker-b", 0.20, 10.0));
+        let (a, mut b) = (target(101, "worker-a", 0.05, 900.0), target(202, "worker-b", 0.20, 10.0));
+        b.stats.top_trigger = Some(("Cache.put (cache.py:88)".into(), 0.76));
         top.draw(&[&a, &b], 0).unwrap();
         let lines = screen(&top);
+        // The first row's top trigger titles its chart.
+        assert!(
+            lines.iter().any(|l| l.contains("trigger Cache.put (cache.py:88) 76%")),
+            "{}",
+            lines.join("\n")
+        );
         let row = |pid: &str| lines.iter().position(|l| l.trim_start().starts_with(pid)).unwrap();
         assert!(row("202") < row("101"), "GC share sorts 202 first:\n{}", lines.join("\n"));
         assert!(lines[0].contains("2 Python ·") && lines[0].contains("q quits"), "{}", lines[0]);

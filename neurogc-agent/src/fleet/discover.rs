@@ -168,11 +168,7 @@ impl BuildCache {
             for file in files {
                 match self.parsed(&file) {
                     Parsed::Python(build) => {
-                        let mut plan = AttachPlan::new(pid, file, &build);
-                        // Fleet mode exports counts and pauses: no sink reads stacks, so the
-                        // kernel does not copy them.
-                        plan.stack = None;
-                        return Resolution::Plan(Box::new(plan));
+                        return Resolution::Plan(Box::new(AttachPlan::new(pid, file, &build)));
                     }
                     Parsed::Refused(why) => return Resolution::Refused(why),
                     Parsed::Unopenable(why) => return Resolution::Unreadable(why),

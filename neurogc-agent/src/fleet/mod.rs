@@ -76,6 +76,8 @@ struct Session {
     /// Its first window has not closed yet: a process caught at exec may still be starting.
     starting: bool,
     exit_watch: tokio::task::JoinHandle<()>,
+    /// Names the innermost frame of each collection's stack, for the window's top trigger.
+    stacks: Option<crate::stacks::Resolver>,
 }
 
 struct Resolved {
@@ -344,6 +346,9 @@ impl Fleet {
             dec: Decoder::new(pid, plan.gc, !at_exec),
             starting: at_exec,
             exit_watch,
+            stacks: plan.stack.and(plan.code).map(|(layout, code_type)| {
+                crate::stacks::Resolver::new(pid, layout, code_type, crate::stacks::MAX_CODES_FLEET)
+            }),
         };
         for sink in &mut self.sinks {
             sink.attached(&session.target);
@@ -384,6 +389,7 @@ impl Fleet {
             }
             let thresholds = s.dec.gc.state().and_then(|g| g.read_settings(*pid).ok()).map(|g| g.thresholds);
             s.target.stats.close_window(seconds, thresholds);
+            s.target.stats.top_trigger = s.stacks.as_mut().and_then(|r| r.take_top());
         }
         let targets: Vec<&Target> = self.sessions.values().map(|s| &s.target).collect();
         let lost = self.kernel.lost();
@@ -432,8 +438,11 @@ impl Fleet {
 }
 
 fn release(s: &mut Session, clock: &Clock, sinks: &mut [Box<dyn Sink>]) {
-    let target = &mut s.target;
-    let _ = s.dec.release(clock, |c, _| -> Result<(), std::convert::Infallible> {
+    let (target, stacks) = (&mut s.target, &mut s.stacks);
+    let _ = s.dec.release(clock, |c, raw| -> Result<(), std::convert::Infallible> {
+        if let Some(r) = stacks.as_mut() {
+            r.count_leaf(raw);
+        }
         target.stats.record(&c);
         for sink in sinks.iter_mut() {
             sink.collection(target, &c);

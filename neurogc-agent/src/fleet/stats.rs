@@ -21,6 +21,9 @@ pub struct Stats {
     /// GC share of each window, oldest first, in per-mille (what the sparkline draws).
     pub history: VecDeque<u64>,
     pub thresholds: Option<[i32; 3]>,
+    /// Where most of the last window's collections started, and their share (builds whose
+    /// stacks are read).
+    pub top_trigger: Option<(String, f64)>,
 }
 
 impl Default for Stats {
@@ -34,6 +37,7 @@ impl Default for Stats {
             per_s: 0.0,
             history: VecDeque::with_capacity(HISTORY),
             thresholds: None,
+            top_trigger: None,
         }
     }
 }
