@@ -46,8 +46,8 @@ pub struct Resolver {
     labels: Vec<String>,
     /// Collections per innermost frame id since the last `take_top` (None: no Python frame).
     window: HashMap<Option<u32>, u64>,
-    /// The same by label (`count_leaf`, and `window` once folded in).
-    leaves: HashMap<Option<String>, u64>,
+    /// The same by (code object, line), for `count_leaf` (fleet mode: no frame ids).
+    leaf_codes: HashMap<Option<(u64, u32)>, u64>,
     max_codes: usize,
 }
 
@@ -64,7 +64,7 @@ impl Resolver {
             counts: StackCounts::default(),
             labels: Vec::new(),
             window: HashMap::new(),
-            leaves: HashMap::new(),
+            leaf_codes: HashMap::new(),
             max_codes,
         }
     }
@@ -119,30 +119,34 @@ impl Resolver {
             return;
         }
         let layout = self.layout;
-        let leaf = python_frames(&layout, ev).next().map(|(code_addr, instr)| {
-            let named = self.code(code_addr).is_some();
-            let label = named.then(|| self.line(code_addr, instr)).flatten().and_then(|line| {
-                let code = self.codes.get(&code_addr)?.as_ref()?;
-                Some(label(&code.name, &code.file, line))
+        let leaf =
+            python_frames(&layout, ev).next().map(|(code_addr, instr)| match self.line(code_addr, instr) {
+                Some(line) => (code_addr, line),
+                None => (0, 0), // unreadable: `[unknown]`
             });
-            label.unwrap_or_else(|| UNKNOWN.to_owned())
-        });
-        *self.leaves.entry(leaf).or_default() += 1;
+        *self.leaf_codes.entry(leaf).or_default() += 1;
     }
 
     /// Where most collections started since the last call, with their share of them.
     pub fn take_top(&mut self) -> Option<(String, f64)> {
-        // Frame ids (full resolution) become their labels here, once a window.
-        for (leaf, n) in self.window.drain() {
+        let total: u64 = self.window.values().chain(self.leaf_codes.values()).sum();
+        let by_id = self.window.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(&id, &n)| {
             let label =
-                leaf.map(|id| self.labels.get(id as usize).cloned().unwrap_or_else(|| UNKNOWN.to_owned()));
-            *self.leaves.entry(label).or_default() += n;
-        }
-        let total: u64 = self.leaves.values().sum();
-        let (leaf, &n) = self.leaves.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))?;
-        let label = leaf.clone().unwrap_or_else(|| "no Python frame".to_owned());
-        self.leaves.clear();
-        Some((label, n as f64 / total as f64))
+                id.map(|id| self.labels.get(id as usize).cloned().unwrap_or_else(|| UNKNOWN.to_owned()));
+            (label, n)
+        });
+        let by_code =
+            self.leaf_codes.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(&leaf, &n)| {
+                let label = leaf.map(|(addr, line)| match self.codes.get(&addr) {
+                    Some(Some(code)) => label(&code.name, &code.file, line),
+                    _ => UNKNOWN.to_owned(),
+                });
+                (label, n)
+            });
+        self.window.clear();
+        self.leaf_codes.clear();
+        let (leaf, n) = by_id.into_iter().chain(by_code).max_by_key(|(_, n)| *n)?;
+        Some((leaf.unwrap_or_else(|| "no Python frame".to_owned()), n as f64 / total as f64))
     }
 
     fn intern_frame(&mut self, def: FrameDef, key: (u64, u32), emit: &mut impl FnMut(Record)) -> u32 {
