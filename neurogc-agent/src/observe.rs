@@ -348,6 +348,9 @@ impl Observer<'_> {
     fn tick(&mut self, probes: &mut Probes, lost: u64) -> Result<()> {
         let opened = Instant::now();
         self.drain(probes)?;
+        if let Some(r) = self.stacks.as_mut() {
+            r.new_window();
+        }
         let pid = self.plan.pid;
         if self.dec.retry() {
             self.release_held()?;

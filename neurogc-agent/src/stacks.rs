@@ -31,6 +31,20 @@ struct Code {
     file: String,
     firstlineno: i32,
     table: Vec<u8>,
+    /// Tells this code object from another later at the same address: a hash of its name and
+    /// first line (addresses do not tell: a freed object's name and tables are reallocated in
+    /// place as often as the object itself).
+    identity: u64,
+}
+
+/// What is known of one code address.
+struct Cached {
+    /// None: not a readable code object when last looked at.
+    code: Option<Code>,
+    /// Counts the code objects seen at this address: part of the frames' interning key.
+    generation: u32,
+    /// The window whose first use checked it against the target.
+    checked: u64,
 }
 
 pub struct Resolver {
@@ -38,8 +52,9 @@ pub struct Resolver {
     layout: CodeLayout,
     /// Run-time address of `PyCode_Type`: a frame's code must be one.
     code_type: u64,
-    codes: HashMap<u64, Option<Code>>,
-    frame_ids: HashMap<(u64, u32), u32>,
+    codes: HashMap<u64, Cached>,
+    /// By (code address, its generation there, line).
+    frame_ids: HashMap<(u64, u32, u32), u32>,
     stack_ids: HashMap<(Vec<u32>, StackStatus), u32>,
     pub counts: StackCounts,
     /// Short labels by frame id ("name (file.py:line)"), for the live view.
@@ -49,6 +64,8 @@ pub struct Resolver {
     /// The same by (code object, line), for `count_leaf` (fleet mode: no frame ids).
     leaf_codes: HashMap<Option<(u64, u32)>, u64>,
     max_codes: usize,
+    /// Windows seen (`new_window`).
+    epoch: u64,
 }
 
 impl Resolver {
@@ -66,6 +83,7 @@ impl Resolver {
             window: HashMap::new(),
             leaf_codes: HashMap::new(),
             max_codes,
+            epoch: 0,
         }
     }
 
@@ -137,10 +155,11 @@ impl Resolver {
         });
         let by_code =
             self.leaf_codes.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(&leaf, &n)| {
-                let label = leaf.map(|(addr, line)| match self.codes.get(&addr) {
-                    Some(Some(code)) => label(&code.name, &code.file, line),
-                    _ => UNKNOWN.to_owned(),
-                });
+                let label =
+                    leaf.map(|(addr, line)| match self.codes.get(&addr).and_then(|c| c.code.as_ref()) {
+                        Some(code) => label(&code.name, &code.file, line),
+                        None => UNKNOWN.to_owned(),
+                    });
                 (label, n)
             });
         self.window.clear();
@@ -149,7 +168,12 @@ impl Resolver {
         Some((leaf.unwrap_or_else(|| "no Python frame".to_owned()), n as f64 / total as f64))
     }
 
-    fn intern_frame(&mut self, def: FrameDef, key: (u64, u32), emit: &mut impl FnMut(Record)) -> u32 {
+    /// A new window: each cached code object is checked again on its first use in it.
+    pub fn new_window(&mut self) {
+        self.epoch += 1;
+    }
+
+    fn intern_frame(&mut self, def: FrameDef, key: (u64, u32, u32), emit: &mut impl FnMut(Record)) -> u32 {
         let id = def.id;
         self.labels.push(label(&def.name, &def.file, def.line));
         emit(Record::Frame(def));
@@ -159,24 +183,43 @@ impl Resolver {
 
     /// The one frame standing for code that could not be read.
     fn unknown(&mut self, emit: &mut impl FnMut(Record)) -> Option<u32> {
-        if let Some(&id) = self.frame_ids.get(&(0, 0)) {
+        if let Some(&id) = self.frame_ids.get(&(0, 0, 0)) {
             return Some(id);
         }
         let id = self.frame_ids.len() as u32;
         let def = FrameDef { id, name: UNKNOWN.to_owned(), file: String::new(), line: 0 };
-        Some(self.intern_frame(def, (0, 0), emit))
+        Some(self.intern_frame(def, (0, 0, 0), emit))
     }
 
-    /// The code object at `addr`, read once and cached.
+    /// The code object at `addr`, read once and cached. Its identity is checked again on its
+    /// first use in each window (one 8-byte read): a code object freed and replaced at the same
+    /// address is read anew instead of lending its name to the newcomer.
     fn code(&mut self, addr: u64) -> Option<&Code> {
-        if !self.codes.contains_key(&addr) {
+        let epoch = self.epoch;
+        let recheck =
+            self.codes.get(&addr).map(|c| (c.checked != epoch, c.code.as_ref().map(|c| c.identity)));
+        let stale = match recheck {
+            Some((true, known)) => {
+                let now = self.identity(addr);
+                let c = self.codes.get_mut(&addr)?;
+                c.checked = epoch;
+                // Unreadable before: try again; read before: read again only if replaced.
+                match known {
+                    Some(identity) if now == Some(identity) => None,
+                    _ => Some(c.generation + 1),
+                }
+            }
+            Some((false, _)) => None,
+            None => Some(0),
+        };
+        if let Some(generation) = stale {
             if self.codes.len() >= self.max_codes {
                 self.codes.clear();
             }
             let code = self.read_code(addr);
-            self.codes.insert(addr, code);
+            self.codes.insert(addr, Cached { code, generation, checked: epoch });
         }
-        self.codes.get(&addr)?.as_ref()
+        self.codes.get(&addr)?.code.as_ref()
     }
 
     /// The line of `instr` in the (cached) code object at `code_addr`; 0 where it has none.
@@ -195,17 +238,29 @@ impl Resolver {
 
     fn frame(&mut self, code_addr: u64, instr: u64, emit: &mut impl FnMut(Record)) -> Option<u32> {
         let line = self.line(code_addr, instr)?;
-        let key = (code_addr, line);
+        let generation = self.codes.get(&code_addr)?.generation;
+        let key = (code_addr, generation, line);
         if let Some(&id) = self.frame_ids.get(&key) {
             return Some(id);
         }
         if self.frame_ids.len() >= MAX_INTERNED {
             return None;
         }
-        let code = self.codes.get(&code_addr)?.as_ref()?;
+        let code = self.codes.get(&code_addr)?.code.as_ref()?;
         let id = self.frame_ids.len() as u32;
         let def = FrameDef { id, name: code.name.clone(), file: code.file.clone(), line };
         Some(self.intern_frame(def, key, emit))
+    }
+
+    /// The code object's name and first line, hashed: what `Code::identity` holds.
+    fn identity(&self, addr: u64) -> Option<u64> {
+        let l = &self.layout;
+        let header = read_bytes(self.pid, addr, (l.name + 8).max(l.firstlineno + 4) as usize).ok()?;
+        if u64_at(&header, 8) != self.code_type {
+            return None;
+        }
+        let name = self.string(u64_at(&header, l.name as usize))?;
+        Some(fingerprint(&name, i32_at(&header, l.firstlineno as usize)))
     }
 
     fn read_code(&self, addr: u64) -> Option<Code> {
@@ -217,10 +272,13 @@ impl Resolver {
         let ptr = |off: u64| u64_at(&header, off as usize);
         // Every format's table is a `bytes` object.
         let table = bytes_object(self.pid, ptr(l.linetable))?;
+        let name = self.string(ptr(l.name)).unwrap_or_else(|| "?".to_owned());
+        let firstlineno = i32_at(&header, l.firstlineno as usize);
         Some(Code {
-            name: self.string(ptr(l.name)).unwrap_or_else(|| "?".to_owned()),
+            identity: fingerprint(&name, firstlineno),
+            name,
             file: self.string(ptr(l.filename)).unwrap_or_else(|| "?".to_owned()),
-            firstlineno: i32_at(&header, l.firstlineno as usize),
+            firstlineno,
             table,
         })
     }
@@ -274,6 +332,13 @@ fn label(name: &str, file: &str, line: u32) -> String {
         Some(f) => format!("{name} ({}:{line})", f.to_string_lossy()),
         None => name.to_owned(),
     }
+}
+
+fn fingerprint(name: &str, firstlineno: i32) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (name, firstlineno).hash(&mut h);
+    h.finish()
 }
 
 /// A `bytes` object's content (`ob_size` at 16, the bytes at 32).

@@ -59,6 +59,11 @@ fn stream(lines: &[Value]) -> Stream {
 
 /// Runs triggers.py MODE ARG under an attached agent (`--json`), and returns its stream.
 fn traced(py: &Python, mode: &str, arg: &str) -> Result<Vec<Value>, String> {
+    traced_with_output(py, mode, arg).map(|(lines, _)| lines)
+}
+
+/// The same, with the workload's own output lines.
+fn traced_with_output(py: &Python, mode: &str, arg: &str) -> Result<(Vec<Value>, Vec<String>), String> {
     let mut target: Child = spawn(&py.script_command("triggers.py", &[mode, arg], true));
     let mut target_out = Lines::new(target.stdout.take().unwrap());
     target_out.wait_for("ready", 30, &py.name);
@@ -71,7 +76,7 @@ fn traced(py: &Python, mode: &str, arg: &str) -> Result<Vec<Value>, String> {
     if !status.success() {
         return Err(format!("{}: agent exited {status}", py.name));
     }
-    Ok(json_lines(&agent_out.rest(5)))
+    Ok((json_lines(&agent_out.rest(5)), target_out.seen.clone()))
 }
 
 #[test]
@@ -165,4 +170,41 @@ fn a_stack_comes_back_whole_with_its_lines_or_says_it_was_truncated() {
         }
         errors
     });
+}
+
+#[test]
+fn a_code_object_replaced_at_the_same_address_is_named_anew() {
+    // Functions made one after another reuse their predecessor's code object address: each
+    // phase's collections must carry its own name, not the first one's.
+    let mut errors = Vec::new();
+    for name in ["debian-bookworm-3.11", "debian-sid-3.15"] {
+        let py = python(name);
+        let (lines, out) = match traced_with_output(&py, "reuse", "3") {
+            Ok(v) => v,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        let addresses: Vec<&str> = out.iter().filter_map(|l| l.strip_prefix("code ")).collect();
+        let shared = addresses.windows(2).any(|w| w[0] == w[1]);
+        let s = stream(&lines);
+        let mut phases: Vec<String> = Vec::new();
+        for (_, frames, _) in &s.collections {
+            if let Some((phase, _)) = frames.iter().find(|f| f.0.starts_with("phase_"))
+                && phases.last() != Some(phase)
+            {
+                phases.push(phase.clone());
+            }
+        }
+        if !shared {
+            errors.push(format!(
+                "{name}: the code objects did not share an address ({addresses:?}): not exercised"
+            ));
+        }
+        if phases != ["phase_0", "phase_1", "phase_2"] {
+            errors.push(format!("{name}: collections named {phases:?} in order, code at {addresses:?}"));
+        }
+    }
+    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
 }

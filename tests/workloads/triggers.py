@@ -3,6 +3,9 @@
     triggers.py ratio SECONDS   alpha() and beta() allocate cyclic garbage 3:1 (random order,
                                 so no threshold can alias the pattern), for SECONDS
     triggers.py depth N         gc.collect() at the bottom of an N-deep recursion
+    triggers.py reuse N         N functions phase_0 … phase_N-1 made one after another with exec,
+                                each allocating for 1.5 s then freed: their code objects reuse
+                                one address (printed as "code ADDRESS")
 
 Each mode waits for a line on stdin first (the agent arms while it waits), prints "ready"
 before waiting, and "done" at the end. Line numbers below are part of the test: the test reads
@@ -45,12 +48,25 @@ def deep(n):
     deep(n - 1)  # line: recurse
 
 
+def reuse(phases):
+    for k in range(phases):
+        ns = {"Node": Node, "time": time}
+        exec(f"def phase_{k}(t):\n    end = time.time() + t\n    while time.time() < end:\n        Node()\n", ns)
+        phase = ns[f"phase_{k}"]
+        print("code", hex(id(phase.__code__)), flush=True)
+        phase(1.5)
+        del phase, ns
+        gc.collect()
+
+
 def main():
     mode, arg = sys.argv[1], sys.argv[2]
     print("ready", flush=True)
     sys.stdin.readline()
     if mode == "ratio":
         ratio(float(arg))
+    elif mode == "reuse":
+        reuse(int(arg))
     else:
         sys.setrecursionlimit(10_000)
         deep(int(arg))  # line: main

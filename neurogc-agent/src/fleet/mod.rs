@@ -389,7 +389,10 @@ impl Fleet {
             }
             let thresholds = s.dec.gc.state().and_then(|g| g.read_settings(*pid).ok()).map(|g| g.thresholds);
             s.target.stats.close_window(seconds, thresholds);
-            s.target.stats.top_trigger = s.stacks.as_mut().and_then(|r| r.take_top());
+            s.target.stats.top_trigger = s.stacks.as_mut().and_then(|r| {
+                r.new_window();
+                r.take_top()
+            });
         }
         let targets: Vec<&Target> = self.sessions.values().map(|s| &s.target).collect();
         let lost = self.kernel.lost();

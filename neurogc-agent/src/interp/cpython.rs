@@ -39,6 +39,8 @@ pub struct Interpreter {
     pub remote_debug: Option<RemoteDebugOffsets>,
     /// 3.15+: what `_Py_DebugOffsets.gc` publishes about the GC state.
     pub gc_debug: Option<GcDebugOffsets>,
+    /// 3.13+: where frames and code objects keep what a stack needs, as published.
+    pub frame_debug: Option<FrameDebugOffsets>,
 }
 
 /// `_Py_DebugOffsets.gc` from 3.15 on: `{size, collecting, frame, generation_stats_size,
@@ -73,6 +75,63 @@ impl GcDebugOffsets {
             .into_iter()
             .find(|&(y, o)| bytes(y, o) == self.generation_stats_size)
             .map(|(y, o)| (y as u32, o as u32))
+    }
+}
+
+/// From `_Py_DebugOffsets` (3.13+): where a thread's current frame is, a frame's fields and a
+/// code object's. Where the blocks sit moved between releases (3.14 and 3.15 added fields before
+/// them): each is found by its shape, and only a complete, consistent set is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameDebugOffsets {
+    pub current_frame: u64,
+    pub previous: u64,
+    pub executable: u64,
+    pub instr_ptr: u64,
+    pub owner: u64,
+    pub filename: u64,
+    pub qualname: u64,
+    pub linetable: u64,
+    pub firstlineno: u64,
+    pub code_adaptive: u64,
+}
+
+impl FrameDebugOffsets {
+    fn find(block: &[u8]) -> Option<FrameDebugOffsets> {
+        let w: Vec<u64> = block.chunks_exact(8).map(|c| u64_at(c, 0)).collect();
+        // thread_state: {size, prev 0, next 8, interp 16, current_frame, ...}.
+        let t = (3..w.len().checked_sub(5)?)
+            .find(|&i| (100..1 << 14).contains(&w[i]) && w[i + 1..i + 4] == [0, 8, 16] && w[i + 4] < w[i])?;
+        // interpreter_frame: {size, previous, executable, instr_ptr, localsplus, owner, ...}.
+        let f = (t + 5..w.len().checked_sub(6)?).find(|&i| {
+            (48..512).contains(&w[i])
+                && w[i + 1] < w[i]
+                && w[i + 2] < w[i]
+                && w[i + 3] < w[i]
+                && w[i + 5] < w[i]
+                && w[i + 1] != w[i + 2]
+                && w[i + 3] >= 16
+        })?;
+        // code_object: {size, filename, name, qualname, linetable, firstlineno, argcount,
+        // localsplusnames, localspluskinds, co_code_adaptive, ...}: four names in a row.
+        let c = (f + 6..w.len().checked_sub(10)?).find(|&i| {
+            (64..4096).contains(&w[i])
+                && (1..4).all(|k| w[i + 1 + k] == w[i + k] + 8)
+                && w[i + 5] < w[i]
+                && w[i + 9] <= w[i]
+                && w[i + 9] >= 64
+        })?;
+        Some(FrameDebugOffsets {
+            current_frame: w[t + 4],
+            previous: w[f + 1],
+            executable: w[f + 2],
+            instr_ptr: w[f + 3],
+            owner: w[f + 5],
+            filename: w[c + 1],
+            qualname: w[c + 3],
+            linetable: w[c + 4],
+            firstlineno: w[c + 5],
+            code_adaptive: w[c + 9],
+        })
     }
 }
 
@@ -140,6 +199,7 @@ impl Interpreter {
                 debug_offsets: Some((u64_at(dbg, 40), u64_at(dbg, gc_field))),
                 remote_debug: if minor >= 14 { RemoteDebugOffsets::find(dbg) } else { None },
                 gc_debug: if minor >= 15 { GcDebugOffsets::read(dbg) } else { None },
+                frame_debug: FrameDebugOffsets::find(dbg),
             });
         }
         let named = elf.soname().as_deref().and_then(parse_minor).or_else(|| parse_minor(file_name));
@@ -159,6 +219,7 @@ impl Interpreter {
                 debug_offsets: None,
                 remote_debug: None,
                 gc_debug: None,
+                frame_debug: None,
             });
         }
         let (minor, free_threaded) = named?;
@@ -170,6 +231,7 @@ impl Interpreter {
             debug_offsets: None,
             remote_debug: None,
             gc_debug: None,
+            frame_debug: None,
         })
     }
 
@@ -345,6 +407,7 @@ mod tests {
             debug_offsets: Some((936, 7400)),
             remote_debug: None,
             gc_debug: Some(gc),
+            frame_debug: None,
         };
         let layout = interp.gc_layout().unwrap();
         assert_eq!(layout.stats, StatsAt::Rings { pointer: 104, young_slots: 11, old_slots: 3 });
@@ -354,6 +417,46 @@ mod tests {
         // Something else where the block should be: no layout, probe arguments only.
         dbg[GC_DEBUG_AT..GC_DEBUG_AT + 8].copy_from_slice(&7u64.to_le_bytes());
         assert_eq!(GcDebugOffsets::read(&dbg), None);
+    }
+
+    /// Words 3.. of `_Py_DebugOffsets` as the tested 3.13.0, 3.14.10 and 3.15.2 builds hold them
+    /// (read from the live interpreters).
+    const DBG_3_13: [u64; 41] = [
+        283320, 608, 632, 194968, 7272, 7264, 7344, 7400, 7656, 7640, 7648, 16, 7752, 0, 7768, 7760, 304, 0,
+        8, 16, 72, 152, 160, 232, 32, 80, 8, 0, 56, 72, 70, 208, 112, 120, 128, 136, 68, 52, 96, 104, 200,
+    ];
+    const DBG_3_14: [u64; 46] = [
+        316616, 784, 808, 225864, 7280, 7272, 7344, 7360, 7408, 7688, 7672, 7680, 16, 7784, 0, 7800, 7792,
+        7992, 0, 832, 0, 8, 16, 72, 152, 160, 232, 32, 88, 8, 0, 56, 80, 74, 64, 0, 216, 112, 120, 128, 136,
+        68, 52, 96, 104, 208,
+    ];
+    const DBG_3_15: [u64; 54] = [
+        346568, 912, 936, 226240, 7272, 7264, 7336, 7352, 7400, 7592, 7576, 7584, 16, 7736, 0, 7752, 7744,
+        7944, 0, 888, 0, 8, 16, 72, 80, 88, 96, 176, 184, 256, 32, 36, 40, 136, 288, 0, 88, 8, 0, 56, 80, 74,
+        64, 0, 216, 112, 120, 128, 136, 68, 52, 96, 104, 208,
+    ];
+
+    fn block(words: &[u64]) -> Vec<u8> {
+        [0u64, 0, 0].iter().chain(words).chain([0u64; 8].iter()).flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn frame_offsets_are_found_in_each_releases_debug_offsets() {
+        let at = |words: &[u64]| {
+            let f = FrameDebugOffsets::find(&block(words)).unwrap();
+            (f.current_frame, f.previous, f.executable, f.instr_ptr, f.owner)
+        };
+        assert_eq!(at(&DBG_3_13), (72, 8, 0, 56, 70));
+        assert_eq!(at(&DBG_3_14), (72, 8, 0, 56, 74));
+        assert_eq!(at(&DBG_3_15), (72, 8, 0, 56, 74));
+        let code = |words: &[u64]| {
+            let f = FrameDebugOffsets::find(&block(words)).unwrap();
+            (f.filename, f.qualname, f.linetable, f.firstlineno, f.code_adaptive)
+        };
+        assert_eq!(code(&DBG_3_13), (112, 128, 136, 68, 200));
+        assert_eq!(code(&DBG_3_15), (112, 128, 136, 68, 208));
+        // Nothing shaped like the blocks: no offsets.
+        assert_eq!(FrameDebugOffsets::find(&block(&[7; 60])), None);
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! to copy the stack at a collection's start (`StackLocator`), and what user space reads to name a
 //! frame (`CodeLayout`). Offsets were measured on every test build (the thread state and GIL ones
 //! by locating the running thread's state in `_PyRuntime` and the interpreter state; the code
-//! object ones from `PyCode_Type`'s member table; 3.13+ agree with `_Py_DebugOffsets`), and the
-//! stack tests check them against each build's own `traceback` (README, "Stacks").
+//! object ones from `PyCode_Type`'s member table), and the stack tests check them against each
+//! build's own lines. From 3.13 the frame and code offsets `_Py_DebugOffsets` publishes are used
+//! (they agree with the table on every tested build).
 use neurogc_common::{StackLocator, tstate_via};
 
 use super::cpython::Interpreter;
@@ -114,7 +115,19 @@ pub fn stack_locator(interp: &Interpreter, bias: u64) -> Option<StackLocator> {
     if interp.free_threaded {
         return None;
     }
-    let w = walk(interp.version.minor)?;
+    let mut w = walk(interp.version.minor)?;
+    // What the interpreter publishes wins over the table (they agree on every tested build; a
+    // patch release that moved a field is then still read right).
+    if let Some(d) = interp.frame_debug.filter(|_| w.via == tstate_via::GIL_HOLDER) {
+        let fits = |v: u64| (v as usize) < neurogc_common::FRAME_READ_BYTES_SHORT;
+        if [d.previous, d.executable, d.instr_ptr + 7, d.owner].into_iter().all(fits)
+            && d.current_frame < 4096
+        {
+            (w.frame_at, w.cframe_at) = (d.current_frame as u32, u32::MAX);
+            (w.previous_at, w.code_at, w.instr_at, w.owner_at) =
+                (d.previous as u32, d.executable as u32, d.instr_ptr as u32, d.owner as u32);
+        }
+    }
     let tstate_ptr = match w.via {
         tstate_via::RUNTIME => interp.runtime + w.tstate_in_runtime,
         _ => match interp.gc_state_location()? {
@@ -188,5 +201,17 @@ pub fn code_layout(interp: &Interpreter) -> Option<CodeLayout> {
         13 => CodeLayout { bytecode: Some(200), ..base },
         14 | 15 => CodeLayout { bytecode: Some(208), tag_mask: 7, ..base },
         _ => return None,
+    })
+    .map(|layout| match interp.frame_debug {
+        // Published (3.13+): as for the frames, it wins over the table.
+        Some(d) if d.linetable < 4096 && d.code_adaptive < 4096 => CodeLayout {
+            filename: d.filename,
+            name: d.qualname,
+            firstlineno: d.firstlineno,
+            linetable: d.linetable,
+            bytecode: Some(d.code_adaptive),
+            ..layout
+        },
+        _ => layout,
     })
 }
