@@ -7,18 +7,21 @@
 //! the kernel. Each observer is attached (and proven armed) before
 //! the workload starts. Ratios are taken within a round, then the median over rounds.
 use std::{
-    io::{BufRead, BufReader, Write},
+    io::Write,
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
-    sync::mpsc,
+    process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::Subcommand;
 use serde_json::Value;
 
-use crate::{build_release_agent, setup, workspace_root};
+use crate::{
+    build_release_agent,
+    measure::{cpu_ns, lines, median, wait_for, wait_rusage},
+    setup, workspace_root,
+};
 
 #[derive(Subcommand)]
 pub enum Which {
@@ -150,7 +153,7 @@ pub fn run(which: Which) -> Result<()> {
             crate::bench_locust::run_locust(rounds as usize, &run_time, &python)
         }
         Which::Steer { workload, configs, rounds, seconds, warmup, load, python, model, out } => {
-            crate::bench_steer::run(crate::bench_steer::Options {
+            let opts = crate::bench_steer::Options {
                 workloads: if workload.is_empty() {
                     crate::bench_steer::WORKLOADS.to_vec()
                 } else {
@@ -164,7 +167,9 @@ pub fn run(which: Which) -> Result<()> {
                 python,
                 model,
                 out: workspace_root().join(out),
-            })
+            };
+            let results = crate::bench_steer::run(&opts)?;
+            crate::bench_steer_report::write(&opts, &results)
         }
         Which::Report { collections, rounds } => crate::bench_report::run(collections, rounds),
     }
@@ -310,87 +315,12 @@ struct AgentSample {
     attach_ms: f64,
 }
 
-/// CPU time of every thread of `pid` so far (schedstat: nanoseconds, not clock ticks).
-pub fn cpu_ns(pid: u32) -> u64 {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return 0 };
-    tasks
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .sum()
-}
-
-/// A `/proc/PID/status` field in KiB (`"VmRSS:"`, `"VmHWM:"`); None once the process is gone.
-pub fn status_kib(pid: u32, field: &str) -> Option<u64> {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()?
-        .lines()
-        .find_map(|l| l.strip_prefix(field)?.split_whitespace().next()?.parse().ok())
-}
-
-/// The body of `GET path` from a local HTTP server (a workload or the agent's `/metrics`);
-/// an error unless the status is 200.
-pub fn http_get(port: u16, path: &str) -> Result<String> {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
-    s.set_read_timeout(Some(Duration::from_secs(30)))?;
-    write!(s, "GET {path} HTTP/1.0\r\n\r\n")?;
-    let mut body = String::new();
-    s.read_to_string(&mut body)?;
-    anyhow::ensure!(body.split_whitespace().nth(1) == Some("200"), "bad answer: {body:.80}");
-    Ok(body.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default())
-}
-
-/// The CPU's model name, for the reports' machine line.
-pub fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("model name\t: ").map(str::to_owned)))
-        .unwrap_or_default()
-}
-
 fn ensure_bpftrace() -> Result<()> {
     if Command::new("bpftrace").arg("--version").output().is_ok_and(|o| o.status.success()) {
         return Ok(());
     }
     crate::run(Command::new("apt-get").args(["update", "-qq"]))?;
     crate::run(Command::new("apt-get").args(["install", "-y", "-qq", "bpftrace"]))
-}
-
-/// Reads `child`'s stream on a thread; the channel gets each line, and the stream is drained to
-/// the end so the writer never blocks.
-pub fn lines(stream: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stream).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    rx
-}
-
-pub fn wait_for(rx: &mpsc::Receiver<String>, needle: &str, what: &str) -> Result<String> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-        match rx.recv_timeout(left) {
-            Ok(line) if line.contains(needle) => return Ok(line),
-            Ok(_) => {}
-            Err(_) => break,
-        }
-    }
-    bail!("{what}: never printed {needle:?}")
-}
-
-/// wait4: exit plus the child's own CPU time and peak RSS.
-pub fn wait_rusage(child: &mut Child) -> Result<(f64, i64)> {
-    let mut status = 0;
-    // SAFETY: zeroed rusage is a valid out-parameter.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = child.id() as i32;
-    if unsafe { libc::wait4(pid, &mut status, 0, &mut usage) } != pid {
-        bail!("wait4({pid}): {}", std::io::Error::last_os_error());
-    }
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    Ok((secs(usage.ru_utime) + secs(usage.ru_stime), usage.ru_maxrss))
 }
 
 fn bpftrace_script(python: &Path, hist: bool) -> String {
@@ -486,11 +416,6 @@ fn one_run(
     Ok(Sample { elapsed_s: report["elapsed_s"].as_f64().unwrap(), target_cpu_s, collections, agent })
 }
 
-pub fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    if v.is_empty() { f64::NAN } else { v[v.len() / 2] }
-}
-
 fn overhead(rounds: usize, iterations: u64, threshold: u32, depth: u32, python: &Path) -> Result<()> {
     setup::run()?;
     ensure_bpftrace()?;
@@ -571,9 +496,4 @@ fn overhead(rounds: usize, iterations: u64, threshold: u32, depth: u32, python: 
         );
     }
     Ok(())
-}
-
-/// "1 run", "5 runs".
-pub fn plural(n: usize, noun: &str) -> String {
-    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
 }

@@ -12,8 +12,9 @@ use std::{
 use anyhow::{Context, Result, bail};
 
 use crate::{
-    bench::{cpu_model, cpu_ns, http_get, median, status_kib},
-    build_release_agent, workspace_root,
+    build_release_agent,
+    measure::{cpu_model, cpu_ns, http_get, median, status_kib},
+    workspace_root,
 };
 
 pub struct Options {

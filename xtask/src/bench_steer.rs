@@ -29,8 +29,9 @@ use neurogc_trace::{Record, TraceReader};
 use serde_json::Value;
 
 use crate::{
-    bench::{http_get, lines, wait_for},
-    bench_steer_report, build_release_agent, workspace_root,
+    build_release_agent,
+    measure::{http_get, lines, wait_for},
+    workspace_root,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
@@ -359,7 +360,7 @@ fn sample_rss(pid: u32, start: Instant, done: Arc<AtomicBool>) -> std::thread::J
     std::thread::spawn(move || {
         let mut out = Vec::new();
         while !done.load(Ordering::Relaxed) {
-            if let Some(kib) = crate::bench::status_kib(pid, "VmRSS:") {
+            if let Some(kib) = crate::measure::status_kib(pid, "VmRSS:") {
                 out.push((start.elapsed().as_secs_f64(), kib as f64 / 1024.0));
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -630,7 +631,10 @@ pub struct Options {
     pub out: PathBuf,
 }
 
-pub fn run(opts: Options) -> Result<()> {
+/// Every workload's runs, per configuration; `bench_steer_report::write` makes the report.
+pub type Results = Vec<(Workload, Vec<(Config, Run)>)>;
+
+pub fn run(opts: &Options) -> Result<Results> {
     if let Some(model) = &opts.model {
         anyhow::ensure!(model.is_file(), "--model {}: no such file", model.display());
     }
@@ -642,7 +646,7 @@ pub fn run(opts: Options) -> Result<()> {
         for round in 0..opts.rounds {
             for i in 0..opts.configs.len() {
                 let config = opts.configs[(i + round) % opts.configs.len()];
-                let r = one_run(workload, config, &agent, &opts)
+                let r = one_run(workload, config, &agent, opts)
                     .with_context(|| format!("{}, round {round}, {}", workload.name(), config.label()))?;
                 eprintln!(
                     "bench: {:<7} round {round} {:<38} p50 {:>8.2} ms  p99 {:>8.2} ms  {:>6.2} s  RSS {:>6.1} MiB  gen2 {}",
@@ -662,5 +666,5 @@ pub fn run(opts: Options) -> Result<()> {
     if results.is_empty() {
         bail!("no workload to run");
     }
-    bench_steer_report::write(&opts, &results)
+    Ok(results)
 }

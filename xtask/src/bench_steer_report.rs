@@ -3,9 +3,9 @@
 use anyhow::Result;
 
 use crate::{
-    bench::median,
     bench_plot,
     bench_steer::{CONFIGS, Config, Held, Options, Run, Workload},
+    measure::median,
 };
 
 /// "median (min–max)".
@@ -116,7 +116,7 @@ fn table(workload: Workload, of: &Of) -> String {
                  model call {:.0} µs, window to decision {:.0} µs.\n",
                 c.label(),
                 h.windows,
-                crate::bench::plural(h.runs, "run"),
+                crate::measure::plural(h.runs, "run"),
                 h.pause,
                 h.gc,
                 h.memory,
@@ -291,7 +291,7 @@ fn sha256(path: &std::path::Path) -> String {
 
 pub fn write(opts: &Options, results: &[(Workload, Vec<(Config, Run)>)]) -> Result<()> {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    let cpu = crate::bench::cpu_model();
+    let cpu = crate::measure::cpu_model();
     let mut md = format!(
         "# neurogc steering benchmark\n\n{} · {} · {cpu} · {} CPUs · {} rounds × {:.0} s after {:.0} s of the same load, \
          interleaved · model: {} (sha256 {}) · medians (min–max)\n\nWorkloads in bench/; none of them is a training profile. \

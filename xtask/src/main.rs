@@ -8,6 +8,7 @@ mod bench_report;
 mod bench_steer;
 mod bench_steer_report;
 mod deploy;
+mod measure;
 mod pythons;
 mod setup;
 mod train;
