@@ -43,7 +43,8 @@ out of range, not root); 1 for any other failure.";
 /// builds through the exported PyGC_Collect), and times every collection: generation, pause, objects collected and uncollectable, thread. The target needs
 /// no code change and is left exactly as it was when the agent detaches or dies.
 #[derive(Debug, Parser)]
-#[command(name = "neurogc-agent", version, after_help = AFTER_HELP,
+// Help fits 80 columns, at a wider terminal and into a pipe alike (clap's default is 100).
+#[command(name = "neurogc-agent", version, after_help = AFTER_HELP, max_term_width = 80,
           args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct Cli {
     #[command(subcommand)]

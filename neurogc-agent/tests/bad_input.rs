@@ -34,6 +34,21 @@ fn a_process_root_may_not_read_says_why_without_asking_for_root() {
     assert!(!stderr.contains("needs root") && !stderr.contains("must run as root"), "{stderr}");
 }
 
+#[test]
+fn every_help_fits_80_columns() {
+    for sub in [&[][..], &["record"], &["report"], &["replay"], &["fleet"], &["top"]] {
+        for flag in ["--help", "-h"] {
+            let out = agent().args(sub).arg(flag).output().unwrap();
+            assert!(out.status.success(), "{sub:?} {flag}");
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(text.lines().count() > 5, "{sub:?} {flag}: {text}");
+            if let Some(wide) = text.lines().find(|l| l.chars().count() > 80) {
+                panic!("{sub:?} {flag}: a line wider than 80 columns: {wide:?}");
+            }
+        }
+    }
+}
+
 /// Within pid_max, and not running in any test run.
 const NO_SUCH_PID: &str = "4194303";
 
