@@ -57,12 +57,9 @@ pub struct Resolver {
     frame_ids: HashMap<(u64, u32, u32), u32>,
     stack_ids: HashMap<(Vec<u32>, StackStatus), u32>,
     pub counts: StackCounts,
-    /// Short labels by frame id ("name (file.py:line)"), for the live view.
-    labels: Vec<String>,
-    /// Collections per innermost frame id since the last `take_top` (None: no Python frame).
-    window: HashMap<Option<u32>, u64>,
-    /// The same by (code object, line), for `count_leaf` (fleet mode: no frame ids).
-    leaf_codes: HashMap<Option<(u64, u32)>, u64>,
+    /// Collections per innermost frame, as (code object, line), since the last `take_top`:
+    /// None for no Python frame, (0, 0) for one whose code could not be read.
+    leaves: HashMap<Option<(u64, u32)>, u64>,
     max_codes: usize,
     /// Windows seen (`new_window`).
     epoch: u64,
@@ -79,9 +76,7 @@ impl Resolver {
             frame_ids: HashMap::new(),
             stack_ids: HashMap::new(),
             counts: StackCounts::default(),
-            labels: Vec::new(),
-            window: HashMap::new(),
-            leaf_codes: HashMap::new(),
+            leaves: HashMap::new(),
             max_codes,
             epoch: 0,
         }
@@ -105,9 +100,14 @@ impl Resolver {
             StackStatus::ReadFailed => &mut c.read_failed,
         } += 1;
         let mut frames = Vec::with_capacity(ev.stack_depth as usize);
+        let mut leaf = None;
         let layout = self.layout;
-        for (code_addr, instr) in python_frames(&layout, ev) {
-            if let Some(id) = self.frame(code_addr, instr, emit) {
+        for (i, (code_addr, instr)) in python_frames(&layout, ev).enumerate() {
+            let line = self.line(code_addr, instr);
+            if i == 0 {
+                leaf = Some(leaf_key(code_addr, line));
+            }
+            if let Some(id) = line.and_then(|line| self.frame(code_addr, line, emit)) {
                 frames.push(id);
             } else {
                 // Read later than copied: the code object may be gone (the target exited or
@@ -116,7 +116,7 @@ impl Resolver {
                 frames.extend(self.unknown(emit));
             }
         }
-        *self.window.entry(frames.first().copied()).or_default() += 1;
+        *self.leaves.entry(leaf).or_default() += 1;
         let key = (frames, status);
         if let Some(&id) = self.stack_ids.get(&key) {
             return Some(id);
@@ -137,35 +137,25 @@ impl Resolver {
             return;
         }
         let layout = self.layout;
-        let leaf =
-            python_frames(&layout, ev).next().map(|(code_addr, instr)| match self.line(code_addr, instr) {
-                Some(line) => (code_addr, line),
-                None => (0, 0), // unreadable: `[unknown]`
-            });
-        *self.leaf_codes.entry(leaf).or_default() += 1;
+        let leaf = python_frames(&layout, ev)
+            .next()
+            .map(|(code_addr, instr)| leaf_key(code_addr, self.line(code_addr, instr)));
+        *self.leaves.entry(leaf).or_default() += 1;
     }
 
     /// Where most collections started since the last call, with their share of them.
     pub fn take_top(&mut self) -> Option<(String, f64)> {
-        let total: u64 = self.window.values().chain(self.leaf_codes.values()).sum();
-        let by_id = self.window.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(&id, &n)| {
-            let label =
-                id.map(|id| self.labels.get(id as usize).cloned().unwrap_or_else(|| UNKNOWN.to_owned()));
-            (label, n)
-        });
-        let by_code =
-            self.leaf_codes.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(&leaf, &n)| {
-                let label =
-                    leaf.map(|(addr, line)| match self.codes.get(&addr).and_then(|c| c.code.as_ref()) {
-                        Some(code) => label(&code.name, &code.file, line),
-                        None => UNKNOWN.to_owned(),
-                    });
-                (label, n)
-            });
-        self.window.clear();
-        self.leaf_codes.clear();
-        let (leaf, n) = by_id.into_iter().chain(by_code).max_by_key(|(_, n)| *n)?;
-        Some((leaf.unwrap_or_else(|| "no Python frame".to_owned()), n as f64 / total as f64))
+        let total: u64 = self.leaves.values().sum();
+        let (&leaf, &n) = self.leaves.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))?;
+        let label = match leaf {
+            Some((addr, line)) => match self.codes.get(&addr).and_then(|c| c.code.as_ref()) {
+                Some(code) => label(&code.name, &code.file, line),
+                None => UNKNOWN.to_owned(),
+            },
+            None => "no Python frame".to_owned(),
+        };
+        self.leaves.clear();
+        Some((label, n as f64 / total as f64))
     }
 
     /// A new window: each cached code object is checked again on its first use in it.
@@ -175,7 +165,6 @@ impl Resolver {
 
     fn intern_frame(&mut self, def: FrameDef, key: (u64, u32, u32), emit: &mut impl FnMut(Record)) -> u32 {
         let id = def.id;
-        self.labels.push(label(&def.name, &def.file, def.line));
         emit(Record::Frame(def));
         self.frame_ids.insert(key, id);
         id
@@ -236,8 +225,8 @@ impl Resolver {
         Some(lines::line_at(table, &code.table, code.firstlineno, offset).unwrap_or(0))
     }
 
-    fn frame(&mut self, code_addr: u64, instr: u64, emit: &mut impl FnMut(Record)) -> Option<u32> {
-        let line = self.line(code_addr, instr)?;
+    /// The interned frame for `line` of the (cached) code object at `code_addr`.
+    fn frame(&mut self, code_addr: u64, line: u32, emit: &mut impl FnMut(Record)) -> Option<u32> {
         let generation = self.codes.get(&code_addr)?.generation;
         let key = (code_addr, generation, line);
         if let Some(&id) = self.frame_ids.get(&key) {
@@ -326,8 +315,14 @@ fn python_frames<'a>(layout: &'a CodeLayout, ev: &'a GcEvent) -> impl Iterator<I
     })
 }
 
-/// "name (file.py:line)": the file's own name, enough for a live view.
-fn label(name: &str, file: &str, line: u32) -> String {
+/// How `take_top` counts an innermost frame: (code object, line), or (0, 0) when its code
+/// could not be read.
+fn leaf_key(code_addr: u64, line: Option<u32>) -> (u64, u32) {
+    line.map_or((0, 0), |l| (code_addr, l))
+}
+
+/// "name (file.py:line)": the file's own name, enough for a live view or a terminal table.
+pub fn label(name: &str, file: &str, line: u32) -> String {
     match std::path::Path::new(file).file_name() {
         Some(f) => format!("{name} ({}:{line})", f.to_string_lossy()),
         None => name.to_owned(),

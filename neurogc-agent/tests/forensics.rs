@@ -235,6 +235,26 @@ fn sample(ts_ns: u64, rss_mib: u64, t0: i64) -> Sample {
     }
 }
 
+/// The attach record of the synthetic traces: process 4242, CPython 3.12.8 (USDT), 1 s windows.
+fn attach(mode: &str, features: Vec<String>, first: Sample) -> Record {
+    Record::Attach(Box::new(Attach {
+        format: neurogc_trace::FORMAT,
+        pid: 4242,
+        python: "3.12.8".into(),
+        probe: "usdt".into(),
+        mode: mode.into(),
+        schema: 1,
+        features,
+        sample: first,
+        build: None,
+        host: Some("test".into()),
+        agent: None,
+        interval_s: Some(1.0),
+        model: None,
+        guard: None,
+    }))
+}
+
 /// A synthetic recording: `n` collections over two threads and all three generations, a window
 /// a second, and a threshold change halfway.
 fn synthetic(path: &Path, n: u64, json: bool) -> Vec<Collection> {
@@ -242,23 +262,7 @@ fn synthetic(path: &Path, n: u64, json: bool) -> Vec<Collection> {
     let mut w = if json { TraceWriter::json_lines(file) } else { TraceWriter::zstd(file).unwrap() };
     let t0 = 1_700_000_000_000_000_000u64;
     let features: Vec<String> = (0..25).map(|i| format!("f{i}")).collect();
-    w.write(&Record::Attach(Box::new(Attach {
-        format: neurogc_trace::FORMAT,
-        pid: 4242,
-        python: "3.12.8".into(),
-        probe: "usdt".into(),
-        mode: "observe".into(),
-        schema: 1,
-        features,
-        sample: sample(t0, 100, 700),
-        build: None,
-        host: Some("test".into()),
-        agent: None,
-        interval_s: Some(1.0),
-        model: None,
-        guard: None,
-    })))
-    .unwrap();
+    w.write(&attach("observe", features, sample(t0, 100, 700))).unwrap();
     let mut out = Vec::new();
     let step = 120_000_000_000 / n; // two minutes
     let mut window_start = t0;
@@ -392,23 +396,8 @@ fn measured_trace(path: &Path) {
     let t0 = 1_700_000_000_000_000_000u64;
     let names = neurogc_trace::features::NAMES;
     let at = |name: &str| names.iter().position(|n| *n == name).unwrap();
-    w.write(&Record::Attach(Box::new(Attach {
-        format: neurogc_trace::FORMAT,
-        pid: 4242,
-        python: "3.11.2".into(),
-        probe: "usdt".into(),
-        mode: "act".into(),
-        schema: 1,
-        features: names.iter().map(|n| (*n).to_owned()).collect(),
-        sample: sample(t0, 100, 700),
-        build: None,
-        host: None,
-        agent: None,
-        interval_s: Some(1.0),
-        model: None,
-        guard: None,
-    })))
-    .unwrap();
+    let features = names.iter().map(|n| (*n).to_owned()).collect();
+    w.write(&attach("act", features, sample(t0, 100, 700))).unwrap();
     let second = 1_000_000_000u64;
     for s in 0..120u64 {
         let start = t0 + s * second;
@@ -505,23 +494,7 @@ fn stacks_become_sites_folded_stacks_and_a_flame_graph() {
     let (trace, folded, html) = (dir.join("t.ngc"), dir.join("t.folded"), dir.join("t.html"));
     let mut w = TraceWriter::zstd(std::fs::File::create(&trace).unwrap()).unwrap();
     let t0 = 1_700_000_000_000_000_000u64;
-    w.write(&Record::Attach(Box::new(Attach {
-        format: neurogc_trace::FORMAT,
-        pid: 7,
-        python: "3.12.8".into(),
-        probe: "usdt".into(),
-        mode: "observe".into(),
-        schema: 1,
-        features: vec![],
-        sample: sample(t0, 100, 700),
-        build: None,
-        host: None,
-        agent: None,
-        interval_s: Some(1.0),
-        model: None,
-        guard: None,
-    })))
-    .unwrap();
+    w.write(&attach("observe", vec![], sample(t0, 100, 700))).unwrap();
     for (id, name, line) in [(0, "main", 9), (1, "cache_put", 3), (2, "render;page", 6)] {
         w.write(&Record::Frame(FrameDef { id, name: name.into(), file: "/srv/app.py".into(), line }))
             .unwrap();
@@ -533,8 +506,8 @@ fn stacks_become_sites_folded_stacks_and_a_flame_graph() {
         let (r#gen, duration_ns, stack) = if i % 16 == 15 { (2, 200_000_000, 1) } else { (0, 50_000, 0) };
         let c = Collection {
             ts_ns: t0 + i * 300_000_000,
-            pid: 7,
-            tid: 7,
+            pid: 4242,
+            tid: 4242,
             r#gen,
             duration_ns,
             collected: 1,

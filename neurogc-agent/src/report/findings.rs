@@ -145,14 +145,14 @@ pub fn findings(r: &Report, a: &Analysis) -> Vec<Finding> {
     }
     let uncollectable: i64 = r.generations.iter().map(|g| g.uncollectable).sum();
     if uncollectable > 0 {
-        let (n, were) =
-            if uncollectable == 1 { ("1 object was", "it stays") } else { ("objects were", "they stay") };
-        let n = if uncollectable == 1 { n.to_owned() } else { format!("{uncollectable} {n}") };
+        let (was, they, grow) =
+            if uncollectable == 1 { ("was", "it stays", "grows") } else { ("were", "they stay", "grow") };
         out.push(finding(
             "uncollectable",
             Warning,
             format!(
-                "{n} uncollectable: {were} in gc.garbage (cycles with legacy finalizers) and grow memory."
+                "{} {was} uncollectable: {they} in gc.garbage (cycles with legacy finalizers) and {grow} memory.",
+                crate::text::plural(uncollectable as u64, "object")
             ),
         ));
     }

@@ -101,14 +101,7 @@ pub fn render(r: &Report) -> String {
                 crate::view::count(site.allocations as f64 / r.span_s),
             );
             // The file's own name is enough here: --json and --folded carry the path.
-            let file = std::path::Path::new(&site.file)
-                .file_name()
-                .map_or(String::new(), |f| f.to_string_lossy().into_owned());
-            let at = if file.is_empty() {
-                site.name.clone()
-            } else {
-                format!("{} ({file}:{})", site.name, site.line)
-            };
+            let at = crate::stacks::label(&site.name, &site.file, site.line);
             if row.chars().count() + at.chars().count() <= text::WIDTH {
                 let _ = writeln!(s, "{row}{at}");
             } else {
