@@ -1,5 +1,6 @@
 #!/bin/bash
-# get-pythons.sh DIR -- unpack real Debian CPython builds (trixie 3.13, sid 3.14) into DIR.
+# get-pythons.sh DIR -- unpack real Debian CPython builds (trixie 3.13, sid 3.14) into DIR, and
+# build the free-threaded 3.13t from the CPython source Debian serves.
 #
 # Why not debootstrap: it needs the system dpkg lock and 300 MB per suite. Instead a private apt
 # configuration per suite resolves the closure of pythonX.Y against an empty dpkg status, downloads
@@ -7,18 +8,30 @@
 # into DIR/<suite>. Maintainer scripts never run; the host's apt state is not touched.
 # The binaries need their suite's glibc: run them as `chroot DIR/<suite> /usr/bin/python3.X`.
 #
-# Prints one line per interpreter: version<TAB>root<TAB>path-inside-root
+# Source builds: Debian's python3.13 source package carries CPython's own release tarball as its
+# .orig.tar.xz. It is fetched from the archive's pool by name and checked against the SHA-256 that
+# Debian's .dsc lists (pinned below), then built with `./configure --disable-gil` into
+# DIR/source-<name> (about 2 minutes on 2 cores; kept, so a rerun is offline and instant). The
+# build runs natively (the host's glibc): no chroot.
+#
+# Prints one line per interpreter: version<TAB>root<TAB>path-inside-root (root "-": a native build,
+# path absolute)
 set -euo pipefail
 
 DIR=${1:?usage: $0 DIR}
 SPEC=${NEUROGC_PYTHONS_SPEC:-"trixie:3.13 sid:3.14,3.15"}
 MIRROR=${NEUROGC_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# name:source-package:upstream-version:sha256-of-orig.tar.xz:configure-flags (',' for spaces).
+# python3.13 3.13.5: the .orig.tar.xz of trixie's python3.13_3.13.5-2+deb13u5.dsc (2026-11-24).
+# sid's and forky's python3.14/3.15 source files answered 404 on 2026-11-24 and 2026-11-25: no
+# 3.14t or 3.15t until they can be had.
+SOURCE_SPEC=${NEUROGC_PYTHONS_SOURCE_SPEC:-"3.13t:python3.13:3.13.5:93e583f243454e6e9e4588ca2c2662206ad961659863277afcdb96801647d640:--disable-gil"}
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 
 log() { echo "get-pythons: $*" >&2; }
 die() { log "error: $*"; exit 1; }
 [ "$(id -u)" = 0 ] || die "must run as root (chroot, mknod)"
-for t in apt-get apt-cache dpkg-deb chroot flock; do command -v $t >/dev/null || die "missing $t"; done
+for t in apt-get apt-cache dpkg-deb chroot flock make cc; do command -v $t >/dev/null || die "missing $t"; done
 [ -r "$KEYRING" ] || die "missing $KEYRING (apt-get install debian-archive-keyring)"
 
 mkdir -p "$DIR/.cache"
@@ -95,6 +108,55 @@ build_suite() {
   rm -rf "$DIR/.cache/apt-$suite/lists" "$DIR/.cache/apt-$suite/"*.bin
   log "$suite: ready ($(du -sh "$root" | cut -f1))"
 }
+
+# Fetches one source tarball into DIR/.cache/src (once) and checks its pinned SHA-256.
+fetch_source() {
+  local pkg=$1 ver=$2 sha=$3 file dest conf
+  file=${pkg}_${ver}.orig.tar.xz
+  dest=$DIR/.cache/src/$file
+  if [ -f "$dest" ] && echo "$sha  $dest" | sha256sum -c --status; then echo "$dest"; return; fi
+  mkdir -p "$DIR/.cache/src"
+  conf=$(apt_conf trixie)
+  log "$pkg $ver: downloading $file"
+  # apt's own downloader: the private configuration's proxy, and the hash checked as it lands
+  retry env APT_CONFIG="$conf" /usr/lib/apt/apt-helper -qq download-file \
+    "$MIRROR/pool/main/${pkg:0:1}/$pkg/$file" "$dest.part" "SHA256:$sha" >&2 \
+    || die "$pkg $ver: cannot fetch $file with SHA-256 $sha (if Debian moved on, take the new .orig.tar.xz and its SHA-256 from the .dsc of 'apt-get source --download-only $pkg' and update SOURCE_SPEC)"
+  mv "$dest.part" "$dest"
+  echo "$dest"
+}
+
+build_source() {
+  local name=$1 pkg=$2 ver=$3 sha=$4 flags=${5//,/ } root=$DIR/source-$1 tarball tmp minor exe
+  tarball=$(fetch_source "$pkg" "$ver" "$sha")
+  tmp=$(mktemp -d "$DIR/.source-$name.tmp.XXXXXX")
+  tar -xJf "$tarball" -C "$tmp"
+  log "$name: configure $flags; make (about 2 minutes on 2 cores)"
+  # The prefix is the final place: getpath finds the standard library from the executable.
+  rm -rf "$root"
+  ( cd "$tmp"/Python-"$ver" \
+      && ./configure -q --prefix="$root" --without-ensurepip $flags \
+      && make -s -j"$(nproc)" \
+      && make -s install ) > "$tmp/build.log" 2>&1 \
+    || { tail -30 "$tmp/build.log" >&2; die "$name: build failed (log above)"; }
+  rm -rf "$tmp"
+  minor=${ver%.*}
+  exe=$root/bin/python$minor${name#"$minor"}
+  [ -x "$exe" ] || exe=$root/bin/python$minor
+  full=$("$exe" -c 'import sys; print(sys.version.split()[0])') || die "$name: $exe does not run"
+  printf '%s\t%s\n' "$full" "$exe" > "$root/.interpreters"
+  echo "$ver $sha $flags" > "$root/.spec"
+  log "$name: ready ($(du -sh "$root" | cut -f1))"
+}
+
+for entry in $SOURCE_SPEC; do
+  IFS=: read -r name pkg ver sha flags <<<"$entry"
+  root=$DIR/source-$name
+  if ! { [ -f "$root/.interpreters" ] && [ "$(cat "$root/.spec" 2>/dev/null)" = "$ver $sha ${flags//,/ }" ]; }; then
+    build_source "$name" "$pkg" "$ver" "$sha" "$flags"
+  fi
+  while IFS=$'\t' read -r full path; do printf '%s\t-\t%s\n' "$full" "$path"; done < "$root/.interpreters"
+done
 
 for entry in $SPEC; do
   suite=${entry%%:*}; vers=${entry#*:}; vers=${vers//,/ }

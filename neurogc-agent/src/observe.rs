@@ -118,7 +118,7 @@ pub async fn run(
     }
     let first = sample(pid, &dec.gc, &clock, None);
     if let Some(s) = steer.as_mut() {
-        s.target(pid, process::age_s(pid));
+        s.target(pid, process::age_s(pid), plan.interpreter.free_threaded);
     }
     let mut obs = Observer {
         plan,

@@ -245,7 +245,7 @@ impl Resolver {
     fn identity(&self, addr: u64) -> Option<u64> {
         let l = &self.layout;
         let header = read_bytes(self.pid, addr, (l.name + 8).max(l.firstlineno + 4) as usize).ok()?;
-        if u64_at(&header, 8) != self.code_type {
+        if u64_at(&header, (8 + l.header_extra) as usize) != self.code_type {
             return None;
         }
         let name = self.string(u64_at(&header, l.name as usize))?;
@@ -255,12 +255,12 @@ impl Resolver {
     fn read_code(&self, addr: u64) -> Option<Code> {
         let l = &self.layout;
         let header = read_bytes(self.pid, addr, (l.linetable + 8).max(l.firstlineno + 4) as usize).ok()?;
-        if u64_at(&header, 8) != self.code_type {
+        if u64_at(&header, (8 + l.header_extra) as usize) != self.code_type {
             return None;
         }
         let ptr = |off: u64| u64_at(&header, off as usize);
         // Every format's table is a `bytes` object.
-        let table = bytes_object(self.pid, ptr(l.linetable))?;
+        let table = bytes_object(self.pid, ptr(l.linetable), l.header_extra)?;
         let name = self.string(ptr(l.name)).unwrap_or_else(|| "?".to_owned());
         let firstlineno = i32_at(&header, l.firstlineno as usize);
         Some(Code {
@@ -274,9 +274,10 @@ impl Resolver {
 
     /// A `str` object's text: compact ASCII or compact UCS-1/2/4 (every code object's names are).
     fn string(&self, addr: u64) -> Option<String> {
-        let head = read_bytes(self.pid, addr, 36).ok()?;
-        let len = u64_at(&head, 16);
-        let state = u32::from_le_bytes(head[32..36].try_into().ok()?);
+        let extra = self.layout.header_extra as usize;
+        let head = read_bytes(self.pid, addr, 36 + extra).ok()?;
+        let len = u64_at(&head, 16 + extra);
+        let state = u32::from_le_bytes(head[32 + extra..36 + extra].try_into().ok()?);
         let (kind, compact, ascii) = ((state >> 2) & 7, (state >> 5) & 1 == 1, (state >> 6) & 1 == 1);
         if !compact || len > MAX_STRING || !matches!(kind, 1 | 2 | 4) {
             return None;
@@ -336,11 +337,11 @@ fn fingerprint(name: &str, firstlineno: i32) -> u64 {
     h.finish()
 }
 
-/// A `bytes` object's content (`ob_size` at 16, the bytes at 32).
-fn bytes_object(pid: i32, addr: u64) -> Option<Vec<u8>> {
-    let size = u64_at(&read_bytes(pid, addr + 16, 8).ok()?, 0);
+/// A `bytes` object's content (`ob_size` at 16, the bytes at 32, each `header_extra` later).
+fn bytes_object(pid: i32, addr: u64, header_extra: u64) -> Option<Vec<u8>> {
+    let size = u64_at(&read_bytes(pid, addr + 16 + header_extra, 8).ok()?, 0);
     if size > MAX_TABLE {
         return None;
     }
-    read_bytes(pid, addr + 32, size as usize).ok()
+    read_bytes(pid, addr + 32 + header_extra, size as usize).ok()
 }

@@ -13,7 +13,7 @@ use crate::{
     features::Window,
     interp::{AttachPlan, layout::GcState},
     policy::{
-        budgets::GuardConfig,
+        budgets::{self, GuardConfig},
         controller::Controller,
         model::Model,
         predict::{Correction, FEATURE_COUNT},
@@ -55,6 +55,8 @@ pub struct Steering {
     /// The learned model failed once: said, and the analytic model stands from then on.
     model_failed: bool,
     guard_cfg: GuardConfig,
+    /// The target is a free-threaded build: its guard is narrowed (`budgets::free_threaded_guard`).
+    free_threaded: bool,
     controller: Option<Controller>,
     /// When the target started (its age tells whether its heap is warm), where known.
     started: Option<Instant>,
@@ -128,12 +130,14 @@ impl Steering {
             last_effect: None,
             failed_to_start: None,
             waiting_said: None,
+            free_threaded: false,
         }
     }
 
     /// The target, and its age now (from /proc): a process running for a while has a warm heap.
-    pub fn target(&mut self, pid: i32, age_s: Option<f64>) {
+    pub fn target(&mut self, pid: i32, age_s: Option<f64>, free_threaded: bool) {
         self.pid = Some(pid);
+        self.free_threaded = free_threaded;
         self.started = age_s.and_then(|a| Instant::now().checked_sub(Duration::from_secs_f64(a)));
     }
 
@@ -314,7 +318,12 @@ impl Steering {
             match (&mut self.controller, original) {
                 (Some(c), _) => c,
                 (None, Some(original)) => {
-                    self.controller.insert(Controller::new(self.guard_cfg.clone(), original, act))
+                    let cfg = if self.free_threaded {
+                        budgets::free_threaded_guard(&self.guard_cfg, original)
+                    } else {
+                        self.guard_cfg.clone()
+                    };
+                    self.controller.insert(Controller::new(cfg, original, act))
                 }
                 (None, None) => {
                     decision.reason = match (&self.actuator, self.mode) {

@@ -116,6 +116,13 @@ fn frozen_reported(target: &mut Target, want: impl Fn(i64) -> bool, within: Dura
 #[test]
 fn pause_budget_freezes_the_heap_and_every_ending_unfreezes_it() {
     for_each_python(|py| {
+        if py.free_threaded {
+            // The collector model the controller predicts a freeze's effect with is generational;
+            // on 3.13t it does not predict that freezing shortens the (whole-heap) pauses, so it
+            // never freezes there (README, "Limits"). Its guard there is tested in budgets.rs.
+            eprintln!("{}: not tested: the controller does not freeze on free-threaded builds", py.name);
+            return Vec::new();
+        }
         let mut errors = Vec::new();
         for sig in ["-TERM", "-KILL"] {
             let what = format!("{} {sig}", py.name);

@@ -49,6 +49,76 @@ fn launch_mode_sees_every_collection_from_the_first() {
 }
 
 #[test]
+fn four_threads_every_collection_counted_and_timed_around_the_workloads_own_timing() {
+    // Four threads allocating cyclic garbage: on a free-threaded build they run at once and each
+    // collection stops them all. The workload times each collection itself (its gc.callbacks'
+    // "start" to "stop"). On 3.13t the probed gc_collect_main runs both callbacks inside it, so
+    // every pause the agent reports contains the workload's. On the other builds the callbacks
+    // run outside the probed span, and a thread switch inside a callback lengthens the workload's
+    // timing (by milliseconds, now and then): there the two agree at the median.
+    for_each_python(|py| {
+        let target = py.command(&["--seconds", "2", "--threads", "4", "--pauses"]);
+        let out = agent()
+            .args(["--mode", "observe", "--json", "--duration", "120", "--"])
+            .args(&target)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() != Some(0) {
+            return vec![format!("{}: agent exited {:?}: {stderr}", py.name, out.status)];
+        }
+        let lines = json_lines(&stdout.lines().map(str::to_owned).collect::<Vec<_>>());
+        let report = report_of(&json_lines(&stderr.lines().map(str::to_owned).collect::<Vec<_>>()));
+        let mut errors = compare(&py.name, &lines, &report, true);
+        if !errors.is_empty() {
+            return errors;
+        }
+        let mut gcs: Vec<&Value> = lines.iter().filter(|l| l["type"] == "gc").collect();
+        gcs.sort_by_key(|l| l["ts_ns"].as_i64().unwrap());
+        // The startup collections (before the callback was installed) come first.
+        let before: i64 =
+            report["baseline_collections"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).sum();
+        let ours: Vec<i64> =
+            gcs[before as usize..].iter().map(|l| l["duration_ns"].as_i64().unwrap()).collect();
+        let own: Vec<i64> =
+            report["pause_ns"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
+        if ours.len() != own.len() {
+            return vec![format!(
+                "{}: {} pauses timed, the workload timed {}",
+                py.name,
+                ours.len(),
+                own.len()
+            )];
+        }
+        let shorter = ours.iter().zip(&own).filter(|(a, w)| a < w).count();
+        if py.free_threaded && shorter > 0 {
+            errors.push(format!(
+                "{}: {shorter} of {} pauses shorter than the workload's own timing",
+                py.name,
+                own.len()
+            ));
+        }
+        let mut excess: Vec<i64> = ours.iter().zip(&own).map(|(a, w)| a - w).collect();
+        excess.sort_unstable();
+        let median = excess[excess.len() / 2];
+        let (total, total_own) = (ours.iter().sum::<i64>(), own.iter().sum::<i64>());
+        eprintln!(
+            "{}: {} collections, pauses {:.1} ms in all (workload {:.1} ms), median excess {:.1} µs",
+            py.name,
+            own.len(),
+            total as f64 / 1e6,
+            total_own as f64 / 1e6,
+            median as f64 / 1e3
+        );
+        if median.abs() > 300_000 {
+            errors.push(format!("{}: the median pause exceeds the workload's own by {median} ns", py.name));
+        }
+        errors
+    });
+}
+
+#[test]
 fn launch_mode_exits_with_the_commands_status() {
     // As `time` and `strace` do: `neurogc-agent -- pytest` in CI must fail when pytest fails.
     let mut errors = Vec::new();

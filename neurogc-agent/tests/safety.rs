@@ -73,7 +73,7 @@ const STATES: [&str; 6] = ["sleep", "stdin", "asyncio", "shadow", "sigpipe", "fo
 #[test]
 fn every_target_state_survives_a_sigkilled_agent_and_gets_its_settings_back() {
     let mut errors = Vec::new();
-    for name in ["debian-bookworm-3.11", "pyenv-3.12", "debian-sid-3.14"] {
+    for name in ["debian-bookworm-3.11", "pyenv-3.12", "debian-sid-3.14", "source-3.13t"] {
         let py = python(name);
         for state in STATES {
             let what = format!("{} {state}", py.name);
@@ -116,7 +116,9 @@ fn every_target_state_survives_a_sigkilled_agent_and_gets_its_settings_back() {
 #[test]
 fn the_applications_own_thresholds_win_over_neurogcs() {
     let mut errors = Vec::new();
-    for (name, sig) in [("debian-bookworm-3.11", "-TERM"), ("debian-sid-3.14", "-KILL")] {
+    for (name, sig) in
+        [("debian-bookworm-3.11", "-TERM"), ("debian-sid-3.14", "-KILL"), ("source-3.13t", "-KILL")]
+    {
         let py = python(name);
         let what = format!("{} {sig}", py.name);
         let mut t = target(&py, "appset", 4.0, &["--set-at", "2"]);

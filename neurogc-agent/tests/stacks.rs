@@ -100,7 +100,9 @@ fn collections_are_attributed_to_the_code_that_triggered_them() {
         let caller =
             |frames: &Vec<(String, u64)>| frames.iter().find(|f| f.0 == "alpha" || f.0 == "beta").cloned();
         let from_ratio: Vec<_> = young.iter().filter(|f| f.iter().any(|(n, _)| n == "ratio")).collect();
-        if from_ratio.len() < 200 {
+        // The free-threaded collector runs fewer, longer collections (its threshold grows with
+        // the live heap): 3.13t makes about 90 here where GIL builds make thousands.
+        if from_ratio.len() < if py.free_threaded { 40 } else { 200 } {
             errors.push(format!("{}: {} young collections under ratio()", py.name, from_ratio.len()));
             return errors;
         }
@@ -116,9 +118,12 @@ fn collections_are_attributed_to_the_code_that_triggered_them() {
         let alpha = from_ratio.iter().filter(|f| caller(f).is_some_and(|c| c.0 == "alpha")).count();
         let beta = from_ratio.iter().filter(|f| caller(f).is_some_and(|c| c.0 == "beta")).count();
         let share = 100.0 * alpha as f64 / (alpha + beta).max(1) as f64;
-        if (alpha + beta) * 10 < from_ratio.len() * 9 || !(70.0..=80.0).contains(&share) {
+        // 5 points, or three standard deviations of a 75% share over this few collections.
+        let n = (alpha + beta).max(1) as f64;
+        let tolerance = (300.0 * (0.75 * 0.25 / n).sqrt()).max(5.0);
+        if (alpha + beta) * 10 < from_ratio.len() * 9 || (share - 75.0).abs() > tolerance {
             errors.push(format!(
-                "{}: alpha {alpha}, beta {beta} of {} collections ({share:.1}% alpha, expected 75 ± 5)",
+                "{}: alpha {alpha}, beta {beta} of {} collections ({share:.1}% alpha, expected 75 ± {tolerance:.1})",
                 py.name,
                 from_ratio.len()
             ));

@@ -55,7 +55,8 @@ pub struct RawFrame {
 
 /// `GcEvent::stack_status`: how the stack copy went. The collection's timing never depends on it.
 pub mod stack {
-    /// No stack locator for this build (unknown version or free-threaded).
+    /// No stack locator for this build (an unknown version, or a free-threaded build probed
+    /// where the collector's arguments are not seen).
     pub const UNSUPPORTED: u32 = 0;
     pub const COMPLETE: u32 = 1;
     /// More than `MAX_FRAMES` frames: the innermost ones were kept.
@@ -74,6 +75,9 @@ pub mod tstate_via {
     /// 3.12+: `*tstate_ptr` is the main interpreter; its GIL (`interp + gil_at`, a pointer) holds
     /// `last_holder` at `holder_at`: the collecting thread holds the GIL.
     pub const GIL_HOLDER: u32 = 2;
+    /// Free-threaded builds (no GIL holder to ask): the collector's first argument,
+    /// `gc_collect_main(PyThreadState *tstate, …)`, is the collecting thread's state.
+    pub const COLLECTOR_ARG: u32 = 3;
 }
 
 /// Bytes of a frame the probe reads at once: every field it needs lies within them (3.8–3.10's

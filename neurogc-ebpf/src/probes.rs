@@ -135,13 +135,18 @@ fn begin(regs: *mut pt_regs) {
         inflight.stats = stats;
         inflight.flags = EVENT_HAS_STATS;
     }
-    copy_stack(&cfg.stack, inflight);
+    copy_stack(&cfg.stack, inflight, regs);
     let _ = INFLIGHT.insert(&tid, inflight, BPF_ANY as u64);
 }
 
-/// The thread state of the thread running now, on a GIL build: the GIL's holder.
+/// The thread state of the thread running now: on a GIL build the GIL's holder, on a
+/// free-threaded one the collector's first argument.
 #[inline(always)]
-fn thread_state(loc: &StackLocator) -> Option<u64> {
+fn thread_state(loc: &StackLocator, regs: *mut pt_regs) -> Option<u64> {
+    if loc.tstate_via == tstate_via::COLLECTOR_ARG {
+        // %rdi at the collector's entry (user space sets this only for symbol probes).
+        return Some(read_reg(regs, REG_RDI));
+    }
     // SAFETY (every read below): bpf_probe_read_user faults safely on a bad address.
     let first = unsafe { bpf_probe_read_user(loc.tstate_ptr as *const u64) }.ok()?;
     let tstate = match loc.tstate_via {
@@ -174,13 +179,13 @@ fn field(bytes: &[u8; FRAME_READ_BYTES], at: u32) -> u64 {
 /// byte, and user space drops the C stack's shims: one verifier state per step. Never fails the
 /// collection's timing.
 #[inline(always)]
-fn copy_stack(loc: &StackLocator, inflight: &mut Inflight) {
+fn copy_stack(loc: &StackLocator, inflight: &mut Inflight, regs: *mut pt_regs) {
     inflight.stack_depth = 0;
     if loc.tstate_via == tstate_via::NONE {
         inflight.stack_status = stack::UNSUPPORTED;
         return;
     }
-    let tstate = match thread_state(loc) {
+    let tstate = match thread_state(loc, regs) {
         Some(0) => {
             inflight.stack_status = stack::NO_THREAD;
             return;
@@ -335,6 +340,9 @@ fn read_stats(loc: &StatsLocator) -> Option<[GenStats; NUM_GENERATIONS]> {
     }
     Some(out)
 }
+
+/// `pt_regs` index of %rdi (x86-64), the first integer argument at a function's entry.
+const REG_RDI: u32 = 14;
 
 #[inline(always)]
 fn read_reg(regs: *mut pt_regs, index: u32) -> u64 {

@@ -5,11 +5,12 @@ gc.callbacks. At the end it prints one JSON line with its own counts and exits w
 that no shutdown collection (which gc.callbacks never reports) runs after the report.
 
   python cycles.py [--seconds S | --iterations N] [--threads T] [--wait] [--manual K]
-                   [--threshold T0] [--idle-main] [--depth D]
+                   [--threshold T0] [--idle-main] [--depth D] [--pauses]
 
 --wait: print "ready" and wait for a line on stdin before counting (attach mode).
 --idle-main: the main thread only waits for the worker threads (blocked in join).
 --depth: the work runs D Python frames deep (a stack for observers that copy stacks).
+--pauses: the report lists every collection's pause as the callbacks time it (ns, in order).
 """
 import argparse
 import gc
@@ -25,7 +26,16 @@ uncollectable = [0, 0, 0]
 tids = set()
 
 
+pauses = []
+started_ns = [0]
+
+
 def on_gc(phase, info):
+    # One collection runs at a time (free-threaded builds too: `collecting` is taken first).
+    if phase == "start":
+        started_ns[0] = time.perf_counter_ns()
+        return
+    pauses.append(time.perf_counter_ns() - started_ns[0])
     if phase == "stop":
         g = info["generation"]
         counts[g] += 1
@@ -79,6 +89,7 @@ def main():
                    "the old generation's size and the counts, which --linger then leaves as they are")
     p.add_argument("--idle-main", action="store_true", help="the main thread only joins the workers")
     p.add_argument("--depth", type=int, default=1, help="run the work this many frames deep")
+    p.add_argument("--pauses", action="store_true", help="report every pause the callbacks timed")
     args = p.parse_args()
     if args.threshold:
         t = gc.get_threshold()
@@ -124,6 +135,8 @@ def main():
         "elapsed_s": elapsed,
         "thresholds": list(gc.get_threshold()),
     }
+    if args.pauses:
+        report["pause_ns"] = pauses
     if args.still:
         gc.collect()
         report["old_generation"] = len(gc.get_objects(2))

@@ -72,14 +72,14 @@ enum Task {
     /// The torture job: act mode against real targets in every state, the agent killed at random
     /// and at aimed moments; prints counts (target deaths, settings, files and other leftovers)
     Torture {
-        /// Trials per injection path (3.8–3.12 ring, 3.13+ counted queue)
+        /// Trials per injection path (3.8–3.12 ring, 3.13+ counted queue, free-threaded 3.13t)
         #[arg(long, default_value = "200", value_parser = clap::value_parser!(u32).range(1..=100_000))]
         trials: u32,
         /// Seed of the random choices (printed by every run, to reproduce one)
         #[arg(long)]
         seed: Option<u64>,
         /// Only this injection path
-        #[arg(long, value_parser = ["ring", "counted"])]
+        #[arg(long, value_parser = ["ring", "counted", "free-threaded"])]
         path: Option<String>,
     },
     /// The bench job's fuzzing of the trace reader (cargo-fuzz, nightly; not part of CI)

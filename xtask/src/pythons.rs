@@ -6,6 +6,8 @@
 //! - Debian trixie 3.13 and sid 3.14, unpacked by xtask/get-pythons.sh: USDT; they need their own
 //!   glibc, so they run in a chroot (launch tests) and in a chroot inside new pid+mount
 //!   namespaces (attach tests: the container case).
+//! - The free-threaded 3.13t, built by the same script from the CPython release tarball in
+//!   Debian's python3.13 source package (`--disable-gil`): symbols, no USDT, runs natively.
 //! - A copy of pyenv 3.11's libpython stripped of `.symtab` (observable through its exported
 //!   `PyGC_Collect`), and a copy of that which does not export `PyGC_Collect` either: the "no
 //!   probes" error case.
@@ -46,8 +48,15 @@ pub fn ensure() -> Result<PathBuf> {
     }
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let [version, root, path] = line.split('\t').collect::<Vec<_>>()[..] else { continue };
-        let suite = Path::new(root).file_name().unwrap().to_string_lossy().into_owned();
         let minor = version.rsplit_once('.').map_or(version, |(mm, _)| mm);
+        if root == "-" {
+            // Built from source (free-threaded): runs natively, symbols but no USDT.
+            let mut e = entry(&format!("source-{minor}t"), &[path], None, "uprobe", true);
+            e["free_threaded"] = json!(true);
+            pythons.push(e);
+            continue;
+        }
+        let suite = Path::new(root).file_name().unwrap().to_string_lossy().into_owned();
         pythons.push(entry(
             &format!("debian-{suite}-{minor}"),
             &["chroot", root, path],

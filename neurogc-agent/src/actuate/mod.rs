@@ -684,7 +684,8 @@ struct Record {
     buffer: u64,
 }
 
-/// `PyVarObject` then `ob_alloc`, `ob_bytes`, `ob_start`: the same in every 3.8–3.14 default build.
+/// `PyVarObject` then `ob_alloc`, `ob_bytes`, `ob_start`: the same in every 3.8–3.15 default
+/// build; each `header_extra` later on a free-threaded one.
 const BYTEARRAY_TYPE: u64 = 8;
 const BYTEARRAY_SIZE: u64 = 16;
 const BYTEARRAY_START: u64 = 40;
@@ -698,11 +699,12 @@ impl Record {
             .symbol_address("PyByteArray_Type")
             .map(|a| a + plan.bias)
             .context("the interpreter does not export PyByteArray_Type")?;
-        let object = mem.read(id, 48)?;
+        let extra = plan.interpreter.header_extra();
+        let object = mem.read(id, (48 + extra) as usize)?;
         let (ty, size, buffer) = (
-            crate::memory::u64_at(&object, BYTEARRAY_TYPE as usize),
-            crate::memory::i64_at(&object, BYTEARRAY_SIZE as usize),
-            crate::memory::u64_at(&object, BYTEARRAY_START as usize),
+            crate::memory::u64_at(&object, (BYTEARRAY_TYPE + extra) as usize),
+            crate::memory::i64_at(&object, (BYTEARRAY_SIZE + extra) as usize),
+            crate::memory::u64_at(&object, (BYTEARRAY_START + extra) as usize),
         );
         anyhow::ensure!(
             ty == bytearray_type && size == RECORD_LEN,

@@ -245,6 +245,13 @@ impl Interpreter {
         self.version.minor > SUPPORTED.1
     }
 
+    /// Bytes every object header has beyond the default build's 16: a free-threaded `PyObject`
+    /// is 32 (`ob_tid`, `ob_mutex`, `ob_gc_bits`, `ob_ref_local`, `ob_ref_shared`, `ob_type` at
+    /// 24; `sizeof` against 3.13.5t's own headers), so every field after it moves by 16.
+    pub fn header_extra(&self) -> u64 {
+        if self.free_threaded { 16 } else { 0 }
+    }
+
     /// 3.14.0–3.14.4 shipped the incremental collector (young/old[2] lists, `_PyGC_Collect`).
     pub fn incremental_gc(&self) -> bool {
         self.version.minor == 14 && self.version.micro.is_some_and(|m| m < 5)
@@ -281,9 +288,22 @@ impl Interpreter {
     }
 
     /// None: the GC state's shape is not known for this build (3.15+ without a usable
-    /// `_Py_DebugOffsets.gc`): probe arguments only.
+    /// `_Py_DebugOffsets.gc`, free-threaded builds other than 3.13t): probe arguments only.
     pub fn gc_layout(&self) -> Option<GcLayout> {
         let inline = |at| StatsAt::Inline(at);
+        if self.free_threaded {
+            // 3.13t keeps the GIL build's `struct _gc_runtime_state` (offsetof against 3.13.5t's
+            // own headers: generations +24, generation_stats +128, long_lived_total +224) plus
+            // `immortalize`, but never links objects into the generations: no list heads.
+            return (self.version.minor == 13).then_some(GcLayout {
+                stats: inline(128),
+                gen0_ptr: None,
+                generations: 24,
+                size: 248,
+                long_lived: Some(224),
+                lists: false,
+            });
+        }
         Some(match self.version.minor {
             // `long_lived_total` and `long_lived_pending` follow `callbacks` (checked against
             // `len(gc.get_objects(2))` after a full collection on every test build).
@@ -293,16 +313,23 @@ impl Interpreter {
                 generations: 24,
                 size: 240,
                 long_lived: Some(224),
+                lists: true,
             },
-            _ if self.incremental_gc() => {
-                GcLayout { stats: inline(120), gen0_ptr: None, generations: 24, size: 240, long_lived: None }
-            }
+            _ if self.incremental_gc() => GcLayout {
+                stats: inline(120),
+                gen0_ptr: None,
+                generations: 24,
+                size: 240,
+                long_lived: None,
+                lists: true,
+            },
             14 => GcLayout {
                 stats: inline(120),
                 gen0_ptr: Some(256),
                 generations: 24,
                 size: 264,
                 long_lived: None,
+                lists: true,
             },
             // 3.15+: generations[3] and the permanent generation from +8 (after `enabled`,
             // `debug`); where the stats rings' pointer is, the state's size and the rings' size
@@ -316,6 +343,7 @@ impl Interpreter {
                     generations: 8,
                     size: dbg.size,
                     long_lived: None,
+                    lists: true,
                 }
             }
         })
@@ -370,6 +398,9 @@ pub struct GcLayout {
     /// `long_lived_pending` 8 bytes after it (promoted since): where a full collection's work
     /// and its next run are predicted from. None where the build keeps no such counters.
     pub long_lived: Option<u64>,
+    /// The generations' list heads link the tracked objects (false on free-threaded builds,
+    /// which find objects by walking mimalloc's heaps: the heads stay zero).
+    pub lists: bool,
 }
 
 #[cfg(test)]
@@ -417,6 +448,30 @@ mod tests {
         // Something else where the block should be: no layout, probe arguments only.
         dbg[GC_DEBUG_AT..GC_DEBUG_AT + 8].copy_from_slice(&7u64.to_le_bytes());
         assert_eq!(GcDebugOffsets::read(&dbg), None);
+    }
+
+    #[test]
+    fn the_free_threaded_3_13_state_has_no_list_heads_and_later_ones_are_not_guessed() {
+        let ft = |minor| Interpreter {
+            version: PyVersion { minor, micro: Some(5) },
+            free_threaded: true,
+            runtime: 0,
+            code_type: None,
+            debug_offsets: Some((632, 7400)),
+            remote_debug: None,
+            gc_debug: None,
+            frame_debug: None,
+        };
+        // offsetof against 3.13.5t's headers: stats +128, long_lived_total +224, size 248.
+        let layout = ft(13).gc_layout().unwrap();
+        assert_eq!(layout.stats, StatsAt::Inline(128));
+        assert_eq!(
+            (layout.generations, layout.size, layout.long_lived, layout.lists),
+            (24, 248, Some(224), false)
+        );
+        assert_eq!(ft(13).header_extra(), 16);
+        assert_eq!(ft(14).gc_layout(), None);
+        assert_eq!(ft(15).gc_layout(), None);
     }
 
     /// Words 3.. of `_Py_DebugOffsets` as the tested 3.13.0, 3.14.10 and 3.15.2 builds hold them

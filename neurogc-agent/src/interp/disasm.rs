@@ -13,7 +13,7 @@
 //! have (`tests/observe.rs`).
 use std::collections::BTreeMap;
 
-use iced_x86::{Code, Decoder, DecoderOptions, FlowControl, OpKind, Register};
+use iced_x86::{Code, Decoder, DecoderOptions, FlowControl, Mnemonic, OpKind, Register};
 
 use super::elf::Elf;
 
@@ -26,6 +26,37 @@ pub struct Collector {
     pub address: u64,
     /// Called as `collector(tstate, generation, …)`: the generation argument can be read.
     pub documented_args: bool,
+}
+
+/// `tstate->interp`'s offset in `PyThreadState` (3.8–3.15).
+const TSTATE_INTERP: u64 = 16;
+
+/// The function whose code starts `code` (at `address`) takes a thread state in %rdi: among its
+/// first straight-line instructions it loads `tstate->interp` (`mov reg, [rdi+16]`) before
+/// anything writes %rdi. How a free-threaded collector, or a clone gcc made of it (3.13t's
+/// `gc_collect_main.constprop.0` begins so), is checked before its first argument is read as
+/// the collecting thread's state.
+pub fn loads_interp_from_first_arg(code: &[u8], address: u64) -> bool {
+    let mut decoder = Decoder::with_ip(64, code, address, DecoderOptions::NONE);
+    for ins in decoder.iter().take(32) {
+        if ins.mnemonic() == Mnemonic::Mov
+            && ins.op_count() == 2
+            && ins.op0_kind() == OpKind::Register
+            && ins.op1_kind() == OpKind::Memory
+            && ins.memory_base() == Register::RDI
+            && ins.memory_index() == Register::None
+            && ins.memory_displacement64() == TSTATE_INTERP
+        {
+            return true;
+        }
+        let writes_rdi = ins.op_count() > 0
+            && ins.op0_kind() == OpKind::Register
+            && ins.op0_register().full_register() == Register::RDI;
+        if writes_rdi || ins.flow_control() != FlowControl::Next {
+            return false;
+        }
+    }
+    false
 }
 
 #[derive(Debug, Default)]
@@ -119,6 +150,29 @@ fn direct_callees(code: &[u8], entry: u64) -> BTreeMap<u64, Callee> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_collector_that_loads_tstate_interp_takes_the_thread_state_first() {
+        // 3.13.5t's gc_collect_main.constprop.0 (objdump of the test build): pushes, then
+        // `mov rbx, [rdi+0x10]`.
+        let clone = [
+            0x41, 0x57, 0xba, 0x01, 0x00, 0x00, 0x00, 0x41, 0x56, 0x41, 0x55, 0x41, 0x54, 0x55, 0x53, 0x48,
+            0x81, 0xec, 0x88, 0x00, 0x00, 0x00, 0x48, 0x8b, 0x5f, 0x10,
+        ];
+        assert!(loads_interp_from_first_arg(&clone, 0x279a70));
+        // The same with %rdi overwritten first (`mov edi, 1`): its first argument is gone.
+        let mut clobbered = vec![0xbf, 0x01, 0x00, 0x00, 0x00];
+        clobbered.extend(clone);
+        assert!(!loads_interp_from_first_arg(&clobbered, 0x1000));
+        // A call before the load: the function's state is not followed past it.
+        let mut called = vec![0xe8, 0x00, 0x00, 0x00, 0x00];
+        called.extend(clone);
+        assert!(!loads_interp_from_first_arg(&called, 0x1000));
+        // Another offset from %rdi is not `tstate->interp`.
+        let mut other = clone;
+        other[25] = 0x18;
+        assert!(!loads_interp_from_first_arg(&other, 0x279a70));
+    }
 
     /// pyenv 3.11.7's PyGC_Collect (objdump of the real build): two calls to
     /// invoke_gc_callback (edx = 2), one to gc_collect_main (esi = 2), PLT calls around them.

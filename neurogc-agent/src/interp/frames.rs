@@ -4,7 +4,7 @@
 //! by locating the running thread's state in `_PyRuntime` and the interpreter state; the code
 //! object ones from `PyCode_Type`'s member table), and the stack tests check them against each
 //! build's own lines. From 3.13 the frame and code offsets `_Py_DebugOffsets` publishes are used
-//! (they agree with the table on every tested build).
+//! (they agree with the table on every tested build), and on the free-threaded 3.13t only those.
 use neurogc_common::{StackLocator, tstate_via};
 
 use super::cpython::Interpreter;
@@ -33,6 +33,9 @@ pub struct CodeLayout {
     /// 3.12+: frames whose owner is at least this are shims of the C stack (3; 3.14 numbers the
     /// interpreter's own 3 and the C stack's 4), not Python code.
     pub owner_not_python: Option<u8>,
+    /// Bytes every object header adds to the default build's (16 on free-threaded builds:
+    /// `ob_type` at 24, not 8): shifts the `str` and `bytes` fields read here.
+    pub header_extra: u64,
 }
 
 /// The line table formats of CPython 3.8–3.15.
@@ -109,16 +112,22 @@ fn walk(minor: u32) -> Option<Walk> {
 }
 
 /// What the kernel follows on this build, at run-time addresses (`bias` added). None where the
-/// stack cannot be read: free-threaded builds (no GIL holder; their objects' headers differ)
-/// and versions never measured.
-pub fn stack_locator(interp: &Interpreter, bias: u64) -> Option<StackLocator> {
-    if interp.free_threaded {
-        return None;
-    }
+/// stack cannot be read: versions never measured, and free-threaded builds other than 3.13t or
+/// whose collector is not seen taking its thread state (`tstate_arg`: USDT probes).
+pub fn stack_locator(interp: &Interpreter, bias: u64, tstate_arg: bool) -> Option<StackLocator> {
     let mut w = walk(interp.version.minor)?;
+    if interp.free_threaded {
+        // No GIL holder to ask: the collector's own argument names the collecting thread. Only
+        // 3.13t was measured, and only its published offsets are used.
+        if !tstate_arg || interp.version.minor != 13 {
+            return None;
+        }
+        w.via = tstate_via::COLLECTOR_ARG;
+    }
     // What the interpreter publishes wins over the table (they agree on every tested build; a
     // patch release that moved a field is then still read right).
-    if let Some(d) = interp.frame_debug.filter(|_| w.via == tstate_via::GIL_HOLDER) {
+    let mut published = false;
+    if let Some(d) = interp.frame_debug.filter(|_| w.via != tstate_via::RUNTIME) {
         let fits = |v: u64| (v as usize) < neurogc_common::FRAME_READ_BYTES_SHORT;
         if [d.previous, d.executable, d.instr_ptr + 7, d.owner].into_iter().all(fits)
             && d.current_frame < 4096
@@ -126,9 +135,14 @@ pub fn stack_locator(interp: &Interpreter, bias: u64) -> Option<StackLocator> {
             (w.frame_at, w.cframe_at) = (d.current_frame as u32, u32::MAX);
             (w.previous_at, w.code_at, w.instr_at, w.owner_at) =
                 (d.previous as u32, d.executable as u32, d.instr_ptr as u32, d.owner as u32);
+            published = true;
         }
     }
+    if interp.free_threaded && !published {
+        return None;
+    }
     let tstate_ptr = match w.via {
+        tstate_via::COLLECTOR_ARG => 0,
         tstate_via::RUNTIME => interp.runtime + w.tstate_in_runtime,
         _ => match interp.gc_state_location()? {
             super::cpython::GcStateLocation::MainInterpreter { main_ptr, .. } => main_ptr,
@@ -160,11 +174,18 @@ fn minor_reads_frame_objects(minor: u32) -> bool {
 }
 
 pub fn code_layout(interp: &Interpreter) -> Option<CodeLayout> {
-    if interp.free_threaded {
+    let minor = interp.version.minor;
+    // Free-threaded objects' headers are 16 bytes longer (`ob_tid`, `ob_ref_local`…): only
+    // 3.13t's strings were measured (`sizeof` against its own headers), and its code objects are
+    // read at the offsets it publishes.
+    if interp.free_threaded && (minor != 13 || interp.frame_debug.is_none()) {
         return None;
     }
-    let minor = interp.version.minor;
-    let (ascii_data, compact_data) = if minor <= 11 { (48, 72) } else { (40, 56) };
+    let (ascii_data, compact_data) = match minor {
+        ..=11 => (48, 72),
+        _ if interp.free_threaded => (56, 72),
+        _ => (40, 56),
+    };
     let base = CodeLayout {
         filename: 112,
         name: 128,
@@ -177,6 +198,7 @@ pub fn code_layout(interp: &Interpreter) -> Option<CodeLayout> {
         compact_data,
         tag_mask: 0,
         owner_not_python: (minor >= 12).then_some(3),
+        header_extra: interp.header_extra(),
     };
     Some(match minor {
         8 | 9 => CodeLayout {

@@ -1,6 +1,7 @@
 //! Finds the GC state in the live process and proves the layout before anything trusts it:
 //! `generation0` must point at the first generation's list head, and every list head must be
-//! linked both ways (`head->next->prev == head`). A random offset satisfies neither.
+//! linked both ways (`head->next->prev == head`). A random offset satisfies neither. Free-threaded
+//! builds link no lists: there the unused heads must be zero and the flags flags.
 use anyhow::{Result, bail};
 use neurogc_common::{RING_COUNTERS_AT, RING_RECORD_BYTES, StatsLocator};
 
@@ -47,8 +48,7 @@ impl GcLocator {
                 GcStateLocation::MainInterpreter { main_ptr: main_ptr + bias, gc_offset }
             }
         };
-        // Free-threaded builds keep a different GC state; stats reads are not attempted there.
-        (!interp.free_threaded).then_some(GcLocator { location, layout: interp.gc_layout()? })
+        Some(GcLocator { location, layout: interp.gc_layout()? })
     }
 
     /// What the eBPF program follows to read `generation_stats[]` on every collection.
@@ -92,17 +92,10 @@ impl GcLocator {
         if self.layout.gen0_ptr.is_some() && generations != 20 && generations != 24 {
             bail!("generation0 points {generations:#x} bytes into the GC state (expected 20 or 24)");
         }
-        // During a collection `_gc_prev` holds reference counts, not pointers, and lists are
-        // spliced: the caller retries a failed check on a later drain (collections last µs to
-        // ms) rather than sleeping here, on the loop that drains the ring buffer.
-        for i in 0..3u64 {
-            let head = address + generations + i * GEN_STRIDE;
-            let linked = read_u64(pid, head)
-                .and_then(|next| read_u64(pid, next + 8))
-                .is_ok_and(|prev| prev & PREV_MASK == head);
-            if !linked {
-                bail!("generation {i} list head at {head:#x} is not a linked list head");
-            }
+        if self.layout.lists {
+            linked_heads(pid, address + generations)?;
+        } else {
+            unlinked_state(&gc, generations)?;
         }
         match self.layout.stats {
             StatsAt::Inline(at) => {
@@ -117,6 +110,50 @@ impl GcLocator {
         }
         Ok(Some(GcState { address, generations, long_lived: self.layout.long_lived }))
     }
+}
+
+/// The generations' list heads, linked both ways (`head->next->prev == head`). During a
+/// collection `_gc_prev` holds reference counts, not pointers, and lists are spliced: the caller
+/// retries a failed check on a later drain (collections last µs to ms) rather than sleeping
+/// here, on the loop that drains the ring buffer.
+fn linked_heads(pid: i32, first: u64) -> Result<()> {
+    for i in 0..3u64 {
+        let head = first + i * GEN_STRIDE;
+        let linked = read_u64(pid, head)
+            .and_then(|next| read_u64(pid, next + 8))
+            .is_ok_and(|prev| prev & PREV_MASK == head);
+        if !linked {
+            bail!("generation {i} list head at {head:#x} is not a linked list head");
+        }
+    }
+    Ok(())
+}
+
+/// A free-threaded build's state: no list is linked (the three heads and `generation0` stay
+/// zero), `enabled` and `collecting` are flags, thresholds and counts are not negative. A random
+/// offset holds pointers or other numbers there.
+fn unlinked_state(gc: &[u8], generations: u64) -> Result<()> {
+    let g = generations as usize;
+    let heads = (0..3).flat_map(|i| [g + i * 24, g + i * 24 + 8]).chain([g + 72]);
+    if let Some(at) = heads.into_iter().find(|&at| u64_at(gc, at) != 0) {
+        bail!(
+            "free-threaded GC state: {at:#x} holds {:#x} where an unused list head is zero",
+            u64_at(gc, at)
+        );
+    }
+    for (name, at) in [("enabled", 12), ("collecting", 200)] {
+        let v = i32_at(gc, at);
+        if !(0..=1).contains(&v) {
+            bail!("free-threaded GC state: `{name}` holds {v}, not a flag");
+        }
+    }
+    for i in 0..3 {
+        let (threshold, count) = (i32_at(gc, g + i * 24 + 16), i32_at(gc, g + i * 24 + 20));
+        if threshold < 0 || count < -(1 << 30) {
+            bail!("free-threaded GC state: generation {i} holds threshold {threshold}, count {count}");
+        }
+    }
+    Ok(())
 }
 
 fn plausible(g: u64, counters: [i64; 3]) -> Result<()> {
@@ -184,5 +221,38 @@ impl GcState {
             counts: [at(0, 4), at(1, 4), at(2, 4)],
             long_lived,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 3.13.5t's GC state as read from a live process: zero list heads and `generation0`,
+    /// `enabled` 1, thresholds 2000/10/10, count0 −5120 (the per-thread batches subtract too).
+    fn free_threaded_state() -> Vec<u8> {
+        let mut gc = vec![0u8; 248];
+        gc[12..16].copy_from_slice(&1i32.to_le_bytes());
+        for (g, (t, c)) in [(2000i32, -5120i32), (10, 0), (10, 0)].into_iter().enumerate() {
+            gc[24 + g * 24 + 16..24 + g * 24 + 20].copy_from_slice(&t.to_le_bytes());
+            gc[24 + g * 24 + 20..24 + g * 24 + 24].copy_from_slice(&c.to_le_bytes());
+        }
+        gc
+    }
+
+    #[test]
+    fn a_free_threaded_state_is_told_from_other_memory() {
+        assert!(unlinked_state(&free_threaded_state(), 24).is_ok());
+        // A linked head (a GIL build's state, or something else) is not one.
+        let mut linked = free_threaded_state();
+        linked[48..56].copy_from_slice(&0x7f00_1234_5678u64.to_le_bytes());
+        assert!(unlinked_state(&linked, 24).is_err());
+        // Nor is one whose `enabled` is not a flag, or whose threshold is negative.
+        let mut flag = free_threaded_state();
+        flag[12] = 7;
+        assert!(unlinked_state(&flag, 24).is_err());
+        let mut negative = free_threaded_state();
+        negative[24 + 16..24 + 20].copy_from_slice(&(-1i32).to_le_bytes());
+        assert!(unlinked_state(&negative, 24).is_err());
     }
 }

@@ -153,7 +153,7 @@ impl AttachPlan {
         AttachPlan {
             pid,
             gc: GcLocator::new(&build.interpreter, bias),
-            stack: frames::stack_locator(&build.interpreter, bias),
+            stack: frames::stack_locator(&build.interpreter, bias, build.tstate_arg),
             code: frames::code_layout(&build.interpreter)
                 .zip(build.interpreter.code_type.map(|t| t.wrapping_add(bias))),
             interpreter: build.interpreter.clone(),
@@ -174,6 +174,9 @@ pub struct Build {
     pub source: ProbeSource,
     pub begin_arg: ArgSpec,
     pub end_arg: ArgSpec,
+    /// Every probed entry takes the collecting thread's state as its first argument (checked in
+    /// its code): where a free-threaded build's stacks start.
+    pub tstate_arg: bool,
     first_load_address: u64,
 }
 
@@ -212,7 +215,7 @@ pub fn inspect(elf: &Elf, interp: Interpreter, name: &str, choice: ProbeChoice) 
         Ok(s) => (Some(s), String::new()),
         Err(why) => (None, why),
     };
-    let (source, begin_arg, end_arg) = match (choice, usdt, symbol) {
+    let (source, begin_arg, end_arg, tstate_arg) = match (choice, usdt, symbol) {
         (ProbeChoice::Auto | ProbeChoice::Usdt, Some(s), _) => s,
         (ProbeChoice::Auto | ProbeChoice::Uprobe, _, Some(s)) => s,
         (ProbeChoice::Usdt, None, _) => bail_user!(
@@ -234,11 +237,14 @@ pub fn inspect(elf: &Elf, interp: Interpreter, name: &str, choice: ProbeChoice) 
         source,
         begin_arg,
         end_arg,
+        tstate_arg,
         first_load_address: elf.first_load_address(),
     })
 }
 
-type Source = (ProbeSource, ArgSpec, ArgSpec);
+/// The probes, the begin and end arguments, and whether the collector's first argument is the
+/// thread state (symbol probes whose code shows it).
+type Source = (ProbeSource, ArgSpec, ArgSpec, bool);
 
 fn usdt_source(elf: &Elf) -> Result<Option<Source>> {
     let notes = elf.usdt_notes().unwrap_or_default();
@@ -251,7 +257,7 @@ fn usdt_source(elf: &Elf) -> Result<Option<Source>> {
     }
     let begin = usdt_args::parse_arg(&start[0].args, 0)?;
     let end = usdt_args::parse_arg(&done[0].args, 0)?;
-    Ok(Some((ProbeSource::Usdt { start, done }, begin, end)))
+    Ok(Some((ProbeSource::Usdt { start, done }, begin, end, false)))
 }
 
 /// gcc may clone a static function (`collect.constprop.0`): every clone is an entry point and
@@ -265,7 +271,7 @@ fn symbol_source(elf: &Elf, interp: &Interpreter) -> Option<Source> {
     let functions = elf.functions();
     let has_file_symbols = functions.iter().any(|f| f.source_file.is_some());
     for base in interp.collector_names() {
-        let mut found: Vec<(String, u64)> = functions
+        let mut found: Vec<(String, u64, u64)> = functions
             .iter()
             .filter(|f| is_collector(&f.name, base))
             .filter(|f| {
@@ -277,21 +283,23 @@ fn symbol_source(elf: &Elf, interp: &Interpreter) -> Option<Source> {
             })
             .filter_map(|f| {
                 warn_if_single_stepped(elf, f);
-                Some((f.name.clone(), elf.file_offset(f.address)?))
+                Some((f.name.clone(), elf.file_offset(f.address)?, f.address))
             })
             .collect();
-        found.sort_by_key(|(_, off)| *off);
-        found.dedup_by_key(|(_, off)| *off);
+        found.sort_by_key(|(_, off, _)| *off);
+        found.dedup_by_key(|(_, off, _)| *off);
         if found.is_empty() {
             continue;
         }
         // A clone may have a different calling convention: only trust the argument of the original.
-        let begin = if found.iter().all(|(n, _)| n == base) {
+        let begin = if found.iter().all(|(n, _, _)| n == base) {
             usdt_args::call_arg(1, -4)
         } else {
             ArgSpec::default()
         };
-        return Some((ProbeSource::Symbol { functions: found }, begin, usdt_args::return_value()));
+        let tstate_arg = found.iter().all(|&(_, _, addr)| takes_tstate(elf, addr));
+        let functions = found.into_iter().map(|(name, off, _)| (name, off)).collect();
+        return Some((ProbeSource::Symbol { functions }, begin, usdt_args::return_value(), tstate_arg));
     }
     None
 }
@@ -303,7 +311,17 @@ fn export_source(elf: &Elf) -> Result<Source, String> {
     let offset = elf.file_offset(found.address).ok_or("the collector's address is outside the file")?;
     let name = format!("collector at {:#x} (called by {})", found.address, disasm::ENTRY);
     let begin = if found.documented_args { usdt_args::call_arg(1, -4) } else { ArgSpec::default() };
-    Ok((ProbeSource::Symbol { functions: vec![(name, offset)] }, begin, usdt_args::return_value()))
+    let tstate_arg = takes_tstate(elf, found.address);
+    Ok((
+        ProbeSource::Symbol { functions: vec![(name, offset)] },
+        begin,
+        usdt_args::return_value(),
+        tstate_arg,
+    ))
+}
+
+fn takes_tstate(elf: &Elf, address: u64) -> bool {
+    elf.read_at(address, 128).is_some_and(|code| disasm::loads_interp_from_first_arg(code, address))
 }
 
 /// The kernel emulates a uprobe'd `push`/`nop` (≈ 2 µs a hit here) but single-steps most other

@@ -106,7 +106,14 @@ impl PendingLayout {
             15 => counted(2976, 968, published_breaker),
             _ => return None,
         };
-        (!interp.free_threaded).then_some(PendingLayout { queue_at, queue, size, breaker })
+        // 3.13t's runtime, queue and thread state match 3.13's at every offset used here
+        // (offsetof against 3.13.5t's own headers); later free-threaded builds were not measured.
+        (!interp.free_threaded || interp.version.minor == 13).then_some(PendingLayout {
+            queue_at,
+            queue,
+            size,
+            breaker,
+        })
     }
 }
 
@@ -293,7 +300,12 @@ pub fn enqueue_steps(q: &IdleQueue, func: u64, arg: u64) -> Vec<crate::actuate::
             steps.push(Step::write(at(next), &i32b((q.slot + 1) % COUNTED_SLOTS)));
             steps.push(Step::write(at(npending), &1i32.to_le_bytes()));
             if let Breaker::MainThreadBit { bit, .. } = q.layout.breaker {
-                steps.push(Step::or(q.breaker_address, &bit.to_le_bytes()));
+                // Only the byte that holds the bit: other threads set their bits in the same
+                // word with atomic ORs (on a free-threaded build, stop-the-world requests every
+                // collection), and the wider the read-modify-write, the more it could undo. The
+                // event bits are all in the low byte; the rest of the word is a version.
+                debug_assert!(bit < 0x100);
+                steps.push(Step::or(q.breaker_address, &[bit as u8]));
             }
         }
     }

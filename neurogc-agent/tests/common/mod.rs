@@ -27,6 +27,8 @@ pub struct Python {
     /// Root folder for interpreters that run in a chroot.
     pub root: Option<PathBuf>,
     pub probe: String,
+    /// Built with `--disable-gil`.
+    pub free_threaded: bool,
 }
 
 pub fn pythons() -> Vec<Python> {
@@ -40,10 +42,13 @@ pub fn pythons() -> Vec<Python> {
             argv: p["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_owned()).collect(),
             root: p["root"].as_str().map(PathBuf::from),
             probe: p["probe"].as_str().unwrap().to_owned(),
+            free_threaded: p["free_threaded"].as_bool().unwrap_or(false),
         })
         .collect();
-    // The four builds the project promises to test on (README, "Tested interpreters").
-    for required in ["debian-bookworm-3.11", "pyenv-3.11.", "debian-trixie-3.13", "debian-sid-3.14"] {
+    // The builds the project promises to test on (README, "Tested interpreters").
+    for required in
+        ["debian-bookworm-3.11", "pyenv-3.11.", "debian-trixie-3.13", "debian-sid-3.14", "source-3.13t"]
+    {
         assert!(
             list.iter().any(|p| p.name.starts_with(required)),
             "required test interpreter {required} missing from the manifest"
@@ -61,9 +66,13 @@ pub fn python(prefix: &str) -> Python {
 }
 
 /// Runs `check` on every interpreter, then fails once with every interpreter's problems.
+/// `NEUROGC_TEST_PYTHONS=source-3.13t,pyenv-3.12` narrows it to the interpreters whose names
+/// start so (a developer's shortcut; CI sets nothing and runs every one).
 pub fn for_each_python(check: impl Fn(&Python) -> Vec<String>) {
     let mut errors = Vec::new();
-    for py in pythons() {
+    let only = std::env::var("NEUROGC_TEST_PYTHONS").unwrap_or_default();
+    let wanted = |name: &str| only.is_empty() || only.split(',').any(|p| name.starts_with(p));
+    for py in pythons().into_iter().filter(|p| wanted(&p.name)) {
         eprintln!("--- {}", py.name);
         errors.extend(check(&py));
     }
@@ -325,7 +334,7 @@ pub fn compare(py: &str, events: &[Value], report: &Value, with_baseline: bool) 
         let keys: Vec<&str> = e.as_object().unwrap().keys().map(String::as_str).collect();
         let mut sorted = keys.clone();
         sorted.sort();
-        // Every tested build is a GIL build whose stacks are read: each collection has one.
+        // Every tested build's stacks are read (3.13t's too): each collection has one.
         if sorted
             != ["collected", "duration_ns", "gen", "pid", "stack", "tid", "ts_ns", "type", "uncollectable"]
         {
