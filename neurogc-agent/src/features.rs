@@ -163,6 +163,7 @@ mod tests {
             collected,
             uncollectable: 0,
             stack: None,
+            running: None,
         }
     }
 

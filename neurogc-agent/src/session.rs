@@ -147,8 +147,9 @@ impl Decoder {
         mut each: impl FnMut(Collection, &GcEvent) -> Result<(), E>,
     ) -> Result<(), E> {
         let trusted = self.gc.trusted();
+        let concurrent = self.gc.state().is_some_and(|s| s.free_threaded);
         for raw in std::mem::take(&mut self.held) {
-            if let Some(c) = events::decode(&raw, trusted, clock) {
+            if let Some(c) = events::decode(&raw, trusted, concurrent, clock) {
                 each(c, &raw)?;
             }
         }

@@ -285,6 +285,7 @@ fn synthetic(path: &Path, n: u64, json: bool) -> Vec<Collection> {
             collected: (i % 17) as i64,
             uncollectable: 0,
             stack: None,
+            running: None,
         };
         w.write(&Record::Gc(c)).unwrap();
         out.push(c);
@@ -411,6 +412,7 @@ fn measured_trace(path: &Path) {
                 collected: 10,
                 uncollectable: 0,
                 stack: None,
+                running: None,
             };
             w.write(&Record::Gc(c)).unwrap();
         }
@@ -424,6 +426,7 @@ fn measured_trace(path: &Path) {
                 collected: 1000,
                 uncollectable: 0,
                 stack: None,
+                running: None,
             };
             w.write(&Record::Gc(c)).unwrap();
         }
@@ -513,6 +516,7 @@ fn stacks_become_sites_folded_stacks_and_a_flame_graph() {
             collected: 1,
             uncollectable: 0,
             stack: Some(stack),
+            running: None,
         };
         w.write(&Record::Gc(c)).unwrap();
     }

@@ -114,6 +114,34 @@ fn four_threads_every_collection_counted_and_timed_around_the_workloads_own_timi
         if median.abs() > 300_000 {
             errors.push(format!("{}: the median pause exceeds the workload's own by {median} ns", py.name));
         }
+        // Free-threaded: the other threads running Python when each collection began (the ones
+        // its stop-the-world halted): never more than the workload's other four, and with four
+        // threads allocating, usually some. GIL builds have none to report.
+        let running: Vec<Option<i64>> =
+            gcs[before as usize..].iter().map(|l| l["running"].as_i64()).collect();
+        if py.free_threaded {
+            let counted: Vec<i64> = running.iter().flatten().copied().collect();
+            let busy = counted.iter().filter(|&&n| n >= 1).count();
+            eprintln!(
+                "{}: threads running Python at each collection's start: {counted:?} ({busy} of {} with one or more)",
+                py.name,
+                counted.len()
+            );
+            if counted.len() != running.len() || counted.iter().any(|&n| !(0..=4).contains(&n)) {
+                errors.push(format!(
+                    "{}: running threads {running:?}, expected 0–4 on every collection",
+                    py.name
+                ));
+            } else if busy * 2 < counted.len() {
+                errors.push(format!(
+                    "{}: other threads running at only {busy} of {} collections",
+                    py.name,
+                    counted.len()
+                ));
+            }
+        } else if running.iter().any(Option::is_some) {
+            errors.push(format!("{}: running threads reported on a GIL build", py.name));
+        }
         errors
     });
 }

@@ -16,7 +16,7 @@ pub struct GenStats {
 }
 
 impl GcEvent {
-    /// Every field zero (no stack, no stats).
+    /// Every field zero (no stack, no stats, no threads counted).
     pub const EMPTY: GcEvent = GcEvent {
         start_ns: 0,
         end_ns: 0,
@@ -26,7 +26,7 @@ impl GcEvent {
         result: 0,
         delta: [GenStats { collections: 0, collected: 0, uncollectable: 0 }; NUM_GENERATIONS],
         flags: 0,
-        _pad: 0,
+        running: RUNNING_UNKNOWN,
         stack_status: 0,
         stack_depth: 0,
         frames: [RawFrame { code: 0, instr: 0 }; MAX_FRAMES],
@@ -112,7 +112,19 @@ pub struct StackLocator {
     /// Bytes read per frame: `FRAME_READ_BYTES` (3.8–3.10's frame objects), or
     /// `FRAME_READ_BYTES_SHORT` (3.11+: a frame can end soon after its header).
     pub frame_bytes: u32,
+    /// Free-threaded builds: where the collecting thread's interpreter lists its threads
+    /// (`interp->threads.head`; 0: threads are not counted), and in each thread state the
+    /// interpreter (`interp`), the next thread (`next`) and its `state` (1: attached).
+    pub threads_at: u32,
+    pub interp_at: u32,
+    pub next_at: u32,
+    pub state_at: u32,
 }
+
+/// `GcEvent::running` where the build's threads are not counted.
+pub const RUNNING_UNKNOWN: u32 = u32::MAX;
+/// Thread states the begin probe walks at most (a longer list gives a lower bound).
+pub const MAX_THREADS_WALKED: usize = 256;
 
 /// One collection as the kernel saw it. The kernel does no interpretation: the agent derives
 /// the true generation and the collected/uncollectable counts from `delta` (see the agent's
@@ -135,7 +147,9 @@ pub struct GcEvent {
     /// `generation_stats[]` at the end minus at the begin.
     pub delta: [GenStats; NUM_GENERATIONS],
     pub flags: u32,
-    pub _pad: u32,
+    /// Free-threaded builds: the other threads attached to the interpreter (running Python) when
+    /// the collection began, which its stop-the-world then halted; `RUNNING_UNKNOWN` elsewhere.
+    pub running: u32,
     /// The Python stack of the thread that triggered the collection, copied at its start.
     pub stack_status: u32,
     pub stack_depth: u32,
@@ -263,8 +277,9 @@ mod tests {
         assert_eq!(offset_of!(GcEvent, arg_gen), 24);
         assert_eq!(offset_of!(GcEvent, delta), 40);
         assert_eq!(offset_of!(GcEvent, flags), 112);
+        assert_eq!(offset_of!(GcEvent, running), 116);
         assert_eq!(offset_of!(GcEvent, frames), 128);
-        assert_eq!(size_of::<StackLocator>(), 56);
+        assert_eq!(size_of::<StackLocator>(), 72);
         assert_eq!(size_of::<ArgSpec>(), 24);
     }
 }

@@ -11,8 +11,8 @@ use aya_ebpf::{
 use neurogc_common::{
     ARG_CONST, ARG_MEM, ARG_REG, ArgSpec, EVENT_HAS_STATS, EXEC_RING_BYTES, ExecEvent, FRAME_INSTR_MASK,
     FRAME_OWNER_SHIFT, FRAME_READ_BYTES, GcEvent, GenStats, GlobalConfig, MAX_FRAMES, MAX_TARGETS,
-    NUM_GENERATIONS, RING_BYTES, RING_COUNTERS_AT, RING_RECORD_BYTES, RawFrame, StackLocator, StatsLocator,
-    TargetConfig, counter, stack, tstate_via,
+    MAX_THREADS_WALKED, NUM_GENERATIONS, RING_BYTES, RING_COUNTERS_AT, RING_RECORD_BYTES, RUNNING_UNKNOWN,
+    RawFrame, StackLocator, StatsLocator, TargetConfig, counter, stack, tstate_via,
 };
 
 /// What the kernel is told the programs' license is. It must be GPL-compatible for the helpers
@@ -62,6 +62,8 @@ struct Inflight {
     /// and returns at once): only the outermost return ends the collection.
     depth: u32,
     flags: u32,
+    running: u32,
+    _pad: u32,
     stats: [GenStats; NUM_GENERATIONS],
     stack_status: u32,
     stack_depth: u32,
@@ -136,6 +138,7 @@ fn begin(regs: *mut pt_regs) {
         inflight.flags = EVENT_HAS_STATS;
     }
     copy_stack(&cfg.stack, inflight, regs);
+    inflight.running = count_running(&cfg.stack, regs);
     let _ = INFLIGHT.insert(&tid, inflight, BPF_ANY as u64);
 }
 
@@ -161,6 +164,35 @@ fn thread_state(loc: &StackLocator, regs: *mut pt_regs) -> Option<u64> {
         _ => 0,
     };
     Some(tstate)
+}
+
+/// Free-threaded builds: the other thread states attached to the collecting thread's
+/// interpreter (running Python, or C code that has not detached) as the collection begins; its
+/// stop-the-world halts each of them. Pointers and one int per thread: no interpretation.
+#[inline(always)]
+fn count_running(loc: &StackLocator, regs: *mut pt_regs) -> u32 {
+    if loc.tstate_via != tstate_via::COLLECTOR_ARG || loc.threads_at == 0 {
+        return RUNNING_UNKNOWN;
+    }
+    let tstate = read_reg(regs, REG_RDI);
+    // SAFETY (every read below): bpf_probe_read_user faults safely on a bad address.
+    let read = |addr: u64| unsafe { bpf_probe_read_user(addr as *const u64) }.ok();
+    let Some(interp) = read(tstate.wrapping_add(u64::from(loc.interp_at))) else { return RUNNING_UNKNOWN };
+    let Some(mut t) = read(interp.wrapping_add(u64::from(loc.threads_at))) else { return RUNNING_UNKNOWN };
+    let mut running = 0;
+    let mut walked = 0;
+    while walked < MAX_THREADS_WALKED && t != 0 {
+        if t != tstate {
+            let state = unsafe { bpf_probe_read_user(t.wrapping_add(u64::from(loc.state_at)) as *const i32) };
+            if state == Ok(1) {
+                running += 1;
+            }
+        }
+        let Some(next) = read(t.wrapping_add(u64::from(loc.next_at))) else { return RUNNING_UNKNOWN };
+        t = next;
+        walked += 1;
+    }
+    running
 }
 
 /// The 8 bytes at `at` in a frame's bytes (0 past the end: a layout never asks for that).
@@ -273,7 +305,7 @@ fn end(regs: *mut pt_regs) {
     event.arg_gen = inflight.arg_gen;
     event.result = read_arg(regs, &cfg.end_arg);
     event.flags = 0;
-    event._pad = 0;
+    event.running = inflight.running;
     let mut g = 0;
     let after = if inflight.flags & EVENT_HAS_STATS != 0 { read_stats(&cfg.stats) } else { None };
     while g < NUM_GENERATIONS {

@@ -352,6 +352,7 @@ mod tests {
             collected: (i % 50) as i64,
             uncollectable: 0,
             stack: None,
+            running: None,
         })
     }
 

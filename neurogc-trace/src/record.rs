@@ -264,6 +264,10 @@ pub struct Collection {
     /// can be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<u32>,
+    /// Free-threaded builds: how many other threads were running Python (attached to the
+    /// interpreter) when it began, each of which its stop-the-world halted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -443,6 +447,7 @@ mod tests {
             collected: 3,
             uncollectable: 0,
             stack: None,
+            running: None,
         };
         let line = serde_json::to_string(&Record::Gc(c)).unwrap();
         // The reader's fast path relies on this prefix.

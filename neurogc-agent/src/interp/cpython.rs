@@ -41,6 +41,8 @@ pub struct Interpreter {
     pub gc_debug: Option<GcDebugOffsets>,
     /// 3.13+: where frames and code objects keep what a stack needs, as published.
     pub frame_debug: Option<FrameDebugOffsets>,
+    /// 3.13+: `interpreter_state.threads_head` as published (the interpreter's thread list).
+    pub threads_head: Option<u64>,
 }
 
 /// `_Py_DebugOffsets.gc` from 3.15 on: `{size, collecting, frame, generation_stats_size,
@@ -200,6 +202,8 @@ impl Interpreter {
                 remote_debug: if minor >= 14 { RemoteDebugOffsets::find(dbg) } else { None },
                 gc_debug: if minor >= 15 { GcDebugOffsets::read(dbg) } else { None },
                 frame_debug: FrameDebugOffsets::find(dbg),
+                // `interpreter_state {size, id, next, threads_head, …}` from byte 48.
+                threads_head: Some(u64_at(dbg, 72)).filter(|&v| (64..1 << 20).contains(&v)),
             });
         }
         let named = elf.soname().as_deref().and_then(parse_minor).or_else(|| parse_minor(file_name));
@@ -220,6 +224,7 @@ impl Interpreter {
                 remote_debug: None,
                 gc_debug: None,
                 frame_debug: None,
+                threads_head: None,
             });
         }
         let (minor, free_threaded) = named?;
@@ -232,6 +237,7 @@ impl Interpreter {
             remote_debug: None,
             gc_debug: None,
             frame_debug: None,
+            threads_head: None,
         })
     }
 
@@ -439,6 +445,7 @@ mod tests {
             remote_debug: None,
             gc_debug: Some(gc),
             frame_debug: None,
+            threads_head: None,
         };
         let layout = interp.gc_layout().unwrap();
         assert_eq!(layout.stats, StatsAt::Rings { pointer: 104, young_slots: 11, old_slots: 3 });
@@ -461,6 +468,7 @@ mod tests {
             remote_debug: None,
             gc_debug: None,
             frame_debug: None,
+            threads_head: None,
         };
         // offsetof against 3.13.5t's headers: stats +128, long_lived_total +224, size 248.
         let layout = ft(13).gc_layout().unwrap();

@@ -20,6 +20,8 @@ pub struct GcState {
     pub generations: u64,
     /// Offset of `long_lived_total` (see `GcLayout::long_lived`).
     pub long_lived: Option<u64>,
+    /// A free-threaded build's state: threads enter the collector at once (see `events::decode`).
+    pub free_threaded: bool,
 }
 
 /// Thresholds and counts, read from memory.
@@ -108,7 +110,12 @@ impl GcLocator {
                 check_rings(pid, u64_at(&gc, pointer as usize), &self.layout.stats)?
             }
         }
-        Ok(Some(GcState { address, generations, long_lived: self.layout.long_lived }))
+        Ok(Some(GcState {
+            address,
+            generations,
+            long_lived: self.layout.long_lived,
+            free_threaded: !self.layout.lists,
+        }))
     }
 }
 

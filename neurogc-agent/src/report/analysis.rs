@@ -197,6 +197,9 @@ pub struct Analysis {
     pub stacks: super::sites::Stacks,
     /// threshold0 in force: the attach sample's, then each window's.
     threshold0: Option<i64>,
+    /// Collections that counted running threads, their sum, their maximum, and how many were
+    /// more than zero.
+    running: (u64, u64, u32, u64),
 }
 
 #[derive(Default)]
@@ -225,6 +228,7 @@ impl Analysis {
             actuations: 0,
             freezes: Vec::new(),
             stacks: Default::default(),
+            running: (0, 0, 0, 0),
             threshold0: None,
         }
     }
@@ -266,11 +270,21 @@ impl Analysis {
         }
     }
 
+    /// None where no collection counted its running threads (GIL builds).
+    pub fn halted(&self) -> Option<super::Halted> {
+        let (n, sum, max, with_any) = self.running;
+        (n > 0).then(|| super::Halted { collections: n, mean: sum as f64 / n as f64, max, with_any })
+    }
+
     fn collection(&mut self, c: &Collection) {
         let g = slot(c.r#gen);
         let d = c.duration_ns;
         self.agg.record(c);
         self.stacks.collection(c, self.threshold0);
+        if let Some(n) = c.running {
+            let r = &mut self.running;
+            *r = (r.0 + 1, r.1 + u64::from(n), r.2.max(n), r.3 + u64::from(n > 0));
+        }
         self.last_ns = self.last_ns.max(c.ts_ns.saturating_add(d));
         let entry =
             Longest { duration_ns: d, ts_ns: c.ts_ns, tid: c.tid, r#gen: c.r#gen, collected: c.collected };

@@ -45,6 +45,9 @@ pub struct Report {
     pub collections: u64,
     pub collections_per_s: f64,
     pub gc_share: f64,
+    /// Free-threaded traces: the threads running Python that collections halted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub halted: Option<Halted>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worst_minute: Option<WorstMinute>,
     pub generations: Vec<GenReport>,
@@ -178,6 +181,17 @@ impl ThresholdChange {
     }
 }
 
+/// Other threads running Python when a collection began (free-threaded builds), each halted by
+/// its stop-the-world: over the collections that counted them.
+#[derive(Serialize, Debug, Clone, Copy, Default, PartialEq)]
+pub struct Halted {
+    pub collections: u64,
+    pub mean: f64,
+    pub max: u32,
+    /// Collections that halted at least one.
+    pub with_any: u64,
+}
+
 /// Up to 30 s of windows on one side of a change (never across another change).
 #[derive(Serialize)]
 pub struct Effect {
@@ -291,6 +305,7 @@ fn build(a: &Analysis, trace: TraceInfo) -> Report {
         collections,
         collections_per_s: collections as f64 / span_s,
         gc_share: pause_total as f64 / 1e9 / span_s,
+        halted: a.halted(),
         worst_minute,
         generations,
         histogram,

@@ -243,6 +243,7 @@ mod tests {
             collected: 0,
             uncollectable: 0,
             stack: Some(stack),
+            running: None,
         }
     }
 

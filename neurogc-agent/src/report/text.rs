@@ -41,6 +41,17 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(s, "  span            {:.1} s", r.span_s);
     let _ = writeln!(s, "  collections     {} ({:.1}/s)", r.collections, r.collections_per_s);
     let _ = writeln!(s, "  GC share        {} of wall time", pct(r.gc_share));
+    if let Some(h) = &r.halted {
+        // Free-threaded: every collection stops the world, halting each thread mid-Python.
+        let _ = writeln!(
+            s,
+            "  threads halted  {:.1} mid-Python per collection, max {} ({} of {})",
+            h.mean,
+            h.max,
+            h.with_any,
+            text::plural(h.collections, "collection")
+        );
+    }
     if let Some(w) = &r.worst_minute {
         let label = format!("worst {:.0} s", w.length_s);
         let _ = writeln!(s, "  {label:<15} {} of wall time (from +{:.0} s)", pct(w.gc_share), w.start_s);
