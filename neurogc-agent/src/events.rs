@@ -74,6 +74,8 @@ pub fn decode(ev: &GcEvent, stats_trusted: bool, concurrent: bool, clock: &Clock
         uncollectable,
         stack: None,
         running: (ev.running != RUNNING_UNKNOWN).then_some(ev.running),
+        // Set by the stream's `halted::Interner`, as `stack` is by the stack resolver.
+        halted: None,
     })
 }
 

@@ -6,6 +6,7 @@ mod error;
 mod events;
 mod features;
 mod fleet;
+mod halted;
 mod input;
 mod interp;
 mod launch;

@@ -72,6 +72,8 @@ struct Observer<'a> {
     events: Option<Events>,
     /// Names the frames of each collection's stack (builds whose stacks are read).
     stacks: Option<crate::stacks::Resolver>,
+    /// The sets of threads free-threaded collections halted.
+    halted: crate::halted::Interner,
 }
 
 enum Stop {
@@ -137,6 +139,7 @@ pub async fn run(
         stacks: plan.stack.and(plan.code).map(|(layout, code_type)| {
             crate::stacks::Resolver::new(pid, layout, code_type, crate::stacks::MAX_CODES)
         }),
+        halted: Default::default(),
     };
     obs.start_actuator()?;
     let attach = obs.attach_record(first, &opts);
@@ -296,18 +299,20 @@ impl Observer<'_> {
     }
 
     fn release_held(&mut self) -> io::Result<()> {
-        let Observer { dec, clock, agg, windower, records, stacks, .. } = self;
+        let Observer { dec, clock, agg, windower, records, stacks, halted, .. } = self;
         dec.release(clock, |mut collection, raw| {
             let mut written = Ok(());
+            // A stack's frame and stack records, and a threads record, go out before the
+            // collection that uses them.
+            let mut emit = |rec: Record| {
+                if let (Some(w), Ok(())) = (records.as_mut(), &written) {
+                    written = w.write(&rec);
+                }
+            };
             if let Some(resolver) = stacks.as_mut() {
-                // A stack's frame and stack records go out before the collection that uses them.
-                let mut emit = |rec: Record| {
-                    if let (Some(w), Ok(())) = (records.as_mut(), &written) {
-                        written = w.write(&rec);
-                    }
-                };
                 collection.stack = resolver.resolve(raw, &mut emit);
             }
+            collection.halted = halted.resolve(raw, &mut emit);
             written?;
             agg.record(&collection);
             windower.record(&collection);

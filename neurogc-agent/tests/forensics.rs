@@ -286,6 +286,7 @@ fn synthetic(path: &Path, n: u64, json: bool) -> Vec<Collection> {
             uncollectable: 0,
             stack: None,
             running: None,
+            halted: None,
         };
         w.write(&Record::Gc(c)).unwrap();
         out.push(c);
@@ -413,6 +414,7 @@ fn measured_trace(path: &Path) {
                 uncollectable: 0,
                 stack: None,
                 running: None,
+                halted: None,
             };
             w.write(&Record::Gc(c)).unwrap();
         }
@@ -427,6 +429,7 @@ fn measured_trace(path: &Path) {
                 uncollectable: 0,
                 stack: None,
                 running: None,
+                halted: None,
             };
             w.write(&Record::Gc(c)).unwrap();
         }
@@ -517,6 +520,7 @@ fn stacks_become_sites_folded_stacks_and_a_flame_graph() {
             uncollectable: 0,
             stack: Some(stack),
             running: None,
+            halted: None,
         };
         w.write(&Record::Gc(c)).unwrap();
     }

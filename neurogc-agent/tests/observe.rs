@@ -139,7 +139,31 @@ fn four_threads_every_collection_counted_and_timed_around_the_workloads_own_timi
                     counted.len()
                 ));
             }
-        } else if running.iter().any(Option::is_some) {
+            // Which: each collection's `halted` set names exactly `running` of the workload's own
+            // threads, never the collecting thread itself.
+            let sets: std::collections::HashMap<i64, Vec<i64>> = lines
+                .iter()
+                .filter(|l| l["type"] == "threads")
+                .map(|l| {
+                    let tids = l["tids"].as_array().unwrap().iter().map(|t| t.as_i64().unwrap()).collect();
+                    (l["id"].as_i64().unwrap(), tids)
+                })
+                .collect();
+            let threads: Vec<i64> =
+                report["threads"].as_array().unwrap().iter().map(|t| t.as_i64().unwrap()).collect();
+            for g in &gcs[before as usize..] {
+                let n = g["running"].as_i64().unwrap_or(0);
+                let set = g["halted"].as_i64().and_then(|id| sets.get(&id)).cloned().unwrap_or_default();
+                let tid = g["tid"].as_i64().unwrap();
+                if set.len() as i64 != n || set.contains(&tid) || set.iter().any(|t| !threads.contains(t)) {
+                    errors.push(format!(
+                        "{}: a collection on thread {tid} halted {n} running threads, named {set:?} (the workload's: {threads:?})",
+                        py.name
+                    ));
+                    break;
+                }
+            }
+        } else if running.iter().any(Option::is_some) || lines.iter().any(|l| l["type"] == "threads") {
             errors.push(format!("{}: running threads reported on a GIL build", py.name));
         }
         errors

@@ -30,6 +30,7 @@ impl GcEvent {
         stack_status: 0,
         stack_depth: 0,
         frames: [RawFrame { code: 0, instr: 0 }; MAX_FRAMES],
+        running_tids: [0; MAX_RUNNING_TIDS],
     };
 }
 
@@ -119,12 +120,18 @@ pub struct StackLocator {
     pub interp_at: u32,
     pub next_at: u32,
     pub state_at: u32,
+    /// `native_thread_id` in the thread state (published): who each attached thread is.
+    pub tid_at: u32,
+    pub _pad: u32,
 }
 
 /// `GcEvent::running` where the build's threads are not counted.
 pub const RUNNING_UNKNOWN: u32 = u32::MAX;
 /// Thread states the begin probe walks at most (a longer list gives a lower bound).
 pub const MAX_THREADS_WALKED: usize = 256;
+/// Threads of the interpreter's list (the newest first) whose ids the begin probe keeps where
+/// they are attached (`GcEvent::running_tids`).
+pub const MAX_RUNNING_TIDS: usize = 16;
 
 /// One collection as the kernel saw it. The kernel does no interpretation: the agent derives
 /// the true generation and the collected/uncollectable counts from `delta` (see the agent's
@@ -154,6 +161,9 @@ pub struct GcEvent {
     pub stack_status: u32,
     pub stack_depth: u32,
     pub frames: [RawFrame; MAX_FRAMES],
+    /// Slot i: the native id of the interpreter's i-th thread if it is one of the `running`
+    /// ones, else 0 (the list's first `MAX_RUNNING_TIDS` threads only).
+    pub running_tids: [u32; MAX_RUNNING_TIDS],
 }
 
 /// Where a probe argument lives, decoded in user space from a USDT argument spec such as
@@ -272,14 +282,15 @@ mod tests {
     /// The agent reads events by this layout; a reordered field would silently shift every value.
     #[test]
     fn event_layout_is_the_documented_abi() {
-        assert_eq!(size_of::<GcEvent>(), 128 + 16 * MAX_FRAMES);
+        assert_eq!(size_of::<GcEvent>(), 128 + 16 * MAX_FRAMES + 4 * MAX_RUNNING_TIDS);
         assert_eq!(offset_of!(GcEvent, pid), 16);
         assert_eq!(offset_of!(GcEvent, arg_gen), 24);
         assert_eq!(offset_of!(GcEvent, delta), 40);
         assert_eq!(offset_of!(GcEvent, flags), 112);
         assert_eq!(offset_of!(GcEvent, running), 116);
         assert_eq!(offset_of!(GcEvent, frames), 128);
-        assert_eq!(size_of::<StackLocator>(), 72);
+        assert_eq!(size_of::<StackLocator>(), 80);
+        assert_eq!(offset_of!(GcEvent, running_tids), 128 + 16 * MAX_FRAMES);
         assert_eq!(size_of::<ArgSpec>(), 24);
     }
 }

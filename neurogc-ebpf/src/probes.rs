@@ -10,9 +10,9 @@ use aya_ebpf::{
 };
 use neurogc_common::{
     ARG_CONST, ARG_MEM, ARG_REG, ArgSpec, EVENT_HAS_STATS, EXEC_RING_BYTES, ExecEvent, FRAME_INSTR_MASK,
-    FRAME_OWNER_SHIFT, FRAME_READ_BYTES, GcEvent, GenStats, GlobalConfig, MAX_FRAMES, MAX_TARGETS,
-    MAX_THREADS_WALKED, NUM_GENERATIONS, RING_BYTES, RING_COUNTERS_AT, RING_RECORD_BYTES, RUNNING_UNKNOWN,
-    RawFrame, StackLocator, StatsLocator, TargetConfig, counter, stack, tstate_via,
+    FRAME_OWNER_SHIFT, FRAME_READ_BYTES, GcEvent, GenStats, GlobalConfig, MAX_FRAMES, MAX_RUNNING_TIDS,
+    MAX_TARGETS, MAX_THREADS_WALKED, NUM_GENERATIONS, RING_BYTES, RING_COUNTERS_AT, RING_RECORD_BYTES,
+    RUNNING_UNKNOWN, RawFrame, StackLocator, StatsLocator, TargetConfig, counter, stack, tstate_via,
 };
 
 /// What the kernel is told the programs' license is. It must be GPL-compatible for the helpers
@@ -68,6 +68,7 @@ struct Inflight {
     stack_status: u32,
     stack_depth: u32,
     frames: [RawFrame; MAX_FRAMES],
+    running_tids: [u32; MAX_RUNNING_TIDS],
 }
 
 #[inline(always)]
@@ -138,7 +139,7 @@ fn begin(regs: *mut pt_regs) {
         inflight.flags = EVENT_HAS_STATS;
     }
     copy_stack(&cfg.stack, inflight, regs);
-    inflight.running = count_running(&cfg.stack, regs);
+    inflight.running = count_running(&cfg.stack, regs, &mut inflight.running_tids);
     let _ = INFLIGHT.insert(&tid, inflight, BPF_ANY as u64);
 }
 
@@ -168,9 +169,12 @@ fn thread_state(loc: &StackLocator, regs: *mut pt_regs) -> Option<u64> {
 
 /// Free-threaded builds: the other thread states attached to the collecting thread's
 /// interpreter (running Python, or C code that has not detached) as the collection begins; its
-/// stop-the-world halts each of them. Pointers and one int per thread: no interpretation.
+/// stop-the-world halts each of them. The native ids of those among the list's first
+/// `MAX_RUNNING_TIDS` go into `tids` (at their place in the list; 0 elsewhere). Pointers and
+/// two ints per thread: no interpretation.
 #[inline(always)]
-fn count_running(loc: &StackLocator, regs: *mut pt_regs) -> u32 {
+fn count_running(loc: &StackLocator, regs: *mut pt_regs, tids: &mut [u32; MAX_RUNNING_TIDS]) -> u32 {
+    *tids = [0; MAX_RUNNING_TIDS];
     if loc.tstate_via != tstate_via::COLLECTOR_ARG || loc.threads_at == 0 {
         return RUNNING_UNKNOWN;
     }
@@ -179,12 +183,19 @@ fn count_running(loc: &StackLocator, regs: *mut pt_regs) -> u32 {
     let read = |addr: u64| unsafe { bpf_probe_read_user(addr as *const u64) }.ok();
     let Some(interp) = read(tstate.wrapping_add(u64::from(loc.interp_at))) else { return RUNNING_UNKNOWN };
     let Some(mut t) = read(interp.wrapping_add(u64::from(loc.threads_at))) else { return RUNNING_UNKNOWN };
-    let mut running = 0;
+    let mut running: u32 = 0;
     let mut walked = 0;
     while walked < MAX_THREADS_WALKED && t != 0 {
         if t != tstate {
             let state = unsafe { bpf_probe_read_user(t.wrapping_add(u64::from(loc.state_at)) as *const i32) };
             if state == Ok(1) {
+                // Indexed by the walk's step, not by the count: the verifier tracks the step
+                // anyway, while an index that depends on the count multiplies its states.
+                if let Some(slot) = tids.get_mut(walked) {
+                    let tid =
+                        unsafe { bpf_probe_read_user(t.wrapping_add(u64::from(loc.tid_at)) as *const u64) };
+                    *slot = tid.unwrap_or(0) as u32;
+                }
                 running += 1;
             }
         }
@@ -306,6 +317,7 @@ fn end(regs: *mut pt_regs) {
     event.result = read_arg(regs, &cfg.end_arg);
     event.flags = 0;
     event.running = inflight.running;
+    event.running_tids = inflight.running_tids;
     let mut g = 0;
     let after = if inflight.flags & EVENT_HAS_STATS != 0 { read_stats(&cfg.stats) } else { None };
     while g < NUM_GENERATIONS {

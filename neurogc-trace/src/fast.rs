@@ -62,6 +62,10 @@ pub fn collection(line: &[u8]) -> Option<Collection> {
         Some(()) => Some(u32::try_from(c.uint()?).ok()?),
         None => None,
     };
+    let halted = match c.lit(br#","halted":"#) {
+        Some(()) => Some(u32::try_from(c.uint()?).ok()?),
+        None => None,
+    };
     c.lit(b"}")?;
     (c.i == line.len()).then_some(Collection {
         ts_ns,
@@ -73,6 +77,7 @@ pub fn collection(line: &[u8]) -> Option<Collection> {
         uncollectable,
         stack,
         running,
+        halted,
     })
 }
 
@@ -107,6 +112,7 @@ mod tests {
                 uncollectable: if i % 5 == 0 { i64::MIN } else { -(pick(next()) as i64 >> 1) },
                 stack: (i % 3 == 0).then(|| pick(next()) as u32),
                 running: (i % 7 == 0).then(|| pick(next()) as u32),
+                halted: (i % 11 == 0).then(|| pick(next()) as u32),
             };
             let line = serde_json::to_vec(&Record::Gc(c)).unwrap();
             let fast = collection(&line);
@@ -122,8 +128,11 @@ mod tests {
         assert!(collection(ok).is_some());
         let with_stack = br#"{"type":"gc","ts_ns":5,"pid":1,"tid":2,"gen":0,"duration_ns":9,"collected":3,"uncollectable":0,"stack":7}"#;
         assert_eq!(collection(with_stack).unwrap().stack, Some(7));
-        let running = br#"{"type":"gc","ts_ns":5,"pid":1,"tid":2,"gen":0,"duration_ns":9,"collected":3,"uncollectable":0,"stack":7,"running":4}"#;
-        assert_eq!(collection(running).map(|c| (c.stack, c.running)), Some((Some(7), Some(4))));
+        let running = br#"{"type":"gc","ts_ns":5,"pid":1,"tid":2,"gen":0,"duration_ns":9,"collected":3,"uncollectable":0,"stack":7,"running":4,"halted":2}"#;
+        assert_eq!(
+            collection(running).map(|c| (c.stack, c.running, c.halted)),
+            Some((Some(7), Some(4), Some(2)))
+        );
         for bad in [
             &br#"{"type":"gc","ts_ns":5,"pid":1,"tid":2,"gen":0,"duration_ns":9,"collected":3,"uncollectable":0} "#[..],
             br#"{"type":"gc","ts_ns":05,"pid":1,"tid":2,"gen":0,"duration_ns":9,"collected":3,"uncollectable":0}"#,

@@ -353,6 +353,7 @@ mod tests {
             uncollectable: 0,
             stack: None,
             running: None,
+            halted: None,
         })
     }
 

@@ -30,11 +30,23 @@ pub enum Record {
     /// A Python stack that collections refer to (`Collection::stack`), written once per stream
     /// before its first use.
     Stack(StackDef),
+    /// Threads a free-threaded collection halted (`Collection::halted`), written once per
+    /// stream before its first use.
+    Threads(ThreadsDef),
 }
 
 /// The `"type"` of each variant above, in order: a reader skips records of any other type (a
 /// newer agent's) and refuses a known type it cannot parse.
-pub const TAGS: [&str; 8] = ["attach", "gc", "window", "decision", "actuation", "summary", "frame", "stack"];
+pub const TAGS: [&str; 9] =
+    ["attach", "gc", "window", "decision", "actuation", "summary", "frame", "stack", "threads"];
+
+/// A set of threads, interned: `id` is unique in its stream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadsDef {
+    pub id: u32,
+    /// Native thread ids (host namespace), ascending.
+    pub tids: Vec<u32>,
+}
 
 /// One frame of a Python stack, interned: `id` is unique in its stream.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -268,6 +280,9 @@ pub struct Collection {
     /// interpreter) when it began, each of which its stop-the-world halted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub running: Option<u32>,
+    /// Which: a `ThreadsDef` id (the first 16 of them), where `running` is more than 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halted: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -448,6 +463,7 @@ mod tests {
             uncollectable: 0,
             stack: None,
             running: None,
+            halted: None,
         };
         let line = serde_json::to_string(&Record::Gc(c)).unwrap();
         // The reader's fast path relies on this prefix.

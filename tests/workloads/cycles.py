@@ -131,6 +131,7 @@ def main():
         "collected": collected,
         "uncollectable": uncollectable,
         "gc_threads": sorted(tids),
+        "threads": sorted([threading.main_thread().native_id] + [w.native_id for w in workers]),
         "iterations": n,
         "elapsed_s": elapsed,
         "thresholds": list(gc.get_threshold()),

@@ -117,6 +117,7 @@ fn write_trace(path: &Path, n: u64, json: bool) -> Result<u64> {
             uncollectable: 0,
             stack: Some((rng.next() % u64::from(STACKS)) as u32),
             running: None,
+            halted: None,
         }))?;
         in_window[g as usize] += 1;
         ts += duration_ns;

@@ -166,9 +166,9 @@ pub fn stack_locator(interp: &Interpreter, bias: u64, tstate_arg: bool) -> Optio
         } else {
             neurogc_common::FRAME_READ_BYTES_SHORT as u32
         },
-        // Free-threaded: the threads a collection stops. `next` and `interp` are published
-        // (`thread_state`); `state` is not, and sits at 40 in 3.13t (offsetof against its
-        // headers, `_Py_THREAD_ATTACHED` = 1).
+        // Free-threaded: the threads a collection stops. `next`, `interp` and
+        // `native_thread_id` are published (`thread_state`); `state` is not, and sits at 40 in
+        // 3.13t (offsetof against its headers and DWARF, `_Py_THREAD_ATTACHED` = 1).
         threads_at: match (w.via, interp.threads_head) {
             (tstate_via::COLLECTOR_ARG, Some(head)) => head as u32,
             _ => 0,
@@ -176,6 +176,8 @@ pub fn stack_locator(interp: &Interpreter, bias: u64, tstate_arg: bool) -> Optio
         interp_at: 16,
         next_at: 8,
         state_at: 40,
+        tid_at: 160,
+        _pad: 0,
     })
 }
 

@@ -200,7 +200,12 @@ pub struct Analysis {
     /// Collections that counted running threads, their sum, their maximum, and how many were
     /// more than zero.
     running: (u64, u64, u32, u64),
+    /// Every thread a collection halted (`threads` records), up to `MAX_HALTED_TIDS`.
+    halted_tids: std::collections::HashSet<u32>,
 }
+
+/// Distinct halted threads a report counts (memory stays bounded).
+const MAX_HALTED_TIDS: usize = 65_536;
 
 #[derive(Default)]
 struct FeatureAt {
@@ -229,6 +234,7 @@ impl Analysis {
             freezes: Vec::new(),
             stacks: Default::default(),
             running: (0, 0, 0, 0),
+            halted_tids: Default::default(),
             threshold0: None,
         }
     }
@@ -267,13 +273,26 @@ impl Analysis {
             Record::Summary(s) => self.summary = Some(s.clone()),
             Record::Frame(f) => self.stacks.frame(f),
             Record::Stack(s) => self.stacks.stack(s),
+            Record::Threads(t) => {
+                for &tid in &t.tids {
+                    if self.halted_tids.len() < MAX_HALTED_TIDS {
+                        self.halted_tids.insert(tid);
+                    }
+                }
+            }
         }
     }
 
     /// None where no collection counted its running threads (GIL builds).
     pub fn halted(&self) -> Option<super::Halted> {
         let (n, sum, max, with_any) = self.running;
-        (n > 0).then(|| super::Halted { collections: n, mean: sum as f64 / n as f64, max, with_any })
+        (n > 0).then(|| super::Halted {
+            collections: n,
+            mean: sum as f64 / n as f64,
+            max,
+            with_any,
+            threads: self.halted_tids.len() as u64,
+        })
     }
 
     fn collection(&mut self, c: &Collection) {

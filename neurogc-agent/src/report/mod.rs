@@ -190,6 +190,8 @@ pub struct Halted {
     pub max: u32,
     /// Collections that halted at least one.
     pub with_any: u64,
+    /// Distinct threads among those halted (their ids: the trace's `threads` records).
+    pub threads: u64,
 }
 
 /// Up to 30 s of windows on one side of a change (never across another change).

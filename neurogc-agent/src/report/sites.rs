@@ -244,6 +244,7 @@ mod tests {
             uncollectable: 0,
             stack: Some(stack),
             running: None,
+            halted: None,
         }
     }
 

@@ -51,6 +51,13 @@ pub fn render(r: &Report) -> String {
             h.with_any,
             text::plural(h.collections, "collection")
         );
+        if h.threads > 0 {
+            let _ = writeln!(
+                s,
+                "                  {} in all (`threads` records)",
+                text::plural(h.threads, "thread")
+            );
+        }
     }
     if let Some(w) = &r.worst_minute {
         let label = format!("worst {:.0} s", w.length_s);

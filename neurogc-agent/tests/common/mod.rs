@@ -331,9 +331,14 @@ pub fn compare(py: &str, events: &[Value], report: &Value, with_baseline: bool) 
     // No pause can outlast the agent's whole observation.
     let wall_ns = (summary(events)["elapsed_s"].as_f64().unwrap() * 1e9) as i64;
     for e in &gcs {
-        // `running` (free-threaded builds only) is checked where threads are known.
-        let keys: Vec<&str> =
-            e.as_object().unwrap().keys().map(String::as_str).filter(|k| *k != "running").collect();
+        // `running` and `halted` (free-threaded builds only) are checked where threads are known.
+        let keys: Vec<&str> = e
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !["running", "halted"].contains(k))
+            .collect();
         let mut sorted = keys.clone();
         sorted.sort();
         // Every tested build's stacks are read (3.13t's too): each collection has one.
