@@ -13,8 +13,9 @@ States (what the main thread does while the agent acts):
   sigpipe   like busy, with SIGPIPE at SIG_DFL (a write to a closed socket would kill it)
   fork      like busy, forking a child every 0.3 s; each child reports its gc.get_threshold()
   appset    like busy, and at --set-at T the application sets thresholds 1234/5/6 itself
-  exec      like busy until S/2, then execs a fresh interpreter that prints its own
-            thresholds after 1.5 s as {"exec_thresholds": [...]}
+  exec      like busy until S/2 and until its thresholds were changed (30 s at most), then
+            execs a fresh interpreter that prints its own thresholds after 1.5 s as
+            {"exec_thresholds": [...]}
 
 --cycles: the churn leaves cyclic garbage over a 20,000-object long-lived heap, so the collector
 runs, full collections take milliseconds and a pause budget has the agent freeze the heap.
@@ -135,6 +136,10 @@ def main():
         rest = 1.0
     elif args.state == "exec":
         churn(state, args.seconds / 2)
+        # Exec while steered: on a loaded machine the agent's first change can come later than
+        # S/2, and an exec before it would test nothing (30 s at most).
+        while gc.get_threshold() == tuple(ORIGINAL) and time.monotonic() < started + 30:
+            churn(state, 0.05)
         code = (
             "import gc, json, sys, time; time.sleep(1.5); "
             "sys.stdout.write(json.dumps({'exec_thresholds': list(gc.get_threshold())}) + '\\n')"
