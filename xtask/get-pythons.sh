@@ -11,7 +11,7 @@
 # Source builds: Debian's python3.13 source package carries CPython's own release tarball as its
 # .orig.tar.xz. It is fetched from the archive's pool by name and checked against the SHA-256 that
 # Debian's .dsc lists (pinned below), then built with `./configure --disable-gil` into
-# DIR/source-<name> (about 2 minutes on 2 cores; kept, so a rerun is offline and instant). The
+# DIR/source-<name> (about 3 minutes on 2 cores; kept, so a rerun is offline and instant). The
 # build runs natively (the host's glibc): no chroot.
 #
 # Prints one line per interpreter: version<TAB>root<TAB>path-inside-root (root "-": a native build,
@@ -131,7 +131,7 @@ build_source() {
   tarball=$(fetch_source "$pkg" "$ver" "$sha")
   tmp=$(mktemp -d "$DIR/.source-$name.tmp.XXXXXX")
   tar -xJf "$tarball" -C "$tmp"
-  log "$name: configure $flags; make (about 2 minutes on 2 cores)"
+  log "$name: configure $flags; make (about 3 minutes on 2 cores)"
   # The prefix is the final place: getpath finds the standard library from the executable.
   rm -rf "$root"
   ( cd "$tmp"/Python-"$ver" \
