@@ -11,23 +11,34 @@ fn report_of(lines: &[Value]) -> Value {
     lines.iter().find(|l| l.get("baseline_collections").is_some()).cloned().expect("workload report line")
 }
 
+/// `neurogc-agent ARGS -- TARGET` (launch mode) run to its end: the JSON lines of its standard
+/// output and of its standard error (where the command's own output goes with --json). Err: the
+/// agent did not exit 0.
+fn launched(py: &Python, args: &[&str], target: &[String]) -> Result<(Vec<Value>, Vec<Value>), Vec<String>> {
+    let out = agent().args(args).arg("--").args(target).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() != Some(0) {
+        return Err(vec![format!("{}: agent exited {:?}: {stderr}", py.name, out.status)]);
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json = |text: &str| json_lines(&text.lines().map(str::to_owned).collect::<Vec<_>>());
+    Ok((json(&stdout), json(&stderr)))
+}
+
 #[test]
 fn launch_mode_sees_every_collection_from_the_first() {
     for_each_python(|py| {
         // A second thread makes some collections run off the main thread.
         let target = py.command(&["--seconds", "1", "--threads", "1", "--manual", "3000"]);
-        let out = agent().args(["--json", "--duration", "120", "--"]).args(&target).output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if out.status.code() != Some(0) {
-            return vec![format!("{}: agent exited {:?}: {stderr}", py.name, out.status)];
-        }
-        let lines = json_lines(&stdout.lines().map(str::to_owned).collect::<Vec<_>>());
+        let (lines, err_lines) = match launched(py, &["--json", "--duration", "120"], &target) {
+            Ok(out) => out,
+            Err(e) => return e,
+        };
         // With --json the command's own output goes to standard error, never into the stream.
         if lines.iter().any(|l| l.get("baseline_collections").is_some()) {
             return vec![format!("{}: the target's output is mixed into the JSON stream", py.name)];
         }
-        let report = report_of(&json_lines(&stderr.lines().map(str::to_owned).collect::<Vec<_>>()));
+        let report = report_of(&err_lines);
         let mut errors = compare(&py.name, &lines, &report, true);
         let s = summary(&lines);
         if s["stopped"] != "target-exited" || s["target_exit_status"] != 0 || s["lost_events"] != 0 {
@@ -58,18 +69,12 @@ fn four_threads_every_collection_counted_and_timed_around_the_workloads_own_timi
     // timing (by milliseconds, now and then): there the two agree at the median.
     for_each_python(|py| {
         let target = py.command(&["--seconds", "2", "--threads", "4", "--pauses"]);
-        let out = agent()
-            .args(["--mode", "observe", "--json", "--duration", "120", "--"])
-            .args(&target)
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if out.status.code() != Some(0) {
-            return vec![format!("{}: agent exited {:?}: {stderr}", py.name, out.status)];
-        }
-        let lines = json_lines(&stdout.lines().map(str::to_owned).collect::<Vec<_>>());
-        let report = report_of(&json_lines(&stderr.lines().map(str::to_owned).collect::<Vec<_>>()));
+        let (lines, err_lines) =
+            match launched(py, &["--mode", "observe", "--json", "--duration", "120"], &target) {
+                Ok(out) => out,
+                Err(e) => return e,
+            };
+        let report = report_of(&err_lines);
         let mut errors = compare(&py.name, &lines, &report, true);
         if !errors.is_empty() {
             return errors;
@@ -356,18 +361,12 @@ fn live_view_reads_thresholds_and_count_from_memory() {
 fn the_old_generation_is_read_as_the_interpreter_counts_it() {
     for_each_python(|py| {
         let target = py.command(&["--seconds", "0.5", "--still", "--linger", "1.5"]);
-        let out = agent()
-            .args(["--json", "--interval", "0.2", "--duration", "120", "--"])
-            .args(&target)
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if out.status.code() != Some(0) {
-            return vec![format!("{}: agent exited {:?}: {stderr}", py.name, out.status)];
-        }
-        let lines = json_lines(&stdout.lines().map(str::to_owned).collect::<Vec<_>>());
-        let report = report_of(&json_lines(&stderr.lines().map(str::to_owned).collect::<Vec<_>>()));
+        let (lines, err_lines) =
+            match launched(py, &["--json", "--interval", "0.2", "--duration", "120"], &target) {
+                Ok(out) => out,
+                Err(e) => return e,
+            };
+        let report = report_of(&err_lines);
         let minor: u32 = report["version"].as_str().unwrap().split('.').nth(1).unwrap().parse().unwrap();
         let samples: Vec<&Value> =
             lines.iter().filter(|l| l["type"] == "window").map(|l| &l["sample"]).collect();

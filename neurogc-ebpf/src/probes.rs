@@ -178,7 +178,7 @@ fn count_running(loc: &StackLocator, regs: *mut pt_regs, tids: &mut [u32; MAX_RU
     if loc.tstate_via != tstate_via::COLLECTOR_ARG || loc.threads_at == 0 {
         return RUNNING_UNKNOWN;
     }
-    let tstate = read_reg(regs, REG_RDI);
+    let Some(tstate) = thread_state(loc, regs) else { return RUNNING_UNKNOWN };
     // SAFETY (every read below): bpf_probe_read_user faults safely on a bad address.
     let read = |addr: u64| unsafe { bpf_probe_read_user(addr as *const u64) }.ok();
     let Some(interp) = read(tstate.wrapping_add(u64::from(loc.interp_at))) else { return RUNNING_UNKNOWN };

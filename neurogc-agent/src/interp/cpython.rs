@@ -168,6 +168,10 @@ impl RemoteDebugOffsets {
     }
 }
 
+/// `tstate->interp`'s offset in `PyThreadState`, the same in every build 3.8–3.15 (free-threaded
+/// ones too): checks a thread state against its interpreter, and tells a function that takes one.
+pub const TSTATE_INTERP: u64 = 16;
+
 /// Oldest and newest minor version this build of neurogc was tested on. Newer ones that publish
 /// `_Py_DebugOffsets` are observed too: every layout is validated in the live process first.
 pub const SUPPORTED: (u32, u32) = (8, 15);

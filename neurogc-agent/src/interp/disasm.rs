@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use iced_x86::{Code, Decoder, DecoderOptions, FlowControl, Mnemonic, OpKind, Register};
 
-use super::elf::Elf;
+use super::{cpython::TSTATE_INTERP, elf::Elf};
 
 /// The exported function that calls the collector on every version neurogc knows.
 pub const ENTRY: &str = "PyGC_Collect";
@@ -27,9 +27,6 @@ pub struct Collector {
     /// Called as `collector(tstate, generation, …)`: the generation argument can be read.
     pub documented_args: bool,
 }
-
-/// `tstate->interp`'s offset in `PyThreadState` (3.8–3.15).
-const TSTATE_INTERP: u64 = 16;
 
 /// The function whose code starts `code` (at `address`) takes a thread state in %rdi: among its
 /// first straight-line instructions it loads `tstate->interp` (`mov reg, [rdi+16]`) before

@@ -7,7 +7,7 @@
 //! (they agree with the table on every tested build), and on the free-threaded 3.13t only those.
 use neurogc_common::{StackLocator, tstate_via};
 
-use super::cpython::Interpreter;
+use super::cpython::{Interpreter, TSTATE_INTERP};
 
 /// How to name a code object and place an instruction in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,7 +173,7 @@ pub fn stack_locator(interp: &Interpreter, bias: u64, tstate_arg: bool) -> Optio
             (tstate_via::COLLECTOR_ARG, Some(head)) => head as u32,
             _ => 0,
         },
-        interp_at: 16,
+        interp_at: TSTATE_INTERP as u32,
         next_at: 8,
         state_at: 40,
         tid_at: 160,

@@ -137,11 +137,13 @@ fn linked_heads(pid: i32, first: u64) -> Result<()> {
 }
 
 /// A free-threaded build's state: no list is linked (the three heads and `generation0` stay
-/// zero), `enabled` and `collecting` are flags, thresholds and counts are not negative. A random
-/// offset holds pointers or other numbers there.
+/// zero), `enabled` and `collecting` are flags, thresholds are not negative and counts not far
+/// below zero (the per-thread batches subtract frees too). A random offset holds pointers or
+/// other numbers there.
 fn unlinked_state(gc: &[u8], generations: u64) -> Result<()> {
-    let g = generations as usize;
-    let heads = (0..3).flat_map(|i| [g + i * 24, g + i * 24 + 8]).chain([g + 72]);
+    let (g, stride) = (generations as usize, GEN_STRIDE as usize);
+    // The three heads (next, prev), then `generation0` right after the generations.
+    let heads = (0..3).flat_map(|i| [g + i * stride, g + i * stride + 8]).chain([g + 3 * stride]);
     if let Some(at) = heads.into_iter().find(|&at| u64_at(gc, at) != 0) {
         bail!(
             "free-threaded GC state: {at:#x} holds {:#x} where an unused list head is zero",
@@ -155,7 +157,7 @@ fn unlinked_state(gc: &[u8], generations: u64) -> Result<()> {
         }
     }
     for i in 0..3 {
-        let (threshold, count) = (i32_at(gc, g + i * 24 + 16), i32_at(gc, g + i * 24 + 20));
+        let (threshold, count) = (i32_at(gc, g + i * stride + 16), i32_at(gc, g + i * stride + 20));
         if threshold < 0 || count < -(1 << 30) {
             bail!("free-threaded GC state: generation {i} holds threshold {threshold}, count {count}");
         }

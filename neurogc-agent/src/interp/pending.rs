@@ -9,7 +9,7 @@
 //! before a byte is written: a queue that does not look exactly like an idle queue is refused.
 use anyhow::{Result, bail};
 
-use super::cpython::Interpreter;
+use super::cpython::{Interpreter, TSTATE_INTERP};
 use crate::memory::{ProcMem, i32_at, u64_at};
 
 /// Where a structure is: inside `_PyRuntime`, or inside the main interpreter state.
@@ -82,8 +82,6 @@ const COUNTED_SLOTS: u64 = 300;
 const COUNTED_SLOT: u64 = 24;
 /// `MAXPENDINGCALLS_MAIN`: the main thread's queue (the one `Py_AddPendingCall` uses) holds 32.
 const MAIN_QUEUE_MAX: i32 = 32;
-/// `tstate->interp`: lets the main thread state be checked against the main interpreter.
-const TSTATE_INTERP: u64 = 16;
 
 impl PendingLayout {
     pub fn for_interpreter(interp: &Interpreter) -> Option<PendingLayout> {

@@ -159,10 +159,11 @@ impl Budgets {
 /// Every collection there walks the whole heap (no generations: automatic ones are labelled 0),
 /// a collection waits for `count0 > max(threshold0, long_lived_total / 4)`, threshold1 is read
 /// only as a switch (0: collect at once) and threshold2 not at all; the collector model neurogc
-/// predicts with is generational. So the moves are rarer collections (threshold0 at or above
-/// the application's, never more frequent whole-heap walks) and `gc.freeze()` (frozen objects
-/// are skipped by the marking: 72 → 28 ms for a 1.8M-object heap on 3.13.5t); threshold1 and
-/// threshold2 stay the application's.
+/// predicts with is generational. So the only threshold move is rarer collections (threshold0
+/// at or above the application's, never more frequent whole-heap walks); threshold1 and
+/// threshold2 stay the application's. `gc.freeze()` is left to the controller, whose model
+/// never predicts a gain from it there (rightly: frozen objects leave `long_lived_total`, so
+/// collections come far more often; bench/free_threaded_freeze.py, README "Limits").
 pub fn free_threaded_guard(cfg: &GuardConfig, original: [i64; 3]) -> GuardConfig {
     let mut c = cfg.clone();
     c.min[0] = c.min[0].max(original[0]).min(c.max[0]);

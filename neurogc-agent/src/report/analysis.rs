@@ -197,11 +197,20 @@ pub struct Analysis {
     pub stacks: super::sites::Stacks,
     /// threshold0 in force: the attach sample's, then each window's.
     threshold0: Option<i64>,
-    /// Collections that counted running threads, their sum, their maximum, and how many were
-    /// more than zero.
-    running: (u64, u64, u32, u64),
+    /// Free-threaded collections' running (halted) threads, summed as they come.
+    running: Running,
     /// Every thread a collection halted (`threads` records), up to `MAX_HALTED_TIDS`.
     halted_tids: std::collections::HashSet<u32>,
+}
+
+#[derive(Default)]
+struct Running {
+    /// Collections that counted their running threads.
+    collections: u64,
+    sum: u64,
+    max: u32,
+    /// Those with one or more.
+    with_any: u64,
 }
 
 /// Distinct halted threads a report counts (memory stays bounded).
@@ -233,7 +242,7 @@ impl Analysis {
             actuations: 0,
             freezes: Vec::new(),
             stacks: Default::default(),
-            running: (0, 0, 0, 0),
+            running: Running::default(),
             halted_tids: Default::default(),
             threshold0: None,
         }
@@ -285,12 +294,12 @@ impl Analysis {
 
     /// None where no collection counted its running threads (GIL builds).
     pub fn halted(&self) -> Option<super::Halted> {
-        let (n, sum, max, with_any) = self.running;
-        (n > 0).then(|| super::Halted {
-            collections: n,
-            mean: sum as f64 / n as f64,
-            max,
-            with_any,
+        let r = &self.running;
+        (r.collections > 0).then(|| super::Halted {
+            collections: r.collections,
+            mean: r.sum as f64 / r.collections as f64,
+            max: r.max,
+            with_any: r.with_any,
             threads: self.halted_tids.len() as u64,
         })
     }
@@ -302,7 +311,10 @@ impl Analysis {
         self.stacks.collection(c, self.threshold0);
         if let Some(n) = c.running {
             let r = &mut self.running;
-            *r = (r.0 + 1, r.1 + u64::from(n), r.2.max(n), r.3 + u64::from(n > 0));
+            r.collections += 1;
+            r.sum += u64::from(n);
+            r.max = r.max.max(n);
+            r.with_any += u64::from(n > 0);
         }
         self.last_ns = self.last_ns.max(c.ts_ns.saturating_add(d));
         let entry =
