@@ -215,15 +215,6 @@ pub struct PolicyArgs {
     #[arg(long, value_name = "T0,T1,T2", default_value = "100000,100,100", value_parser = triple)]
     pub threshold_max: [i64; 3],
 
-    /// Windows to wait after a change before making another that no budget asks for (0 to 100000)
-    #[arg(long, value_name = "WINDOWS", default_value = "5", value_parser = clap::value_parser!(u64).range(0..=100_000))]
-    pub cooldown: u64,
-
-    /// Consecutive windows the controller must choose the same change no budget asks for before it
-    /// is made (1 to 1000)
-    #[arg(long, value_name = "WINDOWS", default_value = "2", value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub confirm: u32,
-
     /// Memory budget, first of the budgets: what neurogc's changes cost (deferred and frozen
     /// garbage, as predicted) as a share of the application's own RSS ("15%", 1% to 1000%; at
     /// least 16 MiB), or an absolute RSS ("512MiB", "2GiB"; 16MiB to 1TiB). Over it, neurogc
@@ -504,8 +495,6 @@ impl PolicyArgs {
             guard: GuardConfig {
                 min: self.threshold_min,
                 max: self.threshold_max,
-                cooldown: self.cooldown,
-                confirm: self.confirm,
                 memory_budget: match self.memory_budget {
                     MemoryBudget::Growth(f) => f,
                     MemoryBudget::Bytes(_) => 0.0,

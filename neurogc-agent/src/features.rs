@@ -112,6 +112,7 @@ pub fn reading(window: &Window, age_s: Option<f64>) -> crate::policy::predict::R
         collected_per: per_gen("collected_per", 1.0),
         gc_share: feature(window, "gc_share"),
         alloc_per_s: feature(window, "alloc_per_s"),
+        cpu_share: feature(window, "cpu_share"),
         rss: s.rss_bytes,
         thresholds: s.thresholds,
         older_counts: s.older_counts,

@@ -371,13 +371,13 @@ impl Steering {
         decision.reason = verdict.reason;
         decision.what = verdict.what;
         decision.freeze = verdict.freeze;
-        decision.budget = verdict.budget.map(str::to_owned);
+        decision.budget = verdict.budget.map(|b| b.name().to_owned());
         decision.given_up = verdict.given_up;
         decision.observed = Some(verdict.observed);
         decision.predicted = verdict.predicted;
         decision.effect = verdict.effect;
         decision.check = verdict.check;
-        decision.unholdable = verdict.unholdable.iter().map(|s| (*s).to_owned()).collect();
+        decision.unholdable = verdict.unholdable.iter().map(|b| b.name().to_owned()).collect();
         if decision.effect.is_some() {
             self.last_effect = decision.effect.clone();
         }

@@ -195,11 +195,8 @@ fn a_proposal_that_would_break_the_memory_budget_is_not_taken() {
     let target = start_profile(&py, "bulky", 60, &[]);
     // The model prefers 50000: cycles holding 4 KiB buffers would pile up between collections,
     // far past 10% of this small process.
-    let (mut agent, mut out, _err) = act_agent(
-        target.pid,
-        &fixture("prefer-50000.onnx"),
-        &["--memory-budget", "10%", "--cooldown", "1", "--duration", "8"],
-    );
+    let (mut agent, mut out, _err) =
+        act_agent(target.pid, &fixture("prefer-50000.onnx"), &["--memory-budget", "10%", "--duration", "8"]);
     let status = wait_exit(&mut agent, 30, "act agent");
     assert!(status.success(), "{status:?}");
     let lines = json_lines(&out.rest(3));

@@ -687,7 +687,7 @@ fn replay_runs_a_model_over_recorded_windows() {
     let out = agent()
         .arg("replay")
         .arg(&trace)
-        .args(["--json", "--model", &fixture("prefer-5000.onnx"), "--confirm", "1", "--gc-budget", "0.1%"])
+        .args(["--json", "--model", &fixture("prefer-5000.onnx"), "--gc-budget", "0.1%"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -119,10 +119,10 @@ fn trial(py: &Python, rng: &mut Rng, c: &mut Counts, freeze: bool) {
     let (read, write) = nix::unistd::pipe().unwrap();
     let write2: OwnedFd = write.try_clone().unwrap();
     let mut agent = agent()
-        .args(["--pid", &t.pid.to_string(), "--mode", "act", "--json", "--interval", "0.5", "--confirm", "1"])
+        .args(["--pid", &t.pid.to_string(), "--mode", "act", "--json", "--interval", "0.5"])
         .args(["--model", &fixture(model)])
         // Budgets that freeze at once: every trial also covers a freeze and its undo.
-        .args(["--pause-budget", "2ms", "--gc-budget", "off", "--freeze-after", "0", "--cooldown", "1"])
+        .args(["--pause-budget", "2ms", "--gc-budget", "off", "--freeze-after", "0"])
         .env("NEUROGC_LOG", "debug")
         .stdout(Stdio::from(write))
         .stderr(Stdio::from(write2))

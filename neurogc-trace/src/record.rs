@@ -146,10 +146,6 @@ pub struct ModelInfo {
 pub struct GuardConfig {
     pub min: [i64; 3],
     pub max: [i64; 3],
-    /// Windows to wait after a change before the next one.
-    pub cooldown: u64,
-    /// Consecutive windows a new proposal must be made before it is taken.
-    pub confirm: u32,
     /// Memory budget: RSS may grow this fraction over its value when neurogc first changed
     /// anything (recordings before budgets called it `max_rss_growth`, measured from attach).
     #[serde(alias = "max_rss_growth")]

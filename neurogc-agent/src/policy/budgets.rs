@@ -15,6 +15,37 @@ use super::predict::Prediction;
 /// The least a relative memory budget allows: a few MiB either way is the allocator's noise.
 pub const MIN_HEADROOM: f64 = (16u64 << 20) as f64;
 
+/// One of the user's budgets, in the order they are held: memory first, then pauses, then the
+/// GC share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Budget {
+    Memory,
+    Pause,
+    Gc,
+}
+
+impl Budget {
+    pub const ALL: [Budget; 3] = [Budget::Memory, Budget::Pause, Budget::Gc];
+
+    /// As decision records name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Budget::Memory => "memory",
+            Budget::Pause => "pause",
+            Budget::Gc => "gc",
+        }
+    }
+
+    /// As a sentence names it.
+    pub fn words(self) -> &'static str {
+        match self {
+            Budget::Memory => "memory",
+            Budget::Pause => "pause",
+            Budget::Gc => "GC share",
+        }
+    }
+}
+
 /// How far a prediction is from each budget: 0 where it holds, else the excess over the budget
 /// as a fraction of it.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -29,28 +60,24 @@ impl Misses {
         self.memory == 0.0 && self.pause == 0.0 && self.share == 0.0
     }
 
-    /// The budgets in the order of [`Misses::key`], as decision records name them.
-    pub const NAMES: [&'static str; 3] = ["memory", "pause", "gc"];
-
     /// Lexicographic by priority: memory, then pauses, then the GC share.
     pub fn key(&self) -> [f64; 3] {
         [self.memory, self.pause, self.share]
     }
 
+    /// The budgets missed, by priority.
+    pub fn missed(&self) -> impl Iterator<Item = Budget> + '_ {
+        self.key().into_iter().zip(Budget::ALL).filter(|(m, _)| *m > 0.0).map(|(_, b)| b)
+    }
+
     /// The budgets missed, in words ("pause, GC share").
     pub fn names(&self) -> String {
-        let mut names = Vec::new();
-        for (miss, name) in [(self.memory, "memory"), (self.pause, "pause"), (self.share, "GC share")] {
-            if miss > 0.0 {
-                names.push(name);
-            }
-        }
-        names.join(", ")
+        self.missed().map(Budget::words).collect::<Vec<_>>().join(", ")
     }
 
     /// The highest-priority budget missed.
-    pub fn first(&self) -> Option<&'static str> {
-        self.key().into_iter().zip(Self::NAMES).find(|(m, _)| *m > 0.0).map(|(_, n)| n)
+    pub fn first(&self) -> Option<Budget> {
+        self.missed().next()
     }
 }
 
@@ -129,12 +156,17 @@ impl Budgets {
         }
     }
 
-    /// Pauses: the budget holds where at most 1% of windows would hold a longer pause; past
-    /// that, the miss grows with both the share of windows and how far over the pauses are.
-    fn pause_miss(&self, p: &Prediction) -> f64 {
+    /// Pauses: the budget holds where at most 1% of windows hold a longer pause; past that, the
+    /// miss grows with both the share of windows (`over`) and how far over the longest is.
+    pub fn pause_miss(&self, over: f64, worst_ns: f64) -> f64 {
+        let Some(budget) = self.pause_ns() else { return 0.0 };
+        if over <= HELD_WINDOWS { 0.0 } else { over * worst_ns.max(budget) / budget }
+    }
+
+    fn predicted_pause_miss(&self, p: &Prediction) -> f64 {
         let Some(budget) = self.pause_ns() else { return 0.0 };
         let (windows, worst) = p.windows_over(budget, self.window_s);
-        if windows <= HELD_WINDOWS { 0.0 } else { windows * worst / budget }
+        self.pause_miss(windows, worst)
     }
 
     pub fn misses(&self, p: &Prediction, app_rss: f64) -> Misses {
@@ -149,7 +181,7 @@ impl Budgets {
             } else {
                 0.0
             },
-            pause: self.pause_miss(p),
+            pause: self.predicted_pause_miss(p),
             share: over(p.share, self.share()),
         }
     }
@@ -179,8 +211,6 @@ pub fn test_config() -> GuardConfig {
     GuardConfig {
         min: [100, 2, 2],
         max: [100_000, 100, 100],
-        cooldown: 3,
-        confirm: 1,
         memory_budget: 0.15,
         memory_limit_bytes: None,
         pause_budget_ns: Some(10_000_000),
@@ -252,7 +282,7 @@ mod tests {
         assert!(b.misses(&rare, 1e9).pause > 0.0);
         rare.rate[2] = 1.0 / 200.0;
         assert!(b.misses(&rare, 1e9).none());
-        assert_eq!(m.first(), Some("pause"));
+        assert_eq!(m.first(), Some(Budget::Pause));
         assert_eq!(m.names(), "pause, GC share");
         assert!(b.misses(&predicted(5.0, 0.01, 0.0), 1e9).none());
     }

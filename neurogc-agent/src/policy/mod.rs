@@ -1,9 +1,12 @@
-//! Deciding what to change, in three rooms: the model of the collector predicts what each
-//! action brings (`predict`, the analytic model fitted to this process, corrected by the learned
-//! ONNX model, `model`), the controller chooses (`controller`), and the budgets say what holds
-//! (`budgets`).
+//! Deciding what to change: the model of the collector predicts what each setting brings
+//! (`predict`, the analytic model fitted to this process, corrected by the learned ONNX model,
+//! `model`); each setting that has been in force keeps what it measured (`evidence`); the
+//! controller weighs the settings worth considering (`candidates`) and chooses (`controller`);
+//! the budgets say what holds (`budgets`).
 pub mod budgets;
+pub mod candidates;
 pub mod controller;
+pub mod evidence;
 pub mod model;
 pub mod predict;
 

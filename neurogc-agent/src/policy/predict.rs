@@ -79,6 +79,8 @@ pub struct Reading {
     pub gc_share: f64,
     /// Net container allocations per second (the gen0 count's movement).
     pub alloc_per_s: f64,
+    /// The process's CPU time in the window over its length (threads summed).
+    pub cpu_share: f64,
     pub rss: u64,
     /// Thresholds in force at the window's end (the target's own reading, when located).
     pub thresholds: Option<[i64; 3]>,
@@ -224,8 +226,6 @@ pub struct Collector {
     collected_for_freeze: bool,
     /// The last window observed held that collection.
     last_held_freeze_collection: bool,
-    /// The old generation's size in the last readings (oldest first).
-    old_sizes: Vec<i64>,
     /// neurogc froze and no full collection has run since (the old generation's counters still
     /// include the frozen objects).
     frozen_uncollected: bool,
@@ -391,12 +391,6 @@ impl Collector {
         } else if !self.frozen {
             self.old_deaths.add(0.0, 0.2);
         }
-        if let Some([l, _]) = r.long_lived {
-            self.old_sizes.push(l);
-            if self.old_sizes.len() > 3 {
-                self.old_sizes.remove(0);
-            }
-        }
         // Bytes per tracked object: a heap of few containers holding large buffers (what
         // thresholds do not count) is what makes deferred garbage expensive.
         if let Some([l, p]) = r.long_lived {
@@ -537,14 +531,6 @@ impl Collector {
         f.map(|x| if x.is_finite() { x as f32 } else { 0.0 })
     }
 
-    /// Whether the old generation has stopped growing: within 5% over the last three readings.
-    pub fn old_generation_steady(&self) -> bool {
-        match self.old_sizes.as_slice() {
-            [a, .., b] if self.old_sizes.len() >= 3 && *a > 100_000 => (*b - *a).abs() * 20 <= *a,
-            _ => false,
-        }
-    }
-
     /// Objects a full collection walks, from the long-lived counters.
     fn walked(&self, total: i64, pending: i64, frozen: Option<i64>) -> f64 {
         let all = (total + pending) as f64;
@@ -563,14 +549,33 @@ impl Collector {
         p
     }
 
-    /// Whether a freeze now should follow a full collection: one is due within two windows
-    /// anyway (`next_full_s`, under the thresholds chosen), or they have come about once a minute
-    /// or more (a decaying average: larger thresholds that made them rarer do not hide that
-    /// the heap is collected), so running one first costs a pause of the kind the process pays
-    /// anyway, and the garbage it finds is not frozen with the live heap.
-    pub fn collects_before_freezing(&self, next_full_s: Option<f64>) -> bool {
+    /// A freeze has two ways, weighed by the controller. After a full collection of neurogc's
+    /// own: the garbage waiting for it is not frozen, and the process pays that collection's
+    /// pause now (`freeze_collection_ns`), unless one is due within two windows anyway
+    /// (`next_full_s`). Without it: no pause, and the garbage among the objects promoted since
+    /// the last full collection is kept for ever (`frozen_pending_bytes`).
+    pub fn full_due_anyway(&self, next_full_s: Option<f64>) -> bool {
         let window = self.last.map_or(1.0, |r| r.secs);
-        next_full_s.is_some_and(|due| due <= 2.0 * window) || self.full_rate.or(0.0) >= 1.0 / 60.0
+        next_full_s.is_some_and(|due| due <= 2.0 * window)
+    }
+
+    /// The pause of a full collection run now, over the whole unfrozen heap.
+    pub fn freeze_collection_ns(&self) -> f64 {
+        let Some([total, pending]) = self.last.and_then(|r| r.long_lived) else {
+            return self.full_pause_ns.or(0.0);
+        };
+        self.full_ns.or(PRIOR_FULL_NS) * (total + pending).max(0) as f64 * self.pause_ratio[2].or(1.0)
+    }
+
+    /// Bytes of garbage a freeze without a collection first keeps for ever.
+    pub fn frozen_pending_bytes(&self) -> f64 {
+        let pending = self.last.and_then(|r| r.long_lived).map_or(0.0, |[_, p]| p.max(0) as f64);
+        pending * self.pending_garbage.or(0.5) * self.object_bytes.or(PRIOR_OBJECT_BYTES)
+    }
+
+    /// Net container allocations per second, as estimated.
+    pub fn alloc_per_s(&self) -> f64 {
+        self.alloc.or(0.0)
     }
 
     /// The model's form alone.
@@ -605,16 +610,7 @@ impl Collector {
         let deferred = garbage * (period(r2) - period(r2_own)).max(0.0) * bytes;
         // A frozen heap keeps the old objects that die later; freezing now also keeps the garbage
         // among the objects promoted since the last full collection, unless one runs first.
-        let frozen_cost = if c.frozen {
-            let pending = if frozen_now || self.collects_before_freezing(next_full) {
-                0.0
-            } else {
-                r.long_lived.map_or(0.0, |[_, p]| p.max(0) as f64)
-            };
-            (self.old_deaths.or(0.0) * HORIZON_S + pending * self.pending_garbage.or(0.5)) * bytes
-        } else {
-            0.0
-        };
+        let frozen_cost = if c.frozen { self.old_deaths.or(0.0) * HORIZON_S * bytes } else { 0.0 };
         Prediction {
             pause_ns: [p0, p1, p2],
             rate,
@@ -712,6 +708,7 @@ mod tests {
             collected_per: [500.0, 100.0, 0.0],
             gc_share: 0.02,
             alloc_per_s: 300_000.0,
+            cpu_share: 0.5,
             rss: 400 << 20,
             thresholds: Some(t),
             older_counts: Some([3, 5]),

@@ -1,0 +1,305 @@
+//! What each setting measured while it was in force: the cost per unit of work, the pauses over
+//! the budget, the GC share and RSS, with how much work stands behind each figure.
+//!
+//! Evidence is counted in work, not seconds: a window weighs what the process allocated in it,
+//! in young collections at the application's own threshold0 ("rounds"). A machine twice as slow
+//! fills each window with half the work, so the same certainty takes twice as many windows; what
+//! is decided does not change. The noise of a window's cost is taken to fall with its work
+//! (variance ∝ 1/rounds), estimated once for the process from every setting's windows.
+//!
+//! Old evidence fades (each window keeps [`KEEP`] of what came before), so a setting measured
+//! long ago counts for less than one measured now and is measured again when the model says it is
+//! worth it: nothing is banned for the session.
+use super::predict::Candidate;
+
+/// The share of a setting's evidence still counted after one more window of any setting: a
+/// setting last measured 35 windows ago counts half.
+const KEEP: f64 = 0.98;
+
+/// The variance of one round's ln cost before the process shows its own: 10% at 100 rounds.
+const PRIOR_ROUND_VARIANCE: f64 = 0.1 * 0.1 * 100.0;
+/// How many windows that prior counts as.
+const PRIOR_ROUND_WINDOWS: f64 = 3.0;
+
+/// One window at one setting, as evidence.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Observation {
+    /// ln(CPU nanoseconds per net container allocation): what the process pays per unit of work,
+    /// the collector and the application's own slowdown together. None where the window had no
+    /// work to divide by.
+    pub ln_cost: Option<f64>,
+    /// ln(CPU nanoseconds outside collections per net allocation): the application's own part.
+    pub ln_mutator: Option<f64>,
+    /// Work in the window, in rounds (allocations / the application's threshold0).
+    pub rounds: f64,
+    pub collections: [u64; 3],
+    /// The window's longest pause (ns) was over the pause budget.
+    pub over_budget: bool,
+    /// The chance the model gave this window of a pause over the budget, at this setting.
+    pub expected_over: f64,
+    pub gc_share: f64,
+    pub pause_max_ms: f64,
+    pub rss_mib: f64,
+}
+
+/// A weighted mean and the weighted sum of squares about it (West's update).
+#[derive(Debug, Clone, Copy, Default)]
+struct Moments {
+    weight: f64,
+    mean: f64,
+    /// Σ w (x - mean)²
+    spread: f64,
+    count: f64,
+}
+
+impl Moments {
+    fn add(&mut self, x: f64, w: f64) {
+        if !x.is_finite() || w <= 0.0 {
+            return;
+        }
+        self.weight += w;
+        self.count += 1.0;
+        let delta = x - self.mean;
+        self.mean += delta * w / self.weight;
+        self.spread += w * delta * (x - self.mean);
+    }
+
+    fn fade(&mut self, keep: f64) {
+        self.weight *= keep;
+        self.spread *= keep;
+        self.count *= keep;
+    }
+
+    fn get(&self) -> Option<f64> {
+        (self.weight > 0.0).then_some(self.mean)
+    }
+}
+
+/// What one setting measured.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    cost: Moments,
+    mutator: Moments,
+    gc_share: Moments,
+    pause_max_ms: Moments,
+    rss_mib: Moments,
+    /// Windows seen (faded), how many of them held a pause over the budget, and how many the
+    /// model expected to.
+    windows: f64,
+    over: f64,
+    expected: f64,
+    /// Collections seen at this setting in all (not faded: what the decision line reports).
+    pub collections: u64,
+}
+
+/// A setting's cost as measured: mean ln cost and its standard error.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measured {
+    pub ln_cost: f64,
+    pub se: f64,
+    /// The rounds of work behind it (faded).
+    pub rounds: f64,
+}
+
+impl Stats {
+    /// Windows behind the figures (faded).
+    pub fn windows(&self) -> f64 {
+        self.windows
+    }
+
+    /// Windows with a pause over the budget and windows seen (both faded).
+    pub fn over_budget(&self) -> (f64, f64) {
+        (self.over, self.windows)
+    }
+
+    pub fn gc_share(&self) -> Option<f64> {
+        self.gc_share.get()
+    }
+
+    pub fn pause_max_ms(&self) -> Option<f64> {
+        self.pause_max_ms.get()
+    }
+
+    pub fn rss_mib(&self) -> Option<f64> {
+        self.rss_mib.get()
+    }
+
+    /// ln of the application's own CPU per allocation here, and the rounds behind it.
+    pub fn mutator(&self) -> Option<(f64, f64)> {
+        self.mutator.get().map(|m| (m, self.mutator.weight))
+    }
+}
+
+/// Every setting's evidence, and the process's noise.
+#[derive(Debug, Clone, Default)]
+pub struct Evidence {
+    settings: Vec<(Candidate, Stats)>,
+    /// Pooled within-setting spread of ln cost per round: Σ w (x - mean)² and the windows in it.
+    pooled: (f64, f64),
+}
+
+/// At most this many settings are remembered; the one measured longest ago goes first.
+const MAX_SETTINGS: usize = 64;
+
+impl Evidence {
+    /// Folds one window measured at `at` in.
+    pub fn add(&mut self, at: Candidate, o: &Observation) {
+        for (_, s) in &mut self.settings {
+            for m in [&mut s.cost, &mut s.mutator, &mut s.gc_share, &mut s.pause_max_ms, &mut s.rss_mib] {
+                m.fade(KEEP);
+            }
+            s.windows *= KEEP;
+            s.over *= KEEP;
+            s.expected *= KEEP;
+        }
+        self.pooled.0 *= KEEP;
+        self.pooled.1 *= KEEP;
+        let i = match self.settings.iter().position(|(c, _)| *c == at) {
+            Some(i) => i,
+            None => {
+                if self.settings.len() >= MAX_SETTINGS {
+                    let oldest = (0..self.settings.len())
+                        .min_by(|&a, &b| self.settings[a].1.windows.total_cmp(&self.settings[b].1.windows))
+                        .unwrap_or(0);
+                    self.settings.remove(oldest);
+                }
+                self.settings.push((at, Stats::default()));
+                self.settings.len() - 1
+            }
+        };
+        let s = &mut self.settings[i].1;
+        let w = o.rounds.max(1e-3);
+        if let Some(x) = o.ln_cost {
+            let before = s.cost.spread;
+            s.cost.add(x, w);
+            self.pooled.0 += s.cost.spread - before;
+            self.pooled.1 += 1.0;
+        }
+        if let Some(x) = o.ln_mutator {
+            s.mutator.add(x, w);
+        }
+        s.gc_share.add(o.gc_share, 1.0);
+        s.pause_max_ms.add(o.pause_max_ms, 1.0);
+        s.rss_mib.add(o.rss_mib, 1.0);
+        s.windows += 1.0;
+        s.over += f64::from(u8::from(o.over_budget));
+        s.expected += o.expected_over;
+        s.collections += o.collections.iter().sum::<u64>();
+    }
+
+    pub fn get(&self, at: &Candidate) -> Option<&Stats> {
+        self.settings.iter().find(|(c, _)| c == at).map(|(_, s)| s)
+    }
+
+    /// Every setting measured, with its evidence.
+    pub fn all(&self) -> impl Iterator<Item = &(Candidate, Stats)> {
+        self.settings.iter()
+    }
+
+    /// The variance of one round's ln cost: the process's own, pooled over settings, shrunk
+    /// towards the prior while few windows stand behind it.
+    pub fn round_variance(&self) -> f64 {
+        let (spread, windows) = self.pooled;
+        // Each setting's first window sets its mean and adds no spread: a degree of freedom
+        // per setting is spent on the means.
+        let dof = (windows - self.settings.len() as f64).max(0.0);
+        (spread + PRIOR_ROUND_VARIANCE * PRIOR_ROUND_WINDOWS) / (dof + PRIOR_ROUND_WINDOWS)
+    }
+
+    /// Windows over the pause budget measured against those the model expected, over every
+    /// setting with (or without) neurogc's freeze: how far the model's pause predictions are off
+    /// for this process (1: right; a count of half a window either way keeps it finite).
+    pub fn over_calibration(&self, frozen: bool) -> f64 {
+        let (over, expected) = self
+            .settings
+            .iter()
+            .filter(|(c, _)| c.frozen == frozen)
+            .fold((0.0, 0.0), |(o, e), (_, s)| (o + s.over, e + s.expected));
+        (over + 0.5) / (expected + 0.5)
+    }
+
+    /// The share of windows over the pause budget measured at the settings `c` is at least as
+    /// large as in every threshold (with the same freeze), and the windows behind it: a larger
+    /// young generation, and rarer gen1 rounds, walk at least as much in each collection, so
+    /// what those measured is what `c` is likely to show beside what the model says of it.
+    pub fn over_below(&self, c: &Candidate) -> (f64, f64) {
+        let below = |k: &Candidate| {
+            k != c && k.frozen == c.frozen && (0..3).all(|g| k.thresholds[g] <= c.thresholds[g])
+        };
+        let (over, windows) = self
+            .settings
+            .iter()
+            .filter(|(k, _)| below(k))
+            .fold((0.0, 0.0), |(o, w), (_, s)| (o + s.over, w + s.windows));
+        (if windows > 0.0 { over / windows } else { 0.0 }, windows)
+    }
+
+    /// `at`'s cost as measured, where a window with work was seen there.
+    pub fn cost(&self, at: &Candidate) -> Option<Measured> {
+        let s = self.get(at)?;
+        let mean = s.cost.get()?;
+        let rounds = s.cost.weight;
+        Some(Measured { ln_cost: mean, se: (self.round_variance() / rounds.max(1e-3)).sqrt(), rounds })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(t0: i64) -> Candidate {
+        Candidate { thresholds: [t0, 10, 10], frozen: false }
+    }
+
+    fn window(ln_cost: f64, rounds: f64) -> Observation {
+        Observation { ln_cost: Some(ln_cost), rounds, collections: [10, 1, 0], ..Observation::default() }
+    }
+
+    #[test]
+    fn more_work_behind_a_setting_makes_its_cost_more_certain() {
+        let mut e = Evidence::default();
+        for i in 0..4 {
+            e.add(at(700), &window(3.0 + 0.05 * (i % 2) as f64, 100.0));
+        }
+        let few = e.cost(&at(700)).unwrap();
+        for i in 0..20 {
+            e.add(at(700), &window(3.0 + 0.05 * (i % 2) as f64, 100.0));
+        }
+        let many = e.cost(&at(700)).unwrap();
+        assert!((many.ln_cost - 3.025).abs() < 0.01, "{many:?}");
+        assert!(many.se < few.se / 1.5, "{few:?} {many:?}");
+        assert!(e.cost(&at(5000)).is_none());
+    }
+
+    #[test]
+    fn a_slower_machine_needs_more_windows_for_the_same_certainty_not_a_different_answer() {
+        // The same process: half the work per window, twice the variance per window.
+        let run = |rounds: f64, windows: usize| {
+            let mut e = Evidence::default();
+            for i in 0..windows {
+                let noise = 0.1 / (rounds / 100.0).sqrt() * if i % 2 == 0 { 1.0 } else { -1.0 };
+                e.add(at(700), &window(3.0 + noise, rounds));
+            }
+            e.cost(&at(700)).unwrap()
+        };
+        let fast = run(200.0, 10);
+        let slow = run(100.0, 20);
+        assert!((fast.ln_cost - slow.ln_cost).abs() < 0.02, "{fast:?} {slow:?}");
+        assert!((fast.se / slow.se - 1.0).abs() < 0.2, "{fast:?} {slow:?}");
+    }
+
+    #[test]
+    fn old_evidence_fades_so_a_setting_is_measured_again() {
+        let mut e = Evidence::default();
+        for _ in 0..10 {
+            e.add(at(5000), &window(2.0, 100.0));
+        }
+        let fresh = e.get(&at(5000)).unwrap().windows();
+        for _ in 0..70 {
+            e.add(at(700), &window(3.0, 100.0));
+        }
+        let faded = e.get(&at(5000)).unwrap().windows();
+        assert!(faded < fresh / 3.0, "{fresh} -> {faded}");
+        assert!(e.cost(&at(5000)).unwrap().se > e.cost(&at(700)).unwrap().se * 2.0);
+    }
+}
