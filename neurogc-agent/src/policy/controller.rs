@@ -540,9 +540,10 @@ impl Controller {
             for collect in if freezing { &[false, true][..] } else { &[false][..] } {
                 let mut p = *p;
                 let (share, sd_over, mut worst, q_model) = self.pauses_over(c, &p);
-                // Safe moves: a setting is entered where its budget credibly holds, and left where
-                // it is credibly missed.
-                let mut over = if *c == here { (share - sd_over).max(0.0) } else { share + sd_over };
+                // A setting is left only where its pause budget is credibly missed (one standard
+                // deviation); another is entered on its estimate. (Ten windows cannot show a 1%
+                // share: an upper bound would bar every setting with any chance of a long pause.)
+                let mut over = if *c == here { (share - sd_over).max(0.0) } else { share };
                 if freezing && !collect {
                     p.memory_bytes += self.collector.frozen_pending_bytes();
                 }
