@@ -37,16 +37,22 @@ def stats():
 
 
 # What apply_recipe knows: every workload's --recipe takes one of these.
-RECIPES = ("none", "static", "gc-off")
+RECIPES = ("none", "static", "freeze", "freeze-5k", "freeze-20k", "gc-off")
 
 
 def apply_recipe(recipe):
     """static: the hand-tuned production recipe (after warm-up: freeze the heap, rarer
-    collections); gc-off: the collector disabled (a bound, not a recipe)."""
-    if recipe == "static":
+    collections); freeze: gc.freeze() alone after a full collection; freeze-5k, freeze-20k: the
+    same with threshold0 5,000 or 20,000 (the fixed recipes the controller's regret is measured
+    against); gc-off: the collector disabled (a bound, not a recipe)."""
+    if recipe == "static" or recipe.startswith("freeze"):
         gc.collect()
         gc.freeze()
+    if recipe == "static":
         gc.set_threshold(50_000, 20, 20)
+    elif recipe in ("freeze-5k", "freeze-20k"):
+        _, t1, t2 = gc.get_threshold()
+        gc.set_threshold(5_000 if recipe == "freeze-5k" else 20_000, t1, t2)
     elif recipe == "gc-off":
         gc.disable()
 

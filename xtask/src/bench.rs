@@ -101,6 +101,9 @@ pub enum Which {
         /// Folder for report.md, the SVG plots and the agent's last records
         #[arg(long, default_value = "target/bench-steer")]
         out: PathBuf,
+        /// Run every configuration with a busy loop sharing the workload's CPU (about half speed)
+        #[arg(long)]
+        half_speed: bool,
     },
     /// The locust experiment's shape (-u 100 -r 10 --run-time 1m) on the cache service, with
     /// and without the agent: RPS, P95/P99 and GC events
@@ -152,7 +155,7 @@ pub fn run(which: Which) -> Result<()> {
         Which::Locust { rounds, run_time, python } => {
             crate::bench_locust::run_locust(rounds as usize, &run_time, &python)
         }
-        Which::Steer { workload, configs, rounds, seconds, warmup, load, python, model, out } => {
+        Which::Steer { workload, configs, rounds, seconds, warmup, load, python, model, out, half_speed } => {
             let opts = crate::bench_steer::Options {
                 workloads: if workload.is_empty() {
                     crate::bench_steer::WORKLOADS.to_vec()
@@ -167,6 +170,7 @@ pub fn run(which: Which) -> Result<()> {
                 python,
                 model,
                 out: workspace_root().join(out),
+                half_speed,
             };
             let results = crate::bench_steer::run(&opts)?;
             crate::bench_steer_report::write(&opts, &results)

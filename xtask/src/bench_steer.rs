@@ -42,6 +42,14 @@ pub enum Config {
     Static,
     /// GC disabled (a bound, not a recommendation)
     GcOff,
+    /// gc.freeze() alone after warm-up (an oracle candidate)
+    Freeze,
+    /// gc.freeze() and threshold0 5,000 after warm-up (an oracle candidate)
+    #[value(name = "freeze-5k")]
+    Freeze5k,
+    /// gc.freeze() and threshold0 20,000 after warm-up (an oracle candidate)
+    #[value(name = "freeze-20k")]
+    Freeze20k,
     /// The agent observing (its cost)
     Observe,
     /// The agent steering with the learned model
@@ -50,8 +58,21 @@ pub enum Config {
     Rules,
 }
 
-pub const CONFIGS: [Config; 6] =
-    [Config::Defaults, Config::Static, Config::GcOff, Config::Observe, Config::Act, Config::Rules];
+pub const CONFIGS: [Config; 9] = [
+    Config::Defaults,
+    Config::Static,
+    Config::GcOff,
+    Config::Freeze,
+    Config::Freeze5k,
+    Config::Freeze20k,
+    Config::Observe,
+    Config::Act,
+    Config::Rules,
+];
+
+/// The fixed recipes the best per workload is chosen from after the fact (the oracle).
+pub const RECIPES: [Config; 5] =
+    [Config::Defaults, Config::Static, Config::Freeze, Config::Freeze5k, Config::Freeze20k];
 
 impl Config {
     pub fn label(self) -> &'static str {
@@ -59,6 +80,9 @@ impl Config {
             Config::Defaults => "CPython defaults",
             Config::Static => "static recipe (freeze + 50000/20/20)",
             Config::GcOff => "GC disabled (bound)",
+            Config::Freeze => "freeze alone",
+            Config::Freeze5k => "freeze + threshold0 5000",
+            Config::Freeze20k => "freeze + threshold0 20000",
             Config::Observe => "neurogc-agent --mode observe",
             Config::Act => "neurogc-agent --mode act",
             Config::Rules => "act, no learned model (--model none)",
@@ -70,6 +94,9 @@ impl Config {
             Config::Defaults => "defaults",
             Config::Static => "static",
             Config::GcOff => "gc-off",
+            Config::Freeze => "freeze",
+            Config::Freeze5k => "freeze-5k",
+            Config::Freeze20k => "freeze-20k",
             Config::Observe => "observe",
             Config::Act => "act",
             Config::Rules => "rules",
@@ -80,6 +107,7 @@ impl Config {
         match self {
             Config::Static => "static",
             Config::GcOff => "gc-off",
+            Config::Freeze | Config::Freeze5k | Config::Freeze20k => self.short(),
             _ => "none",
         }
     }
@@ -95,6 +123,9 @@ pub enum Workload {
     Memory,
     /// HTTP whose load changes shape: steady, burst (3× garbage per request), idle, steady
     Phases,
+    /// A memory-risky ETL batch: cyclic records holding untracked payloads over ≈0.6M-container
+    /// reference tables (a tuning family)
+    Etl,
     /// Held out: a bottle (PyPI) web application, ≈1M-container session state, acyclic
     /// per-request documents alive until rendered
     Web,
@@ -108,11 +139,12 @@ pub enum Workload {
     Docs,
 }
 
-pub const WORKLOADS: [Workload; 8] = [
+pub const WORKLOADS: [Workload; 9] = [
     Workload::Cache,
     Workload::Batch,
     Workload::Memory,
     Workload::Phases,
+    Workload::Etl,
     Workload::Web,
     Workload::Autograd,
     Workload::Graph,
@@ -155,6 +187,7 @@ impl Workload {
             Workload::Batch => "batch",
             Workload::Memory => "memory",
             Workload::Phases => "phases",
+            Workload::Etl => "etl",
             Workload::Web => "web",
             Workload::Autograd => "autograd",
             Workload::Graph => "graph",
@@ -173,6 +206,7 @@ impl Workload {
         match self {
             Workload::Autograd => 25.0,
             Workload::Graph => 100.0,
+            Workload::Etl => 6000.0,
             _ => 500.0,
         }
     }
@@ -183,6 +217,7 @@ impl Workload {
             Workload::Batch => "training-loop-like batch job",
             Workload::Memory => "memory risk",
             Workload::Phases => "phases",
+            Workload::Etl => "memory-risky ETL batch (tuning)",
             Workload::Web => "web application on bottle (held out, PyPI)",
             Workload::Autograd => "micrograd training loop (held out, PyPI)",
             Workload::Graph => "networkx graph analytics (held out, PyPI)",
@@ -191,13 +226,14 @@ impl Workload {
     }
 
     pub fn is_batch(self) -> bool {
-        matches!(self, Workload::Batch | Workload::Autograd | Workload::Graph)
+        matches!(self, Workload::Batch | Workload::Autograd | Workload::Graph | Workload::Etl)
     }
 
     fn command(self, python: &Path, config: Config, site: &Path) -> Command {
         let mut c = Command::new("taskset");
         let script = match self {
             Workload::Batch => "bench/batch_job.py",
+            Workload::Etl => "bench/etl_batch.py",
             Workload::Web => "bench/heldout/web_service.py",
             Workload::Autograd => "bench/heldout/autograd_train.py",
             Workload::Graph => "bench/heldout/graph_batch.py",
@@ -214,7 +250,7 @@ impl Workload {
             Workload::Web | Workload::Autograd | Workload::Graph | Workload::Docs => {
                 c.env("PYTHONPATH", site)
             }
-            Workload::Cache | Workload::Batch => &mut c,
+            Workload::Cache | Workload::Batch | Workload::Etl => &mut c,
         };
         c
     }
@@ -229,7 +265,7 @@ impl Workload {
             Workload::Phases => 100.0,
             Workload::Web => 300.0,
             Workload::Docs => 150.0,
-            Workload::Batch | Workload::Autograd | Workload::Graph => 0.0,
+            Workload::Batch | Workload::Autograd | Workload::Graph | Workload::Etl => 0.0,
         }
     }
 
@@ -575,6 +611,39 @@ pub fn stop(agent: Option<Child>, mut workload: Child) {
 }
 
 fn one_run(workload: Workload, config: Config, agent: &Path, opts: &Options) -> Result<Run> {
+    let spinner = Spinner::start(opts.half_speed)?;
+    let run = one_run_at_speed(workload, config, agent, opts);
+    drop(spinner);
+    run
+}
+
+/// A busy loop pinned to the workload's CPU (0), killed when dropped.
+struct Spinner(Option<Child>);
+
+impl Spinner {
+    fn start(on: bool) -> Result<Spinner> {
+        if !on {
+            return Ok(Spinner(None));
+        }
+        let child = Command::new("taskset")
+            .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+            .stdout(Stdio::null())
+            .spawn()
+            .context("starting the half-speed spinner")?;
+        Ok(Spinner(Some(child)))
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn one_run_at_speed(workload: Workload, config: Config, agent: &Path, opts: &Options) -> Result<Run> {
     let Started { child: mut service, mut stdout, port } = start_workload(workload, config, &opts.python)?;
     let pid = service.id();
     let jsonl = opts.out.join(format!("last-{}-{}.jsonl", workload.name(), config.short()));
@@ -629,6 +698,8 @@ pub struct Options {
     pub python: PathBuf,
     pub model: Option<PathBuf>,
     pub out: PathBuf,
+    /// A spinner shares the workload's CPU for the whole run: the target at about half speed.
+    pub half_speed: bool,
 }
 
 /// Every workload's runs, per configuration; `bench_steer_report::write` makes the report.

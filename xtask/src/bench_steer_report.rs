@@ -140,6 +140,49 @@ fn headline(workload: Workload) -> (&'static str, fn(&Run) -> f64) {
     if workload.is_batch() { ("total time", |r| r.seconds) } else { ("p99", |r| r.quantile(0.99)) }
 }
 
+/// Regret against the oracle: per workload, the best of the fixed recipes run (chosen after the
+/// fact on the workload's own measure), against act and act on the analytic model alone; with
+/// act's cost in time and peak RSS against CPython's defaults.
+fn regret(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
+    let mut md = String::from(
+        "## Regret against the best fixed recipe
+
+The oracle is the best, after the fact, of the fixed \
+         recipes run (defaults, static, freeze alone, freeze + 5k, freeze + 20k) on the workload's \
+         own measure (p99 for services, total time for batch); medians over rounds. Targets: act \
+         ≤ 1.5× the oracle, never worse than defaults by more than 5% on time or 15% on peak RSS.\n\n\
+         | workload | family | measure | oracle | act / oracle | rules / oracle | act / defaults | act RSS / defaults | verdict |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
+    );
+    for (workload, runs) in results {
+        let of = Of(runs);
+        let (what, f) = headline(*workload);
+        let best = crate::bench_steer::RECIPES
+            .iter()
+            .map(|&c| (c, of.median(c, f)))
+            .filter(|(_, v)| v.is_finite())
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        let Some((oracle, best)) = best else { continue };
+        let ratio = |c: Config| of.median(c, f) / best;
+        let total = |r: &Run| r.seconds;
+        let peak = |r: &Run| r.peak_rss_mib;
+        let defaults = of.median(Config::Act, f) / of.median(Config::Defaults, f);
+        let rss = of.median(Config::Act, peak) / of.median(Config::Defaults, peak);
+        let time = of.median(Config::Act, total) / of.median(Config::Defaults, total);
+        let ok = ratio(Config::Act) <= 1.5 && (!workload.is_batch() || time <= 1.05) && rss <= 1.15;
+        md += &format!(
+            "| {} | {} | {what} | {} {best:.2} | {:.2}× | {:.2}× | {defaults:.2}× | {rss:.2}× | {} |\n",
+            workload.name(),
+            if workload.held_out() { "held out" } else { "tuning" },
+            oracle.short(),
+            ratio(Config::Act),
+            ratio(Config::Rules),
+            verdict(ok)
+        );
+    }
+    md
+}
+
 /// What the learned model earns: act with it against act on the analytic model alone, on each
 /// workload's headline measure (ratios of medians; below 1, the model helps).
 fn ablation(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
@@ -259,7 +302,7 @@ fn targets(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
                 let rss = m(Config::Act, &peak) / m(Config::Defaults, &peak);
                 row(&format!("{name}: act peak RSS ≤ 1.2× defaults"), format!("{rss:.3}×"), rss <= 1.2);
             }
-            Workload::Phases => {}
+            Workload::Phases | Workload::Etl => {}
         }
         if let Some(h) = of.held(Config::Act) {
             let [p, g, m] = h.holdable;
@@ -293,12 +336,13 @@ pub fn write(opts: &Options, results: &[(Workload, Vec<(Config, Run)>)]) -> Resu
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let cpu = crate::measure::cpu_model();
     let mut md = format!(
-        "# neurogc steering benchmark\n\n{} · {} · {cpu} · {} CPUs · {} rounds × {:.0} s after {:.0} s of the same load, \
+        "# neurogc steering benchmark\n\n{} · {} · {cpu} · {} CPUs{} · {} rounds × {:.0} s after {:.0} s of the same load, \
          interleaved · model: {} (sha256 {}) · medians (min–max)\n\nWorkloads in bench/; none of them is a training profile. \
          Latency of requests is taken from their intended send time (open loop); the batch job's from each step.\n\n",
         opts.python.display(),
         host.trim(),
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        if opts.half_speed { " · half speed (a busy loop shares the workload's CPU)" } else { "" },
         opts.rounds,
         opts.seconds,
         opts.warmup,
@@ -310,6 +354,8 @@ pub fn write(opts: &Options, results: &[(Workload, Vec<(Config, Run)>)]) -> Resu
                 .as_path()
         ),
     );
+    md += &regret(results);
+    md += "\n";
     md += &targets(results);
     md += "\n";
     md += &ablation(results);

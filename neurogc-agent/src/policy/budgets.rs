@@ -193,9 +193,9 @@ impl Budgets {
 /// only as a switch (0: collect at once) and threshold2 not at all; the collector model neurogc
 /// predicts with is generational. So the only threshold move is rarer collections (threshold0
 /// at or above the application's, never more frequent whole-heap walks); threshold1 and
-/// threshold2 stay the application's. `gc.freeze()` is left to the controller, whose model
-/// never predicts a gain from it there (rightly: frozen objects leave `long_lived_total`, so
-/// collections come far more often; bench/free_threaded_freeze.py, README "Limits").
+/// threshold2 stay the application's. `gc.freeze()` is not offered there at all (steer.rs):
+/// frozen objects leave `long_lived_total`, so collections come far more often
+/// (bench/free_threaded_freeze.py, README "Limits").
 pub fn free_threaded_guard(cfg: &GuardConfig, original: [i64; 3]) -> GuardConfig {
     let mut c = cfg.clone();
     c.min[0] = c.min[0].max(original[0]).min(c.max[0]);
