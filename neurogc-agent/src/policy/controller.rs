@@ -118,6 +118,10 @@ struct Change {
     from: Candidate,
     to: Candidate,
     what: String,
+    /// The window before it (longest pause ms, GC share, RSS MiB): what the effect is measured
+    /// from where the setting it left has no evidence of its own (it was in force for less than
+    /// a window, or only through neurogc's own collection).
+    before: [f64; 3],
 }
 
 /// The decision, before it is put in a verdict.
@@ -367,8 +371,13 @@ impl Controller {
             w
         });
         if change && self.act {
-            self.change =
-                Some(Change { ts_ns: r.ts_ns, from: here, to, what: what.clone().unwrap_or_default() });
+            self.change = Some(Change {
+                ts_ns: r.ts_ns,
+                from: here,
+                to,
+                what: what.clone().unwrap_or_default(),
+                before: [worst / 1e6, r.gc_share, mib(r.rss as f64)],
+            });
             self.current = to.thresholds;
             self.rss_at_first_change.get_or_insert(r.rss as f64);
             match freeze {
@@ -407,8 +416,9 @@ impl Controller {
         let c = self.change.as_ref()?;
         let after = self.evidence.get(&c.to).filter(|s| s.windows() >= 3.0)?;
         let before = self.evidence.get(&c.from);
-        let pair = |f: &dyn Fn(&super::evidence::Stats) -> Option<f64>| {
-            [before.and_then(f).unwrap_or(f64::NAN), f(after).unwrap_or(f64::NAN)]
+        let pair = |f: &dyn Fn(&super::evidence::Stats) -> Option<f64>, i: usize| {
+            let after = f(after).unwrap_or(c.before[i]);
+            [before.and_then(f).unwrap_or(c.before[i]), after]
         };
         // What a larger young generation holds, measured: RSS across a change of threshold0.
         if let (Some(b), Some(a)) = (before.and_then(|s| s.rss_mib()), after.rss_mib()) {
@@ -418,9 +428,9 @@ impl Controller {
         let effect = Effect {
             of_ts_ns: c.ts_ns,
             change: c.what.clone(),
-            pause_max_ms: pair(&|s| s.pause_max_ms()),
-            gc_share: pair(&|s| s.gc_share()),
-            rss_mib: pair(&|s| s.rss_mib()),
+            pause_max_ms: pair(&|s| s.pause_max_ms(), 0),
+            gc_share: pair(&|s| s.gc_share(), 1),
+            rss_mib: pair(&|s| s.rss_mib(), 2),
         };
         self.change = None;
         Some(effect)
@@ -808,12 +818,16 @@ mod tests {
     fn act(p: Process, gc: GuardConfig, windows: i64) -> (Vec<[i64; 3]>, Vec<Verdict>) {
         let mut c = Controller::new(gc, [700, 10, 10], true);
         let mut settings = Vec::new();
-        let verdicts = (1..=windows)
+        let verdicts: Vec<Verdict> = (1..=windows)
             .map(|w| {
                 settings.push(c.thresholds());
                 c.decide(&mut analytic, &p.reading(c.thresholds(), w))
             })
             .collect();
+        // Every measured effect is a number a record can carry (JSON has no NaN).
+        for e in verdicts.iter().filter_map(|v| v.effect.as_ref()) {
+            assert!([e.pause_max_ms, e.gc_share, e.rss_mib].iter().flatten().all(|x| x.is_finite()), "{e:?}");
+        }
         (settings, verdicts)
     }
 
@@ -852,6 +866,26 @@ mod tests {
         assert!(paid < 1.05, "{paid:.3}x of staying: {settings:?}");
         let back = verdicts.iter().find(|v| v.change && v.thresholds[0] == 700).expect("back");
         assert!(back.reason.contains("measured over"), "{back:?}");
+    }
+
+    #[test]
+    fn a_change_from_a_setting_with_no_evidence_of_its_own_is_measured_from_the_window_before() {
+        // The setting left was in force for no window that counted (only neurogc's own
+        // collection, or the actuator had not written it yet): the effect starts from the last
+        // window before the change, never from nothing (a record cannot carry NaN).
+        let mut c = Controller::new(cost_only(), [700, 10, 10], true);
+        let mut effect = None;
+        for w in 1..=12 {
+            let v = c.decide(&mut analytic, &SERVICE.reading(c.thresholds(), w));
+            if v.change {
+                let ch = c.change.as_mut().expect("the change is pending");
+                ch.from = Candidate { thresholds: [1_234, 10, 10], frozen: false };
+            }
+            effect = effect.or(v.effect);
+        }
+        let e = effect.expect("an effect measured");
+        assert!([e.pause_max_ms, e.gc_share, e.rss_mib].iter().flatten().all(|x| x.is_finite()), "{e:?}");
+        assert!(e.rss_mib[0] == 400.0, "{e:?}");
     }
 
     #[test]
