@@ -170,13 +170,17 @@ The oracle is the best, after the fact, of the fixed \
         let rss = of.median(Config::Act, peak) / of.median(Config::Defaults, peak);
         let time = of.median(Config::Act, total) / of.median(Config::Defaults, total);
         let ok = ratio(Config::Act) <= 1.5 && (!workload.is_batch() || time <= 1.05) && rss <= 1.15;
+        // A configuration not run is a dash, not "NaN×".
+        let times = |x: f64| if x.is_finite() { format!("{x:.2}×") } else { "—".to_owned() };
         md += &format!(
-            "| {} | {} | {what} | {} {best:.2} | {:.2}× | {:.2}× | {defaults:.2}× | {rss:.2}× | {} |\n",
+            "| {} | {} | {what} | {} {best:.2} | {} | {} | {} | {} | {} |\n",
             workload.name(),
             if workload.held_out() { "held out" } else { "tuning" },
             oracle.short(),
-            ratio(Config::Act),
-            ratio(Config::Rules),
+            times(ratio(Config::Act)),
+            times(ratio(Config::Rules)),
+            times(defaults),
+            times(rss),
             verdict(ok)
         );
     }
@@ -336,14 +340,14 @@ pub fn write(opts: &Options, results: &[(Workload, Vec<(Config, Run)>)]) -> Resu
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let cpu = crate::measure::cpu_model();
     let mut md = format!(
-        "# neurogc steering benchmark\n\n{} · {} · {cpu} · {} CPUs{} · {} rounds × {:.0} s after {:.0} s of the same load, \
+        "# neurogc steering benchmark\n\n{} · {} · {cpu} · {} CPUs{} · {} × {:.0} s after {:.0} s of the same load, \
          interleaved · model: {} (sha256 {}) · medians (min–max)\n\nWorkloads in bench/; none of them is a training profile. \
          Latency of requests is taken from their intended send time (open loop); the batch job's from each step.\n\n",
         opts.python.display(),
         host.trim(),
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
         if opts.half_speed { " · half speed (a busy loop shares the workload's CPU)" } else { "" },
-        opts.rounds,
+        if opts.rounds == 1 { "1 round".to_owned() } else { format!("{} rounds", opts.rounds) },
         opts.seconds,
         opts.warmup,
         opts.model.as_ref().map_or("embedded default".to_owned(), |m| m.display().to_string()),

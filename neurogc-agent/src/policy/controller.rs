@@ -31,7 +31,7 @@ use super::{
     budgets::{Budget, Budgets, GuardConfig, Misses},
     candidates::Space,
     evidence::{Evidence, Observation},
-    predict::{Candidate, Collector, Correction, FEATURE_COUNT, Prediction, Reading},
+    predict::{Candidate, Collector, Correction, FEATURE_COUNT, HORIZON_S, Prediction, Reading},
 };
 use crate::view::thresholds;
 
@@ -54,9 +54,6 @@ const PRIOR_SLOWDOWN_SD: f64 = 0.15;
 const PAUSE_PRIOR_WINDOWS: f64 = 10.0;
 /// Windows of evidence what the other settings measured counts as, at most.
 const POOL_WINDOWS: f64 = 5.0;
-/// How far ahead one-off costs are spread (s): neurogc's own collection before a freeze is one
-/// window over the pause budget in this many seconds of windows.
-const HORIZON_S: f64 = 600.0;
 /// The weight of pauses over the budget and of memory in the cost, among settings that hold
 /// every budget (ln-cost units per window share × budget multiple, per share of RSS).
 const PAUSE_WEIGHT: f64 = 0.5;
@@ -557,7 +554,8 @@ impl Controller {
                 if freezing && !collect {
                     p.memory_bytes += self.collector.frozen_pending_bytes();
                 }
-                // neurogc's own collection is a pause like any other: one window in the horizon.
+                // neurogc's own collection is a pause like any other: one window in the model's
+                // horizon.
                 if *collect && !self.collector.full_due_anyway(p.next_full_s) {
                     let pause = self.collector.freeze_collection_ns();
                     if budget_ns.is_some_and(|b| pause > b) {

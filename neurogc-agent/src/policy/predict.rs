@@ -29,7 +29,7 @@ const PRIOR_FULL_NS: f64 = 200.0;
 const PRIOR_OBJECT_BYTES: f64 = 256.0;
 /// How far ahead predictions look (s): how long the old generation's growth is followed, and
 /// how long frozen and deferred garbage are counted to accumulate.
-const HORIZON_S: f64 = 600.0;
+pub const HORIZON_S: f64 = 600.0;
 
 /// The learned model's inputs for one candidate (the model contract's `neurogc.features`): the
 /// analytic prediction, how far the candidate is from what the process has shown, and the
