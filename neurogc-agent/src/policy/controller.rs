@@ -109,6 +109,18 @@ struct Scored {
     objective: f64,
 }
 
+/// A setting's share of windows over the pause budget, estimated.
+#[derive(Debug, Clone, Copy, Default)]
+struct PauseOdds {
+    /// The share, model and measurements together, and its standard deviation.
+    share: f64,
+    sd: f64,
+    /// The longest pause over the budget, predicted or measured there (ns).
+    worst_ns: f64,
+    /// The model's own share, before any evidence.
+    model_share: f64,
+}
+
 /// A change waiting for its effect to be measured.
 struct Change {
     ts_ns: u64,
@@ -277,7 +289,7 @@ impl Controller {
             rounds: work / self.original[0].max(1) as f64,
             collections: r.collections,
             over_budget: self.budgets.pause_ns().is_some_and(|b| worst > b),
-            expected_over: 0.0,
+            expected_over: self.expected_over,
             gc_share: r.gc_share,
             pause_max_ms: worst / 1e6,
             rss_mib: mib(r.rss as f64),
@@ -302,9 +314,9 @@ impl Controller {
         // The window is evidence for the setting in force where the target had it all through:
         // not one that held neurogc's own collection before a freeze (that pause is the move's,
         // not the setting's), nor one whose thresholds the actuator had not written yet.
+        let o = self.observation(r);
         let in_force = r.thresholds == Some(self.current);
         if in_force && !r.idle && !self.collector.held_freeze_collection() {
-            let o = Observation { expected_over: self.expected_over, ..self.observation(r) };
             self.evidence.add(here, &o);
         }
         if self.rss_at_first_change.is_none() && !r.idle {
@@ -348,8 +360,11 @@ impl Controller {
             }
         };
         let to = choice.to.c;
-        // In advise mode the setting in force stays the application's.
-        self.expected_over = if self.act { choice.to.q_model } else { self.expected_over };
+        // `choose` left the chance of the setting in force; in act mode the next window is the
+        // chosen one's (in advise mode the setting in force stays the application's).
+        if self.act {
+            self.expected_over = choice.to.q_model;
+        }
         let change = to != here;
         let freeze = (to.frozen != here.frozen).then_some(to.frozen);
         let collect = freeze == Some(true) && choice.to.collect;
@@ -373,7 +388,7 @@ impl Controller {
                 from: here,
                 to,
                 what: what.clone().unwrap_or_default(),
-                before: [worst / 1e6, r.gc_share, mib(r.rss as f64)],
+                before: [o.pause_max_ms, o.gc_share, o.rss_mib],
             });
             self.current = to.thresholds;
             self.rss_at_first_change.get_or_insert(r.rss as f64);
@@ -504,15 +519,15 @@ impl Controller {
         }
     }
 
-    /// The share of windows over the pause budget at `c`, its standard deviation, and the longest
-    /// pause over it. The model's chance, scaled by how far its chances have been off for this
-    /// process, counts as a few windows of evidence beside what was measured at `c`.
-    fn pauses_over(&self, c: &Candidate, p: &Prediction) -> (f64, f64, f64, f64) {
-        let Some(budget) = self.budgets.pause_ns() else { return (0.0, 0.0, 0.0, 0.0) };
-        let (q_model, worst) = p.windows_over(budget, self.budgets.window_s());
+    /// The share of windows over the pause budget at `c`. The model's chance, scaled by how far
+    /// off its chances have been for this process, counts as a few windows of evidence beside
+    /// what was measured at `c`.
+    fn pauses_over(&self, c: &Candidate, p: &Prediction) -> PauseOdds {
+        let Some(budget) = self.budgets.pause_ns() else { return PauseOdds::default() };
+        let (model_share, worst) = p.windows_over(budget, self.budgets.window_s());
         // The model's chance, scaled by how far off its chances have been, shrunk towards what
         // the settings below this one measured.
-        let model = (q_model * self.evidence.over_calibration(c.frozen)).min(1.0);
+        let model = (model_share * self.evidence.over_calibration(c.frozen)).min(1.0);
         let (pooled, pooled_windows) = self.evidence.over_below(c);
         let pool = pooled_windows.min(POOL_WINDOWS);
         let q = (model * PAUSE_PRIOR_WINDOWS + pooled * pool) / (PAUSE_PRIOR_WINDOWS + pool);
@@ -521,8 +536,12 @@ impl Controller {
         let measured_worst = stats.and_then(|s| s.pause_max_ms()).unwrap_or(0.0) * 1e6;
         let n = PAUSE_PRIOR_WINDOWS + windows;
         let share = (q * PAUSE_PRIOR_WINDOWS + over) / n;
-        let sd = (share * (1.0 - share) / (n + 1.0)).sqrt();
-        (share, sd, worst.max(if over > 0.0 { measured_worst } else { 0.0 }), q_model)
+        PauseOdds {
+            share,
+            sd: (share * (1.0 - share) / (n + 1.0)).sqrt(),
+            worst_ns: worst.max(if over > 0.0 { measured_worst } else { 0.0 }),
+            model_share,
+        }
     }
 
     /// Every candidate, with and without neurogc's collection for a freeze, estimated.
@@ -546,11 +565,12 @@ impl Controller {
             let freezing = c.frozen && !here.frozen;
             for collect in if freezing { &[false, true][..] } else { &[false][..] } {
                 let mut p = *p;
-                let (share, sd_over, mut worst, q_model) = self.pauses_over(c, &p);
+                let odds = self.pauses_over(c, &p);
+                let (share, mut worst) = (odds.share, odds.worst_ns);
                 // A setting is left only where its pause budget is credibly missed (one standard
                 // deviation); another is entered on its estimate. (Ten windows cannot show a 1%
                 // share: an upper bound would bar every setting with any chance of a long pause.)
-                let mut over = if *c == here { (share - sd_over).max(0.0) } else { share };
+                let mut over = if *c == here { (share - odds.sd).max(0.0) } else { share };
                 if freezing && !collect {
                     p.memory_bytes += self.collector.frozen_pending_bytes();
                 }
@@ -587,7 +607,7 @@ impl Controller {
                     ln_cost,
                     sd,
                     measured,
-                    q_model,
+                    q_model: odds.model_share,
                     misses,
                     objective,
                 });

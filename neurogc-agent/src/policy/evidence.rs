@@ -49,7 +49,6 @@ struct Moments {
     mean: f64,
     /// Σ w (x - mean)²
     spread: f64,
-    count: f64,
 }
 
 impl Moments {
@@ -58,7 +57,6 @@ impl Moments {
             return;
         }
         self.weight += w;
-        self.count += 1.0;
         let delta = x - self.mean;
         self.mean += delta * w / self.weight;
         self.spread += w * delta * (x - self.mean);
@@ -67,7 +65,6 @@ impl Moments {
     fn fade(&mut self, keep: f64) {
         self.weight *= keep;
         self.spread *= keep;
-        self.count *= keep;
     }
 
     fn get(&self) -> Option<f64> {
@@ -97,8 +94,6 @@ pub struct Stats {
 pub struct Measured {
     pub ln_cost: f64,
     pub se: f64,
-    /// The rounds of work behind it (faded).
-    pub rounds: f64,
 }
 
 impl Stats {
@@ -239,7 +234,7 @@ impl Evidence {
         let s = self.get(at)?;
         let mean = s.cost.get()?;
         let rounds = s.cost.weight;
-        Some(Measured { ln_cost: mean, se: (self.round_variance() / rounds.max(1e-3)).sqrt(), rounds })
+        Some(Measured { ln_cost: mean, se: (self.round_variance() / rounds.max(1e-3)).sqrt() })
     }
 }
 
