@@ -1,0 +1,72 @@
+"""Measures where this interpreter keeps `long_lived_total` and `long_lived_pending`.
+
+Run it with the interpreter to measure (as root is not needed; it reads its own memory):
+
+    python3.14 xtask/layouts/gc_counters.py
+
+It finds `generations[0].threshold` in the main interpreter's state by setting unusual
+thresholds and looking for them 24 bytes apart (one `struct gc_generation` each), then, after
+two full collections (the second settles objects the first untracked lazily), looks for the
+8-byte word equal to `len(gc.get_objects(2))` and checks that the next word counts promotions
+into the oldest generation. It prints both offsets from threshold0; the GC state's own offset
+of threshold0 is `generations + 16` (neurogc-agent/src/interp/cpython.rs, `gc_layout`).
+Needs /proc/self/maps (mount proc inside a chroot).
+"""
+import ctypes
+import gc
+import struct
+import sys
+
+PROBE = (12345, 77, 55)
+STRIDE = 24  # sizeof(struct gc_generation): a PyGC_Head, threshold, count
+
+
+def mapped_end(address):
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+            if lo <= address < hi:
+                return hi
+    sys.exit(f"{address:#x} is not mapped")
+
+
+def main():
+    try:
+        get = ctypes.pythonapi.PyInterpreterState_Get
+        get.restype = ctypes.c_void_p
+        interp = get()
+    except AttributeError:  # 3.8: the GC state is inside _PyRuntime itself
+        interp = ctypes.addressof(ctypes.c_char.in_dll(ctypes.pythonapi, "_PyRuntime"))
+    saved = gc.get_threshold()
+    gc.set_threshold(*PROBE)
+    blob = ctypes.string_at(interp, min(mapped_end(interp), interp + (1 << 20)) - interp)
+    gc.set_threshold(*saved)
+    found = [
+        off
+        for off in range(0, len(blob) - 2 * STRIDE - 4, 4)
+        if all(struct.unpack_from("<i", blob, off + g * STRIDE)[0] == PROBE[g] for g in range(3))
+    ]
+    if len(found) != 1:
+        sys.exit(f"threshold0 found at {found}, want exactly one place")
+    threshold0 = interp + found[0]
+    gc.collect()
+    gc.collect()
+    oldest = len(gc.get_objects(2))
+    words = ctypes.string_at(threshold0, 512)
+    at = [o for o in range(0, 512 - 8, 4) if struct.unpack_from("<q", words, o) == (oldest,)]
+    keep = []
+    for _ in range(10):
+        keep.append([[] for _ in range(1000)])
+        gc.collect(1)  # promotes the survivors into the oldest generation
+    after = ctypes.string_at(threshold0, 512)
+    # 10 lists of 1000 and their 10 holders, plus the few objects the loop itself promotes.
+    pairs = [(o, struct.unpack_from("<qq", after, o)) for o in at]
+    promoted = [(o, p) for o, (t, p) in pairs if t == oldest and 10010 <= p < 10100]
+    print(f"{sys.version.split()[0]}: threshold0 at state+{found[0]}; ", end="")
+    if len(promoted) != 1:
+        sys.exit(f"no long_lived_total/pending pair: {oldest} objects; words {pairs}")
+    (off, pending), = promoted
+    print(f"long_lived_total at threshold0+{off}, long_lived_pending +8 ({pending} promoted)")
+
+
+main()
