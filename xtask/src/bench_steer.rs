@@ -307,6 +307,39 @@ pub struct Timeline {
     pub pauses: Vec<(f64, i8, f64)>,
     /// (seconds since the run's start, what changed)
     pub changes: Vec<(f64, String)>,
+    /// Every decision's time (seconds since the run's start): the agent's windows end there.
+    pub windows: Vec<f64>,
+}
+
+/// Share of the final gain that counts as converged.
+const CONVERGED: f64 = 0.9;
+
+impl Timeline {
+    /// Windows from attach until the time in collections first reaches 90% of the run's final
+    /// gain: each window's share of wall time in pauses, smoothed over 3 windows; the level at
+    /// attach is the first two windows', the final level the last third's. None where the run
+    /// gained under 5% of wall time's worth on a share that small, or has under 9 windows.
+    pub fn windows_to_converge(&self) -> Option<usize> {
+        let share: Vec<f64> = self
+            .windows
+            .windows(2)
+            .map(|w| {
+                let ms: f64 = self.pauses.iter().filter(|p| p.0 >= w[0] && p.0 < w[1]).map(|p| p.2).sum();
+                ms / 1e3 / (w[1] - w[0]).max(1e-3)
+            })
+            .collect();
+        if share.len() < 9 {
+            return None;
+        }
+        let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
+        let attach = mean(&share[..2]);
+        let last = mean(&share[share.len() * 2 / 3..]);
+        if attach - last < 0.05 * attach.max(0.01) {
+            return None;
+        }
+        let goal = attach - CONVERGED * (attach - last);
+        (0..share.len() - 2).find(|&k| mean(&share[k..k + 3]) <= goal).map(|k| k + 1)
+    }
 }
 
 pub struct Run {
@@ -352,12 +385,13 @@ fn agent_records(jsonl: &Path, start_ns: u64, from_ns: u64) -> Result<(Held, Tim
     let file = std::fs::File::open(jsonl).with_context(|| format!("opening {}", jsonl.display()))?;
     let mut reader = TraceReader::new(BufReader::new(file))?;
     let mut held = Held::default();
-    let mut timeline = Timeline { pauses: Vec::new(), changes: Vec::new() };
+    let mut timeline = Timeline { pauses: Vec::new(), changes: Vec::new(), windows: Vec::new() };
     let at = |ts_ns: u64| ts_ns.saturating_sub(start_ns) as f64 / 1e9;
     while let Some(record) = reader.next()? {
         match record {
             Record::Gc(c) => timeline.pauses.push((at(c.ts_ns), c.r#gen, c.duration_ns as f64 / 1e6)),
             Record::Decision(d) => {
+                timeline.windows.push(at(d.ts_ns));
                 if d.change {
                     timeline.changes.push((at(d.ts_ns), d.what.unwrap_or_default()));
                 }

@@ -220,6 +220,58 @@ fn ablation(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
     md
 }
 
+/// Windows from attach to 90% of the final gain in time spent collecting, act against act on
+/// the analytic model alone (medians over the runs that gained; a dash where none did).
+fn convergence(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
+    let mut md = String::from(
+        "## Convergence
+
+Windows from attach until the share of wall time in collections first          reaches 90% of the run's final gain (smoothed over 3 windows; the level at attach is the          first two windows', the final one the last third's); medians over the runs that gained.          Targets: ≤ 10 windows; with the model ≤ 0.7× the windows without it on the held-out          mean.
+
+| workload | family | act | rules only | act / rules | verdict |
+|---|---|---|---|---|---|
+",
+    );
+    let mut held_out = Vec::new();
+    for (workload, runs) in results {
+        let of = Of(runs);
+        let windows = |c: Config| {
+            let v: Vec<f64> = of
+                .runs(c)
+                .filter_map(|r| r.timeline.as_ref()?.windows_to_converge())
+                .map(|w| w as f64)
+                .collect();
+            (!v.is_empty()).then(|| (median(v.clone()), v.len()))
+        };
+        let (act, rules) = (windows(Config::Act), windows(Config::Rules));
+        if act.is_none() && rules.is_none() {
+            continue;
+        }
+        let cell = |w: Option<(f64, usize)>| {
+            w.map_or("—".to_owned(), |(m, n)| format!("{m:.0} ({})", crate::measure::plural(n, "run")))
+        };
+        let ratio = act.zip(rules).map(|(a, r)| a.0 / r.0.max(1.0));
+        if let Some(r) = ratio.filter(|_| workload.held_out()) {
+            held_out.push(r);
+        }
+        md += &format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            workload.name(),
+            if workload.held_out() { "held out" } else { "tuning" },
+            cell(act),
+            cell(rules),
+            ratio.map_or("—".to_owned(), |r| format!("{r:.2}×")),
+            verdict(act.is_some_and(|a| a.0 <= 10.0))
+        );
+    }
+    if !held_out.is_empty() {
+        let mean = held_out.iter().sum::<f64>() / held_out.len() as f64;
+        md +=
+            &format!("\nHeld-out families: act / rules {mean:.2}× on the mean ({}).\n", verdict(mean <= 0.7));
+    }
+    md
+}
+
 fn verdict(ok: bool) -> &'static str {
     if ok { "MET" } else { "MISSED" }
 }
@@ -363,6 +415,8 @@ pub fn write(opts: &Options, results: &[(Workload, Vec<(Config, Run)>)]) -> Resu
     md += &targets(results);
     md += "\n";
     md += &ablation(results);
+    md += "\n";
+    md += &convergence(results);
     for (workload, runs) in results {
         let of = Of(runs);
         let base_rate = if workload.is_batch() { String::new() } else { format!(", load × {}", opts.load) };

@@ -70,6 +70,11 @@ impl Moments {
     fn get(&self) -> Option<f64> {
         (self.weight > 0.0).then_some(self.mean)
     }
+
+    /// The mean's standard error, from its own spread (windows weigh 1 each).
+    fn se(&self) -> Option<f64> {
+        (self.weight > 1.0).then(|| (self.spread / (self.weight - 1.0) / self.weight).sqrt())
+    }
 }
 
 /// What one setting measured.
@@ -109,6 +114,11 @@ impl Stats {
 
     pub fn gc_share(&self) -> Option<f64> {
         self.gc_share.get()
+    }
+
+    /// The GC share's standard error over the windows measured.
+    pub fn gc_share_se(&self) -> Option<f64> {
+        self.gc_share.se()
     }
 
     pub fn pause_max_ms(&self) -> Option<f64> {
