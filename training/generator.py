@@ -13,7 +13,7 @@ Families (the shape of GC load; every size and rate is drawn from the seed):
   phases           the service and the batch loop alternating every few seconds
   threads          two to four threads serving requests against one shared heap
 
-Every 1.5–5 s (seeded) the process sets its own thresholds, drawn from the controller's grid. An
+Every 1–2.5 s (seeded) the process sets its own thresholds, drawn from the controller's grid. An
 observing agent records the thresholds it reads from the interpreter's state with every window,
 so the recording holds what each action did from each state: the training data. (No freezes: an
 observing agent cannot count frozen objects, which only the act-mode hook reads; freezing stays
@@ -91,14 +91,14 @@ class Explorer:
 
     def __init__(self, rng):
         self.rng = rng
-        self.next = time.monotonic() + rng.uniform(1.5, 5.0)
+        self.next = time.monotonic() + rng.uniform(1.0, 2.5)
         self.changes = 0
 
     def tick(self):
         now = time.monotonic()
         if now < self.next:
             return
-        self.next = now + self.rng.uniform(1.5, 5.0)
+        self.next = now + self.rng.uniform(1.0, 2.5)
         self.changes += 1
         gc.set_threshold(self.rng.choice(T0), self.rng.choice(T1), self.rng.choice(T2))
 

@@ -224,13 +224,11 @@ fn ablation(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
 /// the analytic model alone (medians over the runs that gained; a dash where none did).
 fn convergence(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
     let mut md = String::from(
-        "## Convergence
-
-Windows from attach until the share of wall time in collections first          reaches 90% of the run's final gain (smoothed over 3 windows; the level at attach is the          first two windows', the final one the last third's); medians over the runs that gained.          Targets: ≤ 10 windows; with the model ≤ 0.7× the windows without it on the held-out          mean.
-
-| workload | family | act | rules only | act / rules | verdict |
-|---|---|---|---|---|---|
-",
+        "## Convergence\n\nWindows from attach until the share of wall time in collections first \
+         reaches 90% of the run's final gain (smoothed over 3 windows; the level at attach is the \
+         first two windows', the final one the last third's); medians over the runs that gained. \
+         Targets: ≤ 10 windows; with the model ≤ 0.7× the windows without it on the held-out \
+         mean.\n\n| workload | family | act | rules only | act / rules | verdict |\n|---|---|---|---|---|---|\n",
     );
     let mut held_out = Vec::new();
     for (workload, runs) in results {

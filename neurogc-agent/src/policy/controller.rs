@@ -107,8 +107,6 @@ struct Scored {
     misses: Misses,
     /// ln cost plus the weight of pauses over the budget, memory and the change itself.
     objective: f64,
-    /// The pauses' part of it.
-    pause_cost: f64,
 }
 
 /// A setting's share of windows over the pause budget, estimated.
@@ -629,7 +627,6 @@ impl Controller {
                     q_model: odds.model_share,
                     misses,
                     objective,
-                    pause_cost,
                 });
             }
         }
@@ -684,15 +681,11 @@ impl Controller {
             .collect();
         // A budget no setting is estimated to hold is said once, and set aside: what every
         // setting misses tells them apart by noise alone (chasing it moved the training loop
-        // of the benchmark every window). The other budgets and the cost decide.
+        // of the benchmark every window). The other budgets and the objective decide, whose
+        // weight on pauses over the budget still prefers fewer and shorter ones.
         let given_up = self.give_up(&unholdable, &now, &scored);
         for s in std::iter::once(&mut now).chain(scored.iter_mut()) {
             s.misses = unholdable.iter().fold(s.misses, |m, b| m.except(*b));
-            // Where every setting holds pauses over the budget, their weight is the longest
-            // pause seen, window by window: noise many times the cost's differences.
-            if unholdable.contains(&Budget::Pause) {
-                s.objective -= s.pause_cost;
-            }
         }
         let held = if unholdable.is_empty() {
             "budgets hold".to_owned()
@@ -719,14 +712,15 @@ impl Controller {
                 }
                 None => {
                     let why = format!(
-                        "{held}; no setting credibly cheaper than {} ({}): {}",
+                        "{held}; no setting credibly cheaper than {} ({}): {}{}",
                         here,
                         if now.measured > 0 {
                             format!("measured over {}", crate::text::plural(now.measured, "collection"))
                         } else {
                             "not measured yet".to_owned()
                         },
-                        describe(&now)
+                        describe(&now),
+                        if unholdable.contains(&Budget::Pause) { self.freeze_note(r) } else { "" }
                     );
                     (choice(now, None, why), unholdable)
                 }

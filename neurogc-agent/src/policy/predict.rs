@@ -33,9 +33,12 @@ pub const HORIZON_S: f64 = 600.0;
 
 /// The learned model's inputs for one candidate (the model contract's `neurogc.features`): the
 /// analytic prediction, how far the candidate is from what the process has shown, and the
-/// process's state. Logarithms, since pauses, rates and sizes span decades. training/features.py
-/// reads this array from here: keep it one name per line.
-pub const FEATURES: [&str; 18] = [
+/// process's state. Logarithms, since pauses, rates and sizes span decades. The last six are the
+/// move times the process's state: the agent applies a candidate's output less the output for
+/// the setting in force, so in a model linear in its inputs the state alone cancels; these let
+/// the same move be predicted differently in different processes. training/features.py reads
+/// this array from here: keep it one name per line.
+pub const FEATURES: [&str; 24] = [
     "ln_share",
     "ln_pause0_us",
     "ln_pause1_us",
@@ -54,6 +57,12 @@ pub const FEATURES: [&str; 18] = [
     "pending_share",
     "ln_share_ratio",
     "ln_pause0_ratio",
+    "d_ln_t0_x_alloc",
+    "d_ln_t0_x_garbage",
+    "d_ln_t0_x_old",
+    "d_ln_t1_x_garbage",
+    "freeze_x_old",
+    "freeze_x_pending",
 ];
 pub const FEATURE_COUNT: usize = FEATURES.len();
 
@@ -508,25 +517,37 @@ impl Collector {
             .min_by(|a, b| a.abs().total_cmp(&b.abs()))
             .unwrap_or((t[0] / 700.0).ln());
         let [total, pending] = r.long_lived.unwrap_or([0, 0]).map(|v| v.max(0) as f64);
+        let d_t = [0, 1].map(|g| (t[g] / now[g]).ln());
+        let freeze = f64::from(u8::from(c.frozen)) - f64::from(u8::from(frozen_now));
+        let alloc = (self.alloc.or(0.0) / 1e3 + 1.0).ln();
+        let garbage = self.young_garbage.or(0.5);
+        let old = (total / 1e5 + 1.0).ln();
+        let pending_share = if total > 0.0 { (pending / total).min(4.0) } else { 0.0 };
         let f = [
             (p.share + 1e-4).ln(),
             (p.pause_ns[0] / 1e3 + 1.0).ln(),
             (p.pause_ns[1] / 1e3 + 1.0).ln(),
             (p.pause_ns[2] / 1e6 + 1.0).ln(),
             (p.rate[2] * 60.0).min(600.0),
-            (t[0] / now[0]).ln(),
-            (t[1] / now[1]).ln(),
+            d_t[0],
+            d_t[1],
             (t[2] / now[2]).ln(),
             (t[0] / 700.0).ln(),
-            f64::from(u8::from(c.frozen)) - f64::from(u8::from(frozen_now)),
+            freeze,
             f64::from(u8::from(frozen_now)),
             seen,
-            (self.alloc.or(0.0) / 1e3 + 1.0).ln(),
-            self.young_garbage.or(0.5),
-            (total / 1e5 + 1.0).ln(),
-            if total > 0.0 { (pending / total).min(4.0) } else { 0.0 },
+            alloc,
+            garbage,
+            old,
+            pending_share,
             self.share_ratio.or(1.0).ln(),
             self.pause_ratio[0].or(1.0).ln(),
+            d_t[0] * alloc,
+            d_t[0] * garbage,
+            d_t[0] * old,
+            d_t[1] * garbage,
+            freeze * old,
+            freeze * pending_share,
         ];
         f.map(|x| if x.is_finite() { x as f32 } else { 0.0 })
     }
