@@ -15,7 +15,7 @@ both exist; the model g is fitted so that g(new) - g(before) predicts it, which 
 applies it (each candidate's output less that of the action in force).
 
 The model class is chosen by measurement: each family is held out in turn (trained on the others,
-tested on it), and the class with the least mean held-out error is shipped; "none" (no correction:
+tested on it), and the simplest class within 1% of the least mean held-out error is shipped; "none" (no correction:
 the analytic model alone) is a candidate, so a model that does not generalise is not shipped.
 """
 import glob
@@ -221,7 +221,12 @@ def main():
         for name, fit in CLASSES.items():
             held[name][fam] = errors(fit(norm(xt), norm(ft), yt), norm(xv), norm(fv), yv)
     score = {name: float(np.nanmean([summary(per[f]) for f in families])) for name, per in held.items()}
-    chosen = min(CLASSES, key=lambda name: (round(score[name], 4), list(CLASSES).index(name)))
+    # The simplest class within 1% of the best: on 2026-11-25 the ridge model with the
+    # move-times-state inputs won offline by 0.6% (0.627 against 0.631) and, in the closed loop,
+    # predicted moves far outside its training range at 0.05x the cost (the demo at half speed
+    # fell from ≤ 0.2x the defaults' p99 to 0.7-1.0x in 6 of 10 runs).
+    best = min(score.values())
+    chosen = next(name for name in CLASSES if score[name] <= best * 1.01)
     layers = CLASSES[chosen](norm(x_all), norm(f_all), y_all)
     model = onnx_model.build(layers, mean, std, FEATURES, chosen,
                              {"neurogc.trained_on": ",".join(families), "neurogc.seed": str(SEED),
@@ -274,7 +279,8 @@ def main():
         "Transitions where the thresholds had just changed (the others carry nothing to learn).",
         "Each family in turn is left out: trained on the others, tested on it. Error = mean",
         "|ln(measured / corrected prediction)| (0.69 is a factor of 2), averaged over the outputs",
-        "measured; per family, then the mean. The class with the least mean is shipped.",
+        "measured; per family, then the mean. The simplest class within 1% of the least mean is",
+        "shipped (a more complex one must earn its place: see train.py for the run that showed why).",
         "",
         "| class | " + " | ".join(families) + " | mean |",
         "|---|" + "---|" * (len(families) + 1),

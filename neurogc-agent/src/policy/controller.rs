@@ -50,6 +50,8 @@ const MODEL_FLOOR: f64 = 0.02;
 /// ln(threshold0) (one standard deviation): a larger young generation touches more memory
 /// between collections, and the process shows by how much once one is tried.
 const PRIOR_SLOWDOWN_SD: f64 = 0.15;
+/// A miss told apart from noise: at most this share of the miss of the setting in force.
+const HALF: f64 = 0.5;
 /// Windows of evidence the predicted share of windows over the pause budget counts as.
 const PAUSE_PRIOR_WINDOWS: f64 = 10.0;
 /// Windows of evidence what the other settings measured counts as, at most.
@@ -683,14 +685,23 @@ impl Controller {
         // setting misses tells them apart by noise alone (chasing it moved the training loop
         // of the benchmark every window). The other budgets and the objective decide, whose
         // weight on pauses over the budget still prefers fewer and shorter ones.
+        // Unless some setting misses it by half as much or less (a freeze that cuts the longest
+        // pause from 200 to 40 ms): that is a miss told apart by more than noise.
         let given_up = self.give_up(&unholdable, &now, &scored);
+        let aside: Vec<Budget> = Budget::ALL
+            .into_iter()
+            .enumerate()
+            .filter(|(_, b)| unholdable.contains(b))
+            .filter(|(i, _)| !scored.iter().any(|s| s.misses.key()[*i] <= HALF * now.misses.key()[*i]))
+            .map(|(_, b)| b)
+            .collect();
         for s in std::iter::once(&mut now).chain(scored.iter_mut()) {
-            s.misses = unholdable.iter().fold(s.misses, |m, b| m.except(*b));
+            s.misses = aside.iter().fold(s.misses, |m, b| m.except(*b));
         }
-        let held = if unholdable.is_empty() {
+        let held = if aside.is_empty() {
             "budgets hold".to_owned()
         } else {
-            format!("budgets hold but {} (none can)", budget_words(&unholdable))
+            format!("budgets hold but {} (none can)", budget_words(&aside))
         };
         let cheapest = |set: &mut dyn Iterator<Item = &Scored>| -> Option<Scored> {
             set.min_by(|a, b| a.objective.total_cmp(&b.objective)).copied()
@@ -720,7 +731,7 @@ impl Controller {
                             "not measured yet".to_owned()
                         },
                         describe(&now),
-                        if unholdable.contains(&Budget::Pause) { self.freeze_note(r) } else { "" }
+                        if aside.contains(&Budget::Pause) { self.freeze_note(r) } else { "" }
                     );
                     (choice(now, None, why), unholdable)
                 }
@@ -733,7 +744,7 @@ impl Controller {
                 now.misses.names(),
                 describe(&now),
                 best.c,
-                if unholdable.is_empty() { "every budget" } else { "the others" },
+                if aside.is_empty() { "every budget" } else { "the others" },
                 evidence_words(&best, &now),
                 describe(&best)
             );
@@ -754,7 +765,7 @@ impl Controller {
             .copied();
         let clearly_better = |s: &Scored| {
             let (ks, kn) = (key(s), key(&now));
-            (0..3).find(|&i| (ks[i] - kn[i]).abs() > 1e-9).is_some_and(|i| ks[i] < kn[i] * 0.9)
+            (0..3).find(|&i| (ks[i] - kn[i]).abs() > 1e-9).is_some_and(|i| ks[i] <= kn[i] * HALF)
         };
         Ok(match least.filter(clearly_better) {
             Some(best) => {
