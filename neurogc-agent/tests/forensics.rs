@@ -716,7 +716,7 @@ fn replay_runs_a_model_over_recorded_windows() {
     }
     // Every window from the third checks the last one's prediction, with the model's inputs.
     for d in decisions.iter().skip(2) {
-        assert_eq!(d["check"]["features"].as_array().map(Vec::len), Some(18), "{d}");
+        assert_eq!(d["check"]["features"].as_array().map(Vec::len), Some(24), "{d}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
