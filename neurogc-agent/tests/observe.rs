@@ -116,7 +116,12 @@ fn four_threads_every_collection_counted_and_timed_around_the_workloads_own_timi
             total_own as f64 / 1e6,
             median as f64 / 1e3
         );
-        if median.abs() > 300_000 {
+        // Never longer than the workload's own timing at the median. Shorter by up to one GIL
+        // switch interval (5 ms): where collections are few and long (3.14's 35 of ~46 ms with
+        // four threads), a thread waiting for the GIL asks for it during nearly every one, and
+        // the callback after the collection hands it over before it reads the clock.
+        let switch_ns = 5_000_000;
+        if median > 300_000 || median < -(switch_ns + 300_000) {
             errors.push(format!("{}: the median pause exceeds the workload's own by {median} ns", py.name));
         }
         // Free-threaded: the other threads running Python when each collection began (the ones
