@@ -65,8 +65,8 @@ fn four_threads_every_collection_counted_and_timed_around_the_workloads_own_timi
     // collection stops them all. The workload times each collection itself (its gc.callbacks'
     // "start" to "stop"). On 3.13t the probed gc_collect_main runs both callbacks inside it, so
     // every pause the agent reports contains the workload's. On the other builds the callbacks
-    // run outside the probed span, and a thread switch inside a callback lengthens the workload's
-    // timing (by milliseconds, now and then): there the two agree at the median.
+    // run outside the probed span, and a thread switch inside a callback would lengthen the
+    // workload's timing (it lengthens its switch interval): there the two agree at the median.
     for_each_python(|py| {
         let target = py.command(&["--seconds", "2", "--threads", "4", "--pauses"]);
         let (lines, err_lines) =
@@ -116,12 +116,10 @@ fn four_threads_every_collection_counted_and_timed_around_the_workloads_own_timi
             total_own as f64 / 1e6,
             median as f64 / 1e3
         );
-        // Never longer than the workload's own timing at the median. Shorter by up to one GIL
-        // switch interval (5 ms): where collections are few and long (3.14's 35 of ~46 ms with
-        // four threads), a thread waiting for the GIL asks for it during nearly every one, and
-        // the callback after the collection hands it over before it reads the clock.
-        let switch_ns = 5_000_000;
-        if median > 300_000 || median < -(switch_ns + 300_000) {
+        // (The workload lengthens its GIL switch interval while it times pauses: at CPython's
+        // 5 ms, collections of 35–45 ms with four threads read 5–7 ms longer in the callbacks
+        // at the median, a handoff inside the workload's timing.)
+        if median.abs() > 300_000 {
             errors.push(format!("{}: the median pause exceeds the workload's own by {median} ns", py.name));
         }
         // Free-threaded: the other threads running Python when each collection began (the ones
