@@ -27,6 +27,11 @@ pub enum Budget {
 impl Budget {
     pub const ALL: [Budget; 3] = [Budget::Memory, Budget::Pause, Budget::Gc];
 
+    /// Budgets in words: "pause", "memory, pause".
+    pub fn list(budgets: impl IntoIterator<Item = Budget>) -> String {
+        budgets.into_iter().map(Budget::words).collect::<Vec<_>>().join(", ")
+    }
+
     /// As decision records name it.
     pub fn name(self) -> &'static str {
         match self {
@@ -72,7 +77,7 @@ impl Misses {
 
     /// The budgets missed, in words ("pause, GC share").
     pub fn names(&self) -> String {
-        self.missed().map(Budget::words).collect::<Vec<_>>().join(", ")
+        Budget::list(self.missed())
     }
 
     /// The highest-priority budget missed.

@@ -171,11 +171,6 @@ pub struct Controller {
     expected_over: f64,
 }
 
-/// "pause", "memory, pause".
-fn budget_words(budgets: &[Budget]) -> String {
-    budgets.iter().map(|b| b.words()).collect::<Vec<_>>().join(", ")
-}
-
 fn mib(b: f64) -> f64 {
     b / 1048576.0
 }
@@ -701,7 +696,7 @@ impl Controller {
         let held = if aside.is_empty() {
             "budgets hold".to_owned()
         } else {
-            format!("budgets hold but {} (none can)", budget_words(&aside))
+            format!("budgets hold but {} (none can)", Budget::list(aside.iter().copied()))
         };
         let cheapest = |set: &mut dyn Iterator<Item = &Scored>| -> Option<Scored> {
             set.min_by(|a, b| a.objective.total_cmp(&b.objective)).copied()
@@ -796,7 +791,7 @@ impl Controller {
             self.said = None;
             return None;
         }
-        let names = budget_words(unholdable);
+        let names = Budget::list(unholdable.iter().copied());
         if self.said.as_ref() == Some(&names) {
             return None;
         }
