@@ -92,6 +92,8 @@ pub struct Decoder {
     /// Attached to a running interpreter (not caught at exec or launched): its GC state exists
     /// from the start, so it is looked for at once and on every window.
     attached: bool,
+    /// Free-threaded builds: the collections counted so far, by the interpreter's totals.
+    counted: events::Counted,
 }
 
 impl Decoder {
@@ -103,7 +105,7 @@ impl Decoder {
         if attached {
             gc.refresh(pid);
         }
-        Decoder { pid, gc, held: Vec::new(), attached }
+        Decoder { pid, gc, held: Vec::new(), attached, counted: Default::default() }
     }
 
     pub fn push(&mut self, ev: GcEvent) {
@@ -149,7 +151,8 @@ impl Decoder {
         let trusted = self.gc.trusted();
         let concurrent = self.gc.state().is_some_and(|s| s.free_threaded);
         for raw in std::mem::take(&mut self.held) {
-            if let Some(c) = events::decode(&raw, trusted, concurrent, clock) {
+            let counted = concurrent.then_some(&mut self.counted);
+            if let Some(c) = events::decode(&raw, trusted, counted, clock) {
                 each(c, &raw)?;
             }
         }

@@ -179,6 +179,26 @@ fn four_threads_every_collection_counted_and_timed_around_the_workloads_own_timi
 }
 
 #[test]
+fn threads_that_all_call_the_collector_at_once_are_each_counted_once() {
+    // Three threads calling gc.collect() on every iteration: on a free-threaded build they enter
+    // the collector together, most return at once, and windows straddle each other's ends. Each
+    // collection the workload's callbacks saw is counted once, with what it freed.
+    for_each_python(|py| {
+        let target =
+            py.command(&["--seconds", "1", "--threads", "3", "--manual", "1", "--bare", "--idle-main"]);
+        let (lines, err_lines) =
+            match launched(py, &["--mode", "observe", "--json", "--duration", "120"], &target) {
+                Ok(out) => out,
+                Err(e) => return e,
+            };
+        let report = report_of(&err_lines);
+        let seen = lines.iter().filter(|l| l["type"] == "gc").count();
+        eprintln!("{}: {seen} collections", py.name);
+        compare(&py.name, &lines, &report, true)
+    });
+}
+
+#[test]
 fn launch_mode_exits_with_the_commands_status() {
     // As `time` and `strace` do: `neurogc-agent -- pytest` in CI must fail when pytest fails.
     let mut errors = Vec::new();

@@ -25,6 +25,7 @@ impl GcEvent {
         arg_gen: 0,
         result: 0,
         delta: [GenStats { collections: 0, collected: 0, uncollectable: 0 }; NUM_GENERATIONS],
+        after: [GenStats { collections: 0, collected: 0, uncollectable: 0 }; NUM_GENERATIONS],
         flags: 0,
         running: RUNNING_UNKNOWN,
         stack_status: 0,
@@ -35,7 +36,8 @@ impl GcEvent {
 }
 
 /// `GcEvent::flags`: `delta` holds the difference of two successful reads of
-/// `generation_stats[]`, taken when the collection began and when it ended.
+/// `generation_stats[]`, taken when the collection began and when it ended, and `after` the
+/// second.
 pub const EVENT_HAS_STATS: u32 = 1;
 
 /// Python frames the kernel copies per collection (the stack of the thread that triggered it,
@@ -153,6 +155,9 @@ pub struct GcEvent {
     pub result: i64,
     /// `generation_stats[]` at the end minus at the begin.
     pub delta: [GenStats; NUM_GENERATIONS],
+    /// `generation_stats[]` at the end: where several threads enter the collector at once, the
+    /// agent tells which collections it has already counted by these running totals.
+    pub after: [GenStats; NUM_GENERATIONS],
     pub flags: u32,
     /// Free-threaded builds: the other threads attached to the interpreter (running Python) when
     /// the collection began, which its stop-the-world then halted; `RUNNING_UNKNOWN` elsewhere.
@@ -282,15 +287,16 @@ mod tests {
     /// The agent reads events by this layout; a reordered field would silently shift every value.
     #[test]
     fn event_layout_is_the_documented_abi() {
-        assert_eq!(size_of::<GcEvent>(), 128 + 16 * MAX_FRAMES + 4 * MAX_RUNNING_TIDS);
+        assert_eq!(size_of::<GcEvent>(), 200 + 16 * MAX_FRAMES + 4 * MAX_RUNNING_TIDS);
         assert_eq!(offset_of!(GcEvent, pid), 16);
         assert_eq!(offset_of!(GcEvent, arg_gen), 24);
         assert_eq!(offset_of!(GcEvent, delta), 40);
-        assert_eq!(offset_of!(GcEvent, flags), 112);
-        assert_eq!(offset_of!(GcEvent, running), 116);
-        assert_eq!(offset_of!(GcEvent, frames), 128);
+        assert_eq!(offset_of!(GcEvent, after), 112);
+        assert_eq!(offset_of!(GcEvent, flags), 184);
+        assert_eq!(offset_of!(GcEvent, running), 188);
+        assert_eq!(offset_of!(GcEvent, frames), 200);
         assert_eq!(size_of::<StackLocator>(), 80);
-        assert_eq!(offset_of!(GcEvent, running_tids), 128 + 16 * MAX_FRAMES);
+        assert_eq!(offset_of!(GcEvent, running_tids), 200 + 16 * MAX_FRAMES);
         assert_eq!(size_of::<ArgSpec>(), 24);
     }
 }

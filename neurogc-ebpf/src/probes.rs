@@ -331,8 +331,11 @@ fn end(regs: *mut pt_regs) {
         };
         g += 1;
     }
-    if after.is_some() {
+    if let Some(after) = after {
+        event.after = after;
         event.flags = EVENT_HAS_STATS;
+    } else {
+        event.after = [GenStats { collections: 0, collected: 0, uncollectable: 0 }; NUM_GENERATIONS];
     }
     event.stack_status = inflight.stack_status;
     event.stack_depth = inflight.stack_depth;

@@ -5,7 +5,7 @@ gc.callbacks. At the end it prints one JSON line with its own counts and exits w
 that no shutdown collection (which gc.callbacks never reports) runs after the report.
 
   python cycles.py [--seconds S | --iterations N] [--threads T] [--wait] [--manual K]
-                   [--threshold T0] [--idle-main] [--depth D] [--pauses]
+                   [--threshold T0] [--idle-main] [--depth D] [--pauses] [--bare]
 
 --wait: print "ready" and wait for a line on stdin before counting (attach mode).
 --idle-main: the main thread only waits for the worker threads (blocked in join).
@@ -52,14 +52,14 @@ class Node:
         self.payload = None
 
 
-def churn(iterations, deadline, manual_every):
+def churn(iterations, deadline, manual_every, keep_every=97):
     keep = []
     i = 0
     while (iterations is None or i < iterations) and (deadline is None or time.monotonic() < deadline):
         a, b = Node(), Node()
         a.peer, b.peer = b, a
         a.payload = [a, {"k": b}]
-        if i % 97 == 0:
+        if keep_every and i % keep_every == 0:
             keep.append((a, b))  # some objects survive into the older generations
             if len(keep) > 2000:
                 del keep[:1000]
@@ -90,6 +90,8 @@ def main():
     p.add_argument("--idle-main", action="store_true", help="the main thread only joins the workers")
     p.add_argument("--depth", type=int, default=1, help="run the work this many frames deep")
     p.add_argument("--pauses", action="store_true", help="report every pause the callbacks timed")
+    p.add_argument("--bare", action="store_true", help="keep nothing: collections find a near-empty "
+                   "heap and are short, so that with --manual 1 threads enter the collector together")
     args = p.parse_args()
     if args.threshold:
         t = gc.get_threshold()
@@ -113,15 +115,16 @@ def main():
     gc.callbacks.append(on_gc)
     if enabled:
         gc.enable()
+    keep_every = 0 if args.bare else 97
     started = time.monotonic()
     deadline = started + args.seconds if args.seconds else None
     workers = [
-        threading.Thread(target=churn, args=(args.iterations, deadline, args.manual))
+        threading.Thread(target=churn, args=(args.iterations, deadline, args.manual, keep_every))
         for _ in range(args.threads)
     ]
     for w in workers:
         w.start()
-    n = 0 if args.idle_main else at_depth(args.depth, churn, args.iterations, deadline, args.manual)
+    n = 0 if args.idle_main else at_depth(args.depth, churn, args.iterations, deadline, args.manual, keep_every)
     for w in workers:
         w.join()
     elapsed = time.monotonic() - started

@@ -20,7 +20,7 @@ pub struct GcState {
     pub generations: u64,
     /// Offset of `long_lived_total` (see `GcLayout::long_lived`).
     pub long_lived: Option<u64>,
-    /// A free-threaded build's state: threads enter the collector at once (see `events::decode`).
+    /// A free-threaded build's state: threads enter the collector at once (see `events::Counted`).
     pub free_threaded: bool,
 }
 
