@@ -24,11 +24,11 @@ const PRIOR_ROUND_WINDOWS: f64 = 3.0;
 /// One window at one setting, as evidence.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Observation {
-    /// ln(CPU nanoseconds per net container allocation): what the process pays per unit of work,
+    /// ln(CPU nanoseconds per unit of work, `Reading::work_per_s`): what the process pays,
     /// the collector and the application's own slowdown together. None where the window had no
     /// work to divide by.
     pub ln_cost: Option<f64>,
-    /// ln(CPU nanoseconds outside collections per net allocation): the application's own part.
+    /// ln(CPU nanoseconds outside collections per unit of work): the application's own part.
     pub ln_mutator: Option<f64>,
     /// Work in the window, in rounds (allocations / the application's threshold0).
     pub rounds: f64,
