@@ -586,6 +586,12 @@ impl Controller {
             let freezing = c.frozen && !here.frozen;
             for collect in if freezing { &[false, true][..] } else { &[false][..] } {
                 let mut p = *p;
+                // A setting not measured yet is entered on its memory bounded pessimistically,
+                // as its cost is: the model's bytes per object are an average over what it has
+                // seen (a far jump on the training benchmark kept 24 MiB where 19 were allowed).
+                if measured == 0 && *c != here {
+                    p.memory_bytes *= 1.0 + MODEL_ERROR;
+                }
                 let odds = self.pauses_over(c, &p);
                 let (share, mut worst) = (odds.share, odds.worst_ns);
                 // A setting is left only where its pause budget is credibly missed (one standard
