@@ -33,6 +33,7 @@ use super::{
     candidates::Space,
     evidence::{Evidence, Observation},
     predict::{Candidate, Collector, Correction, FEATURE_COUNT, HORIZON_S, Prediction, Reading},
+    trust::{Trial, Trust},
 };
 use crate::view::thresholds;
 
@@ -89,6 +90,15 @@ pub struct Verdict {
     pub unholdable: Vec<Budget>,
 }
 
+/// A candidate's prediction, with what the learned model added to its GC share.
+#[derive(Debug, Clone, Copy)]
+struct Estimate {
+    p: Prediction,
+    analytic_share: f64,
+    /// The learned correction of the GC share relative to the setting in force (ln, unweighted).
+    learned: f64,
+}
+
 /// The learned model: for each candidate's features, its correction of the analytic prediction
 /// (one call per window scores every candidate).
 pub type Learned<'a> = &'a mut dyn FnMut(&[[f32; FEATURE_COUNT]]) -> Vec<Correction>;
@@ -107,6 +117,10 @@ struct Scored {
     measured: u64,
     /// The model's own chance of a window over the pause budget here (before the evidence).
     q_model: f64,
+    /// The analytic model's GC share here, and the learned model's correction of it (ln,
+    /// before `Trust`'s weight): what a move here will check.
+    analytic_share: f64,
+    learned: f64,
     misses: Misses,
     /// ln cost plus the weight of pauses over the budget, memory and the change itself.
     objective: f64,
@@ -170,6 +184,9 @@ pub struct Controller {
     said: Option<String>,
     /// The model's chance of a pause over the budget in the next window, at the setting chosen.
     expected_over: f64,
+    /// How far the learned model's corrections have come true here, and the last move's check.
+    trust: Trust,
+    trial: Option<Trial<Candidate>>,
     /// Work per net allocation counted, in the last window that did some (`Reading::work_per_s`):
     /// what turns the collector's allocation rate into the work the costs are per.
     work_per_alloc: f64,
@@ -251,6 +268,8 @@ impl Controller {
             said: None,
             expected_over: 0.0,
             work_per_alloc: 1.0,
+            trust: Trust::default(),
+            trial: None,
         }
     }
 
@@ -330,8 +349,18 @@ impl Controller {
             self.work_per_alloc = (r.work_per_s() / r.alloc_per_s).clamp(1.0, 10.0);
         }
         let in_force = r.thresholds == Some(self.current);
-        if in_force && !r.idle && !self.collector.held_freeze_collection() {
+        let clean = in_force && !r.idle && !self.collector.held_freeze_collection();
+        if clean {
             self.evidence.add(here, &o);
+        }
+        // The first clean window after a move tells how far the learned correction held here.
+        match self.trial {
+            Some(t) if t.to == here && clean => {
+                self.trust.record(&t, r.gc_share);
+                self.trial = None;
+            }
+            Some(t) if t.to != here => self.trial = None,
+            _ => {}
         }
         if self.rss_at_first_change.is_none() && !r.idle {
             self.budgets.at_attach(r.gc_share);
@@ -405,6 +434,8 @@ impl Controller {
                 before: [o.pause_max_ms, o.gc_share, o.rss_mib],
             });
             self.current = to.thresholds;
+            self.trial =
+                Some(Trial { to, analytic_share: choice.to.analytic_share, learned: choice.to.learned });
             self.rss_at_first_change.get_or_insert(r.rss as f64);
             match freeze {
                 Some(true) => {
@@ -467,13 +498,25 @@ impl Controller {
     /// call. The first candidate is the setting in force, which the online correction already
     /// fits to what this process measures: the learned model corrects how each other candidate
     /// differs from it (its output for a candidate, less its output for the setting in force).
-    fn predict_all(&self, cands: &[Candidate], learned: Learned) -> Vec<Prediction> {
+    /// The corrections are weighed by how far they have come true for this process (`Trust`).
+    fn predict_all(&self, cands: &[Candidate], learned: Learned) -> Vec<Estimate> {
         let raw: Vec<Prediction> = cands.iter().map(|c| self.collector.predict(c, self.frozen)).collect();
         let rows: Vec<[f32; FEATURE_COUNT]> =
             cands.iter().zip(&raw).map(|(c, p)| self.collector.features(c, self.frozen, p)).collect();
         let k = learned(&rows);
-        let Some(here) = k.first().filter(|_| k.len() == raw.len()).copied() else { return raw };
-        raw.into_iter().zip(&k).map(|(p, k)| p.corrected(&std::array::from_fn(|i| k[i] - here[i]))).collect()
+        let alone = |p: Prediction| Estimate { p, analytic_share: p.share, learned: 0.0 };
+        let Some(here) = k.first().filter(|_| k.len() == raw.len()).copied() else {
+            return raw.into_iter().map(alone).collect();
+        };
+        let w = self.trust.weight() as f32;
+        raw.into_iter()
+            .zip(&k)
+            .map(|(p, k)| Estimate {
+                p: p.corrected(&std::array::from_fn(|i| (k[i] - here[i]) * w)),
+                analytic_share: p.share,
+                learned: f64::from(k[0] - here[0]),
+            })
+            .collect()
     }
 
     /// How the application's own cost per allocation grows with ln(threshold0), as the settings
@@ -581,8 +624,9 @@ impl Controller {
         let window_s = self.budgets.window_s();
         let budget_ns = self.budgets.pause_ns();
         let mut out = Vec::new();
-        for (c, p) in cands.iter().zip(&preds) {
-            let (ln_cost, sd, measured) = self.cost(c, p, &preds[0], slope);
+        for (c, e) in cands.iter().zip(&preds) {
+            let p = &e.p;
+            let (ln_cost, sd, measured) = self.cost(c, p, &preds[0].p, slope);
             let freezing = c.frozen && !here.frozen;
             for collect in if freezing { &[false, true][..] } else { &[false][..] } {
                 let mut p = *p;
@@ -643,6 +687,8 @@ impl Controller {
                     sd,
                     measured,
                     q_model: odds.model_share,
+                    analytic_share: e.analytic_share,
+                    learned: e.learned,
                     misses,
                     objective,
                 });
@@ -1071,6 +1117,31 @@ mod tests {
         assert!(corrected.as_ref().is_none_or(|v| v.thresholds[0] <= 700), "{corrected:?}");
         // Windows 2 to 4 (the first learns): one call each, every candidate in it.
         assert_eq!(calls, 3);
+    }
+
+    #[test]
+    fn a_learned_model_whose_corrections_do_not_come_true_here_loses_its_weight() {
+        // A model that promises a larger young generation far less GC time than the analytic
+        // model does, for a process where it is not so and the application slows too: each far
+        // setting looks cheap until measured. After a move or two measured against it, its
+        // corrections fade and the run costs about what staying would.
+        let d_ln_t0 = crate::policy::predict::FEATURES.iter().position(|f| *f == "d_ln_t0").unwrap();
+        let mut promise = |rows: &[[f32; FEATURE_COUNT]]| -> Vec<Correction> {
+            rows.iter().map(|f| [-1.5 * f[d_ln_t0].max(0.0), 0.0, 0.0, 0.0]).collect()
+        };
+        let slow = Process { slowdown: 0.3, ..SERVICE };
+        let mut c = Controller::new(cost_only(), [700, 10, 10], true);
+        let mut settings = Vec::new();
+        for w in 1..=40 {
+            settings.push(c.thresholds());
+            c.decide(&mut promise, &slow.reading(c.thresholds(), w));
+        }
+        assert!(c.trust.weight() < 0.3, "weight {}: {settings:?}", c.trust.weight());
+        let far = settings.iter().filter(|t| t[0] >= 5_000).count();
+        assert!(far <= 3, "{far} windows at a far setting: {settings:?}");
+        let cost = |t: &[i64; 3]| slow.reading(*t, 1).cpu_share;
+        let paid: f64 = settings.iter().map(cost).sum::<f64>() / cost(&[700, 10, 10]) / settings.len() as f64;
+        assert!(paid < 1.05, "{paid:.3}x of staying: {settings:?}");
     }
 
     #[test]

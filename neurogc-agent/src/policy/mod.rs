@@ -2,13 +2,15 @@
 //! (`predict`, the analytic model fitted to this process, corrected by the learned ONNX model,
 //! `model`); each setting that has been in force keeps what it measured (`evidence`); the
 //! controller weighs the settings worth considering (`candidates`) and chooses (`controller`);
-//! the budgets say what holds (`budgets`).
+//! the budgets say what holds (`budgets`); how far the learned model's corrections have come
+//! true for this process weighs them (`trust`).
 pub mod budgets;
 pub mod candidates;
 pub mod controller;
 pub mod evidence;
 pub mod model;
 pub mod predict;
+pub mod trust;
 
 use std::path::PathBuf;
 
