@@ -229,6 +229,17 @@ fn check(before: &Collector, after: &Collector, r: &Reading) -> Option<Check> {
     })
 }
 
+/// The setting that misses the budgets least, by their priority; the cheaper among equals.
+fn least_missing<'a>(set: impl Iterator<Item = &'a Scored>) -> Option<&'a Scored> {
+    set.min_by(|a, b| {
+        a.misses
+            .key()
+            .partial_cmp(&b.misses.key())
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.objective.total_cmp(&b.objective))
+    })
+}
+
 /// "1.00x" of the setting in force, and what stands behind it.
 fn evidence_words(s: &Scored, here: &Scored) -> String {
     let ratio = (s.ln_cost - here.ln_cost).exp();
@@ -816,15 +827,7 @@ impl Controller {
         // least, by priority, where it misses clearly less than staying (the evidence at the
         // setting decides once it has been tried).
         let key = |s: &Scored| s.misses.key();
-        let least = scored
-            .iter()
-            .min_by(|a, b| {
-                key(a)
-                    .partial_cmp(&key(b))
-                    .unwrap_or(std::cmp::Ordering::Equal)
-                    .then(a.objective.total_cmp(&b.objective))
-            })
-            .copied();
+        let least = least_missing(scored.iter()).copied();
         let clearly_better = |s: &Scored| {
             let (ks, kn) = (key(s), key(&now));
             (0..3).find(|&i| (ks[i] - kn[i]).abs() > 1e-9).is_some_and(|i| ks[i] <= kn[i] * HALF)
@@ -863,9 +866,7 @@ impl Controller {
             return None;
         }
         self.said = Some(names.clone());
-        let least = std::iter::once(now).chain(scored).min_by(|a, b| {
-            a.misses.key().partial_cmp(&b.misses.key()).unwrap_or(std::cmp::Ordering::Equal)
-        })?;
+        let least = least_missing(std::iter::once(now).chain(scored))?;
         Some(format!("no setting holds the {names} budget: the best estimate is {}", describe(least)))
     }
 
