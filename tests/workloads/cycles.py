@@ -52,7 +52,7 @@ class Node:
         self.payload = None
 
 
-def churn(iterations, deadline, manual_every, keep_every=97):
+def churn(iterations, deadline, manual_every, keep_every):
     keep = []
     i = 0
     while (iterations is None or i < iterations) and (deadline is None or time.monotonic() < deadline):

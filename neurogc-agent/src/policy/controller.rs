@@ -1,8 +1,9 @@
 //! The controller: every window it weighs every candidate setting (`candidates`) by what the
 //! process pays per unit of work there — CPU seconds per net allocation (or per object its
 //! collections freed, where the free lists hide allocations from the count:
-//! `Reading::work_per_s`), the collector and the application's own slowdown together — under the user's budgets, and moves only where the
-//! evidence says a setting is credibly better and holds them.
+//! `Reading::work_per_s`), the collector and the application's own slowdown together — under
+//! the user's budgets, and moves only where the evidence says a setting is credibly better and
+//! holds them.
 //!
 //! - **Evidence first.** A setting that has been in force is judged by what it measured
 //!   (`evidence`: cost, pauses over the budget, GC share, RSS, with the work behind them). One not
@@ -320,9 +321,9 @@ impl Controller {
 
     /// This window as evidence for the setting in force.
     fn observation(&self, r: &Reading) -> Observation {
-        let work = r.work_per_s() * r.secs;
-        let per_alloc =
-            |share: f64| (share > 0.0 && work >= 1.0).then(|| (share * 1e9 / r.work_per_s()).ln());
+        let rate = r.work_per_s();
+        let work = rate * r.secs;
+        let per_alloc = |share: f64| (share > 0.0 && work >= 1.0).then(|| (share * 1e9 / rate).ln());
         let (_, worst) = r.worst();
         Observation {
             ln_cost: per_alloc(r.cpu_share),
