@@ -229,7 +229,8 @@ pub struct PolicyArgs {
     pub pause_budget: Budget<u64>,
 
     /// GC budget: share of wall time spent collecting ("2%"; 0.1% to 50%), "attach" (no worse
-    /// than in the first windows, before any change) or "off"
+    /// than the application's own setting, measured in the first windows with its full
+    /// collections at their predicted rate) or "off"
     #[arg(long, value_name = "PCT%", default_value = "attach", value_parser = gc_budget)]
     pub gc_budget: GcBudget,
 

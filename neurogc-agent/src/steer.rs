@@ -403,6 +403,8 @@ impl Steering {
                 _ => {}
             }
         }
+        // The model's part in the move just made, where deciding did not need to ask it.
+        controller.learn_trial(&mut learned);
         self.last = Some(decision.clone());
         Ok(decision)
     }

@@ -7,7 +7,8 @@
 //!   neurogc (at least 16 MiB), an absolute one a ceiling on RSS that neurogc's part must fit
 //!   under.
 //! - **Pauses**: the longest collection predicted within the next minute.
-//! - **GC share** of wall time: the user's figure, or by default no worse than at attach.
+//! - **GC share** of wall time: the user's figure, or by default no worse than the application's
+//!   own setting over its run, as measured at attach (`Controller::long_run_share`).
 pub use neurogc_trace::GuardConfig;
 
 use super::predict::Prediction;
@@ -98,7 +99,8 @@ impl Misses {
 
 pub struct Budgets {
     cfg: GuardConfig,
-    /// GC share at attach (the mean of the first windows): the default GC budget.
+    /// The application's own setting's GC share over its run, from the first windows (their
+    /// mean, each with its full collections at their long-run rate): the default GC budget.
     attach_share: Option<f64>,
     first_shares: Vec<f64>,
     /// The window's length (s): what "a window with a pause over the budget" means.

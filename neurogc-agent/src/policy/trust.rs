@@ -4,12 +4,15 @@
 //! it holds for this one shows each time the controller moves: the GC share measured at the new
 //! setting, against the analytic model's prediction made before the move, is what the learned
 //! correction was there to predict. Its corrections are scaled by a weight fitted to those
-//! residuals (least squares through the origin, shrunk towards 1, kept within 0..1): a model
-//! whose corrections come true keeps its full weight, one whose corrections do not fades after
-//! a move or two, and the analytic model and the evidence stand.
+//! residuals (least squares through the origin, shrunk towards 0, kept within 0..1). A model
+//! starts with no weight and earns it here: on the benchmark (docs/steering.md, 2026-11-26) the
+//! embedded model at full weight from attach cost 1.04–1.33× what the analytic model alone did
+//! on every family, and a weight that had to be lost first still cost 1.24× on the ETL batch.
+//! The moves the analytic model makes are the trials: a model whose corrections come true in
+//! them gains weight after a move or two, one whose corrections do not never gets any.
 
-/// The prior's weight, in the units of Σ x²: a move whose learned correction was ln 2 (0.48)
-/// and did not come true halves the weight.
+/// The prior, in the units of Σ x²: a move whose learned correction was ln 2 (0.48) and came
+/// true gives half the weight; two, two thirds.
 const PRIOR: f64 = 0.5;
 
 /// A move waiting for its first clean window: what was predicted for where it went.
@@ -32,7 +35,7 @@ pub struct Trust {
 impl Trust {
     /// The share of the learned corrections to apply.
     pub fn weight(&self) -> f64 {
-        ((PRIOR + self.sxy) / (PRIOR + self.sxx)).clamp(0.0, 1.0)
+        (self.sxy / (PRIOR + self.sxx)).clamp(0.0, 1.0)
     }
 
     /// A move's outcome: the GC share measured at the setting it went to.
@@ -55,26 +58,33 @@ mod tests {
     }
 
     #[test]
-    fn corrections_that_come_true_keep_their_weight_and_others_fade() {
+    fn a_model_earns_its_weight_where_its_corrections_come_true() {
         let mut right = Trust::default();
-        assert_eq!(right.weight(), 1.0);
+        assert_eq!(right.weight(), 0.0, "no weight before any move");
         // Predicted half the analytic GC share, measured half.
         right.record(&trial(0.5f64.ln()), 0.05);
-        assert!((right.weight() - 1.0).abs() < 1e-9, "{}", right.weight());
-        let mut wrong = Trust::default();
-        // Predicted half, measured what the analytic model said.
-        wrong.record(&trial(0.5f64.ln()), 0.10);
-        let once = wrong.weight();
+        let once = right.weight();
         assert!((0.4..0.6).contains(&once), "{once}");
+        right.record(&trial(0.5f64.ln()), 0.05);
+        right.record(&trial(0.5f64.ln()), 0.05);
+        assert!(right.weight() > 0.7, "{}", right.weight());
+        // Predicted half, measured what the analytic model said: none.
+        let mut wrong = Trust::default();
         wrong.record(&trial(0.5f64.ln()), 0.10);
-        assert!(wrong.weight() < once * 0.8, "{}", wrong.weight());
-        // A correction that pointed the wrong way: next to no weight.
+        wrong.record(&trial(0.5f64.ln()), 0.10);
+        assert!(wrong.weight() < 0.01, "{}", wrong.weight());
+        // Earned, then moves that do not bear it out take it back.
+        for _ in 0..3 {
+            right.record(&trial(0.5f64.ln()), 0.10);
+        }
+        assert!(right.weight() < once, "{}", right.weight());
+        // A correction that pointed the wrong way: none.
         let mut opposite = Trust::default();
         opposite.record(&trial(0.5f64.ln()), 0.2);
-        assert!(opposite.weight() < 0.05, "{}", opposite.weight());
+        assert_eq!(opposite.weight(), 0.0);
         // A window with no collection teaches nothing.
         let mut none = Trust::default();
         none.record(&trial(0.5f64.ln()), 0.0);
-        assert_eq!(none.weight(), 1.0);
+        assert_eq!(none.weight(), 0.0);
     }
 }
