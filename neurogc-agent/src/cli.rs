@@ -207,6 +207,10 @@ pub struct PolicyArgs {
     #[arg(long, value_enum, default_value_t = CliEp::Cpu)]
     pub ep: CliEp,
 
+    /// How much the learned model's corrections count from the start
+    #[arg(long, value_enum, value_name = "WEIGHT", default_value_t = CliModelWeight::Earned)]
+    pub model_weight: CliModelWeight,
+
     /// Lowest thresholds the agent may set (t0,t1,t2; each 0 to 2147483647)
     #[arg(long, value_name = "T0,T1,T2", default_value = "100,2,2", value_parser = triple)]
     pub threshold_min: [i64; 3],
@@ -310,6 +314,15 @@ pub enum CliMode {
     Observe,
     Advise,
     Act,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CliModelWeight {
+    /// None at attach: earned by the moves in which its corrections come true in this process
+    Earned,
+    /// All of it at attach, fading where its corrections do not come true (a model trained on
+    /// this application)
+    Full,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -512,6 +525,7 @@ impl PolicyArgs {
                 gc_at_attach: self.gc_budget == GcBudget::AtAttach,
                 freeze_after_s: (!self.no_freeze).then_some(self.freeze_after),
                 allow_disable: self.allow_disable,
+                model_full_weight: self.model_weight == CliModelWeight::Full,
             },
         })
     }

@@ -23,7 +23,10 @@ fn start_profile(py: &Python, profile: &str, seconds: u32, env: &[(&str, &str)])
 
 /// `neurogc-agent --pid PID --mode act --model MODEL`, run to its end.
 fn act_once(pid: i32, model: &str) -> std::process::Output {
-    agent().args(["--pid", &pid.to_string(), "--mode", "act", "--model", model]).output().unwrap()
+    agent()
+        .args(["--pid", &pid.to_string(), "--mode", "act", "--model", model, "--model-weight", "full"])
+        .output()
+        .unwrap()
 }
 
 /// A target under an act-mode agent whose model prefers 5000/10/10 (one move from 700/10/10),

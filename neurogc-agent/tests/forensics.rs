@@ -687,7 +687,8 @@ fn replay_runs_a_model_over_recorded_windows() {
     let out = agent()
         .arg("replay")
         .arg(&trace)
-        .args(["--json", "--model", &fixture("prefer-5000.onnx"), "--gc-budget", "0.1%"])
+        .args(["--json", "--model", &fixture("prefer-5000.onnx"), "--model-weight", "full"])
+        .args(["--gc-budget", "0.1%"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -120,7 +120,7 @@ fn trial(py: &Python, rng: &mut Rng, c: &mut Counts, freeze: bool) {
     let write2: OwnedFd = write.try_clone().unwrap();
     let mut agent = agent()
         .args(["--pid", &t.pid.to_string(), "--mode", "act", "--json", "--interval", "0.5"])
-        .args(["--model", &fixture(model)])
+        .args(["--model", &fixture(model), "--model-weight", "full"])
         // Budgets that freeze at once: every trial also covers a freeze and its undo.
         .args(["--pause-budget", "2ms", "--gc-budget", "off", "--freeze-after", "0"])
         .env("NEUROGC_LOG", "debug")

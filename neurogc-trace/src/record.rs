@@ -168,6 +168,10 @@ pub struct GuardConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub freeze_after_s: Option<f64>,
     pub allow_disable: bool,
+    /// The learned model's corrections count in full from attach (`--model-weight full`), rather
+    /// than earning their weight in the process.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub model_full_weight: bool,
 }
 
 /// What a decision looked at: the numbers the budgets are held against.

@@ -235,6 +235,7 @@ pub fn test_config() -> GuardConfig {
         gc_at_attach: true,
         freeze_after_s: Some(5.0),
         allow_disable: false,
+        model_full_weight: false,
     }
 }
 

@@ -30,12 +30,20 @@ pub struct Trust {
     /// Σ x² and Σ x·y over the moves seen: x the learned correction, y the residual measured.
     sxx: f64,
     sxy: f64,
+    /// The weight the prior shrinks towards: 0, or 1 for a model trusted from the start
+    /// (`--model-weight full`: one trained on this application).
+    prior_weight: f64,
 }
 
 impl Trust {
+    /// A model trusted in full from the start, fading where its corrections do not come true.
+    pub fn full() -> Trust {
+        Trust { prior_weight: 1.0, ..Trust::default() }
+    }
+
     /// The share of the learned corrections to apply.
     pub fn weight(&self) -> f64 {
-        (self.sxy / (PRIOR + self.sxx)).clamp(0.0, 1.0)
+        ((PRIOR * self.prior_weight + self.sxy) / (PRIOR + self.sxx)).clamp(0.0, 1.0)
     }
 
     /// A move's outcome: the GC share measured at the setting it went to.
@@ -86,5 +94,10 @@ mod tests {
         let mut none = Trust::default();
         none.record(&trial(0.5f64.ln()), 0.0);
         assert_eq!(none.weight(), 0.0);
+        // Trusted from the start: full weight, halved by a move that does not bear it out.
+        let mut full = Trust::full();
+        assert_eq!(full.weight(), 1.0);
+        full.record(&trial(0.5f64.ln()), 0.10);
+        assert!((0.4..0.6).contains(&full.weight()), "{}", full.weight());
     }
 }

@@ -469,7 +469,10 @@ impl Target {
 
 /// `neurogc-agent --pid PID --mode act --json` with a fast window.
 pub fn act_agent(pid: i32, model: &str, extra: &[&str]) -> (Child, Lines, Lines) {
-    let mut args = vec!["--mode", "act", "--json", "--interval", "0.5", "--model", model];
+    // The fixture models stand for one trained on the application: their corrections count in
+    // full from attach, so the change they ask for is made at once.
+    let mut args =
+        vec!["--mode", "act", "--json", "--interval", "0.5", "--model", model, "--model-weight", "full"];
     // The model's path alone, unless a test states these budgets (memory: a ceiling far above
     // these small targets, so the model's proposals are what is applied).
     for (budget, value) in [("--pause-budget", "off"), ("--gc-budget", "off"), ("--memory-budget", "4GiB")] {

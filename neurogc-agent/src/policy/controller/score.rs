@@ -1,0 +1,324 @@
+//! How each candidate is estimated each window: its prediction (the analytic model's,
+//! corrected by the learned model as far as that has come true here), its cost per unit of work
+//! with its uncertainty, its pauses over the budget and the wait they add at p99, its memory:
+//! the objective that `choose` ranks.
+use super::*;
+
+/// How much a change must save (ln cost) to be worth its transition: a window that mixes two
+/// settings, and the risk of a prediction that does not hold.
+const CHANGE_COST: f64 = 0.01;
+/// An unfreeze puts the whole heap back into full collections, and neurogc cannot freeze again.
+const UNFREEZE_COST: f64 = 0.05;
+/// The model's error on how a setting's cost differs from the one in force: a share of the
+/// predicted difference, and a floor.
+const MODEL_ERROR: f64 = 0.3;
+const MODEL_FLOOR: f64 = 0.02;
+/// How sure the prior is that the application's own cost per allocation does not grow with
+/// ln(threshold0) (one standard deviation): a larger young generation touches more memory
+/// between collections, and the process shows by how much once one is tried.
+const PRIOR_SLOWDOWN_SD: f64 = 0.15;
+/// Windows of evidence the predicted share of windows over the pause budget counts as.
+const PAUSE_PRIOR_WINDOWS: f64 = 10.0;
+/// Windows of evidence what the other settings measured counts as, at most.
+const POOL_WINDOWS: f64 = 5.0;
+/// The weight of pauses and of memory in the cost, among settings that hold every budget
+/// (ln-cost units per budget multiple of the windows over it and of the wait at p99, per share
+/// of RSS). The wait counts below the budget too: two settings whose pauses all fit it still
+/// differ in what a service's requests wait (the cache service's p99: 3.5 ms frozen at 700,
+/// 9.9 ms frozen at 20,000), and a wait of a tenth of the budget is worth 5% of the CPU.
+const PAUSE_WEIGHT: f64 = 0.5;
+const MEMORY_WEIGHT: f64 = 0.02;
+
+/// A candidate's prediction, with what the learned model added to its GC share.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Estimate {
+    pub(super) p: Prediction,
+    pub(super) analytic_share: f64,
+    /// The learned correction of the GC share relative to the setting in force (ln, unweighted;
+    /// NaN where the model was not asked: it carries no weight yet).
+    pub(super) learned: f64,
+    /// The candidate's features: what the model is asked about it.
+    pub(super) row: [f32; FEATURE_COUNT],
+}
+
+/// One candidate, estimated and held against the budgets.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Scored {
+    pub(super) c: Candidate,
+    /// Freeze after a full collection of neurogc's own (freezes only).
+    pub(super) collect: bool,
+    pub(super) p: Prediction,
+    /// ln(CPU ns per allocation): the estimate and its standard deviation.
+    pub(super) ln_cost: f64,
+    pub(super) sd: f64,
+    /// Collections measured at this setting (0: predicted only).
+    pub(super) measured: u64,
+    /// The model's own chance of a window over the pause budget here (before the evidence).
+    pub(super) q_model: f64,
+    /// The analytic model's GC share here, and the learned model's correction of it (ln,
+    /// before `Trust`'s weight): what a move here will check.
+    pub(super) analytic_share: f64,
+    pub(super) learned: f64,
+    pub(super) row: [f32; FEATURE_COUNT],
+    pub(super) misses: Misses,
+    /// ln cost plus the weight of pauses over the budget, memory and the change itself.
+    pub(super) objective: f64,
+}
+
+/// A setting's share of windows over the pause budget, estimated.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct PauseOdds {
+    /// The share, model and measurements together, and its standard deviation.
+    pub(super) share: f64,
+    pub(super) sd: f64,
+    /// The longest pause over the budget, predicted or measured there (ns).
+    pub(super) worst_ns: f64,
+    /// The model's own share, before any evidence.
+    pub(super) model_share: f64,
+}
+
+impl Controller {
+    /// Every candidate's prediction: the analytic model's, corrected by the learned model in one
+    /// call. The first candidate is the setting in force, which the online correction already
+    /// fits to what this process measures: the learned model corrects how each other candidate
+    /// differs from it (its output for a candidate, less its output for the setting in force).
+    /// The corrections are weighed by how far they have come true for this process (`Trust`);
+    /// while that weight is 0 the model is not asked here, and the move's trial asks it after the
+    /// decision (`learn_trial`), off the decision's path.
+    pub(super) fn predict_all(&self, cands: &[Candidate], learned: Learned) -> Vec<Estimate> {
+        let raw: Vec<Prediction> = cands.iter().map(|c| self.collector.predict(c, self.frozen)).collect();
+        let rows: Vec<[f32; FEATURE_COUNT]> =
+            cands.iter().zip(&raw).map(|(c, p)| self.collector.features(c, self.frozen, p)).collect();
+        let w = self.trust.weight();
+        let k = if w > 0.0 { learned(&rows) } else { Vec::new() };
+        let not_asked = if w > 0.0 { 0.0 } else { f64::NAN };
+        let alone = |(p, row): (Prediction, &[f32; FEATURE_COUNT])| Estimate {
+            p,
+            analytic_share: p.share,
+            learned: not_asked,
+            row: *row,
+        };
+        let Some(here) = k.first().filter(|_| k.len() == raw.len()).copied() else {
+            return raw.into_iter().zip(&rows).map(alone).collect();
+        };
+        raw.into_iter()
+            .zip(&k)
+            .zip(&rows)
+            .map(|((p, k), row)| Estimate {
+                p: p.corrected(&std::array::from_fn(|i| (k[i] - here[i]) * w as f32)),
+                analytic_share: p.share,
+                learned: f64::from(k[0] - here[0]),
+                row: *row,
+            })
+            .collect()
+    }
+
+    /// Asks the learned model about the last move, where deciding did not (its weight was 0):
+    /// what it would have corrected is what the move's first clean window checks. Called after
+    /// the decision is out, so the model's call is not on its path.
+    pub fn learn_trial(&mut self, learned: Learned) {
+        let (Some(rows), Some(trial)) = (self.trial_rows.take(), self.trial.as_mut()) else { return };
+        if let [from, to] = learned(&rows)[..] {
+            trial.learned = f64::from(to[0] - from[0]);
+        }
+    }
+
+    /// How the application's own cost per allocation grows with ln(threshold0), as the settings
+    /// measured so far show it (weighted least squares, shrunk towards no growth).
+    pub(super) fn slowdown(&self) -> f64 {
+        let var = self.evidence.round_variance();
+        let points: Vec<(f64, f64, f64)> = self
+            .evidence
+            .all()
+            .filter_map(|(c, s)| {
+                let (m, rounds) = s.mutator()?;
+                Some(((c.thresholds[0].max(1) as f64).ln(), m, rounds / var))
+            })
+            .collect();
+        let w: f64 = points.iter().map(|p| p.2).sum();
+        let prior = 1.0 / (PRIOR_SLOWDOWN_SD * PRIOR_SLOWDOWN_SD);
+        if w <= 0.0 {
+            return 0.0;
+        }
+        let (mx, my) = points.iter().fold((0.0, 0.0), |(x, y), p| (x + p.0 * p.2 / w, y + p.1 * p.2 / w));
+        let sxx: f64 = points.iter().map(|p| p.2 * (p.0 - mx).powi(2)).sum();
+        let sxy: f64 = points.iter().map(|p| p.2 * (p.0 - mx) * (p.1 - my)).sum();
+        (sxy / (sxx + prior)).clamp(-0.2, 0.5)
+    }
+
+    /// The process's work per second (as `Reading::work_per_s` counts it), from the collector's
+    /// smoothed allocation rate.
+    pub(super) fn work_per_s(&self) -> f64 {
+        (self.collector.alloc_per_s() * self.work_per_alloc).max(1.0)
+    }
+
+    /// A candidate's ln cost and its standard deviation: the prior carried over from the setting
+    /// in force, weighed with what the candidate itself measured.
+    pub(super) fn cost(
+        &self,
+        c: &Candidate,
+        p: &Prediction,
+        here_p: &Prediction,
+        slope: f64,
+    ) -> (f64, f64, u64) {
+        let here = Candidate { thresholds: self.current, frozen: self.frozen };
+        let measured = self.evidence.cost(c);
+        let collections = self.evidence.get(c).map_or(0, |s| s.collections);
+        let Some(anchor) = self.evidence.cost(&here) else {
+            // Nothing measured in force yet: the predicted GC time alone tells settings apart.
+            let work = self.work_per_s();
+            return ((p.share * 1e9 / work + 1.0).ln(), 1.0, collections);
+        };
+        if *c == here {
+            return (anchor.ln_cost, anchor.se, collections);
+        }
+        let work = self.work_per_s();
+        let cost_here = anchor.ln_cost.exp();
+        let gc = |p: &Prediction| p.share * 1e9 / work;
+        let mutator_here = (cost_here - gc(here_p)).max(0.1 * cost_here);
+        let d_t0 = (c.thresholds[0].max(1) as f64 / self.current[0].max(1) as f64).ln();
+        let prior = (cost_here + gc(p) - gc(here_p) + mutator_here * ((slope * d_t0).exp() - 1.0))
+            .max(0.05 * cost_here)
+            .ln();
+        // The slowdown's own uncertainty is not counted against a move: it is what trying a
+        // setting teaches (one far setting measured fits the slope for all the others).
+        let model_sd = MODEL_ERROR * (prior - anchor.ln_cost).abs() + MODEL_FLOOR;
+        let prior_sd = (anchor.se.powi(2) + model_sd.powi(2)).sqrt();
+        match measured {
+            Some(m) => {
+                let (wp, wm) = (1.0 / prior_sd.powi(2), 1.0 / m.se.powi(2).max(1e-12));
+                ((prior * wp + m.ln_cost * wm) / (wp + wm), (1.0 / (wp + wm)).sqrt(), collections)
+            }
+            None => (prior, prior_sd, collections),
+        }
+    }
+
+    /// The share of windows over the pause budget at `c`. The model's chance, scaled by how far
+    /// off its chances have been for this process, counts as a few windows of evidence beside
+    /// what was measured at `c`.
+    pub(super) fn pauses_over(&self, c: &Candidate, p: &Prediction) -> PauseOdds {
+        let Some(budget) = self.budgets.pause_ns() else { return PauseOdds::default() };
+        let (model_share, worst) = p.windows_over(budget, self.budgets.window_s());
+        // The model's chance, scaled by how far off its chances have been, shrunk towards what
+        // the settings below this one measured.
+        let model = (model_share * self.evidence.over_calibration(c.frozen)).min(1.0);
+        let (pooled, pooled_windows) = self.evidence.over_below(c);
+        let pool = pooled_windows.min(POOL_WINDOWS);
+        let q = (model * PAUSE_PRIOR_WINDOWS + pooled * pool) / (PAUSE_PRIOR_WINDOWS + pool);
+        let stats = self.evidence.get(c);
+        let (over, windows) = stats.map_or((0.0, 0.0), |s| s.over_budget());
+        let measured_worst = stats.and_then(|s| s.pause_max_ms()).unwrap_or(0.0) * 1e6;
+        let n = PAUSE_PRIOR_WINDOWS + windows;
+        let share = (q * PAUSE_PRIOR_WINDOWS + over) / n;
+        PauseOdds {
+            share,
+            sd: (share * (1.0 - share) / (n + 1.0)).sqrt(),
+            worst_ns: worst.max(if over > 0.0 { measured_worst } else { 0.0 }),
+            model_share,
+        }
+    }
+
+    /// Every candidate, with and without neurogc's collection for a freeze, estimated.
+    pub(super) fn score_all(&self, learned: Learned, r: &Reading, app_rss: f64) -> Vec<Scored> {
+        let here = Candidate { thresholds: self.current, frozen: self.frozen };
+        let space = Space {
+            cfg: self.cfg(),
+            original: self.original,
+            here,
+            may_freeze: self.may_freeze(r),
+            may_unfreeze: self.frozen,
+        };
+        let cands = space.candidates();
+        let preds = self.predict_all(&cands, learned);
+        let slope = self.slowdown();
+        let window_s = self.budgets.window_s();
+        let budget_ns = self.budgets.pause_ns();
+        let mut out = Vec::new();
+        for (c, e) in cands.iter().zip(&preds) {
+            let p = &e.p;
+            let (ln_cost, sd, measured) = self.cost(c, p, &preds[0].p, slope);
+            let freezing = c.frozen && !here.frozen;
+            for collect in if freezing { &[false, true][..] } else { &[false][..] } {
+                let mut p = *p;
+                // A setting not measured yet is entered on its memory bounded pessimistically,
+                // as its cost is: the model's bytes per object are an average over what it has
+                // seen (a far jump on the training benchmark kept 24 MiB where 19 were allowed).
+                if measured == 0 && *c != here {
+                    p.memory_bytes *= 1.0 + MODEL_ERROR;
+                }
+                let odds = self.pauses_over(c, &p);
+                let (share, mut worst) = (odds.share, odds.worst_ns);
+                // A setting is left only where its pause budget is credibly missed (one standard
+                // deviation); another is entered on its estimate. (Ten windows cannot show a 1%
+                // share: an upper bound would bar every setting with any chance of a long pause.)
+                let mut over = if *c == here { (share - odds.sd).max(0.0) } else { share };
+                if freezing && !collect {
+                    p.memory_bytes += self.collector.frozen_pending_bytes();
+                }
+                // neurogc's own collection is a pause like any other: one window in the model's
+                // horizon.
+                if *collect && !self.collector.full_due_anyway(p.next_full_s) {
+                    let pause = self.collector.freeze_collection_ns();
+                    if budget_ns.is_some_and(|b| pause > b) {
+                        over += window_s / HORIZON_S;
+                        worst = worst.max(pause);
+                    }
+                }
+                let mut misses = self.budgets.misses(&p, app_rss);
+                misses.pause = self.budgets.pause_miss(over, worst);
+                // Measured, the GC share is judged as pauses are: the setting in force is left
+                // only where it credibly misses (one standard error over the windows there; a
+                // window holding a full collection can read 100%), another entered on its mean.
+                let stats = self.evidence.get(c).filter(|s| s.windows() >= 2.0);
+                if let Some(stats) = stats
+                    && let Some(mean) = stats.gc_share()
+                {
+                    let se = if *c == here { stats.gc_share_se().unwrap_or(0.0) } else { 0.0 };
+                    misses.share = self.budgets.share().map_or(0.0, |b| ((mean - se - b) / b).max(0.0));
+                } else if *c == here {
+                    // One window is no evidence either way: the estimate it was entered on stands.
+                    misses.share = 0.0;
+                }
+                let pause_cost =
+                    budget_ns.map_or(0.0, |b| PAUSE_WEIGHT * (share * worst + p.wait_p99_ns()) / b);
+                // Advice stands until another is better by more than a change costs: the
+                // application's setting stays in force, so without this every near tie between
+                // two candidates would turn the advice over window by window.
+                let advised = !self.act && self.advised == Some((*c, *collect));
+                let change = if *c == here || advised {
+                    0.0
+                } else if here.frozen && !c.frozen {
+                    UNFREEZE_COST
+                } else {
+                    CHANGE_COST
+                };
+                let objective =
+                    ln_cost + pause_cost + MEMORY_WEIGHT * p.memory_bytes / app_rss.max(1.0) + change;
+                out.push(Scored {
+                    c: *c,
+                    collect: *collect,
+                    p,
+                    ln_cost,
+                    sd,
+                    measured,
+                    q_model: odds.model_share,
+                    analytic_share: e.analytic_share,
+                    learned: e.learned,
+                    row: e.row,
+                    misses,
+                    objective,
+                });
+            }
+        }
+        out
+    }
+
+    /// Memory measured, not only predicted: RSS past the limit after neurogc changed something
+    /// (pauses measured are in every estimate already).
+    pub(super) fn measured_memory(&self, now: &mut Scored, r: &Reading, app_rss: f64) {
+        let limit = self.budgets.rss_limit(app_rss);
+        if r.rss as f64 > limit && self.rss_at_first_change.is_some() {
+            now.misses.memory = now.misses.memory.max(r.rss as f64 / limit - 1.0);
+        }
+    }
+}
