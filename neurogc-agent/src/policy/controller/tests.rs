@@ -71,6 +71,11 @@ fn cost_only() -> GuardConfig {
     GuardConfig { pause_budget_ns: None, freeze_after_s: None, gc_budget: None, gc_at_attach: false, ..cfg() }
 }
 
+/// The application's 700/10/10 the only setting, without freezing: what the budgets say of it.
+fn pinned(pause_budget_ns: Option<u64>) -> GuardConfig {
+    GuardConfig { pause_budget_ns, freeze_after_s: None, min: [700, 10, 10], max: [700, 10, 10], ..cfg() }
+}
+
 /// No learned model: the analytic predictions stand.
 fn analytic(_: &[[f32; FEATURE_COUNT]]) -> Vec<Correction> {
     Vec::new()
@@ -353,14 +358,7 @@ fn advise_mode_says_what_it_would_do_and_never_measures_an_effect_it_did_not_cau
 
 #[test]
 fn where_no_setting_holds_a_budget_it_says_so_once_and_stays() {
-    let pinned = GuardConfig {
-        pause_budget_ns: Some(100_000),
-        freeze_after_s: None,
-        min: [700, 10, 10],
-        max: [700, 10, 10],
-        ..cfg()
-    };
-    let mut c = Controller::new(pinned, [700, 10, 10], true);
+    let mut c = Controller::new(pinned(Some(100_000)), [700, 10, 10], true);
     let mut said = 0;
     for w in 1..=10 {
         let v = c.decide(&mut analytic, &SERVICE.reading([700, 10, 10], w));
@@ -381,14 +379,7 @@ fn the_default_gc_budget_counts_the_full_collections_the_first_windows_did_not_h
     // 15,000 objects promoted a second into a 1M-object old generation: a 250 ms full
     // collection every 17 windows, none in the first ones. The application's own setting
     // holds the budget taken at attach over its whole run.
-    let pinned = GuardConfig {
-        pause_budget_ns: None,
-        freeze_after_s: None,
-        min: [700, 10, 10],
-        max: [700, 10, 10],
-        ..cfg()
-    };
-    let mut c = Controller::new(pinned, [700, 10, 10], true);
+    let mut c = Controller::new(pinned(None), [700, 10, 10], true);
     let mut pending = 100_000;
     let mut shares = Vec::new();
     for w in 1..=60 {
