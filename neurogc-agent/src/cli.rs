@@ -238,8 +238,9 @@ pub struct PolicyArgs {
     #[arg(long, value_name = "PCT%", default_value = "attach", value_parser = gc_budget)]
     pub gc_budget: GcBudget,
 
-    /// Seconds to watch before gc.freeze() may be used (a warm heap: freezing start-up garbage
-    /// would keep it forever); 0 to 86400
+    /// Seconds to watch before gc.freeze() may be used, unless the heap is seen warm sooner (a
+    /// full collection kept no more than the one before it): neurogc freezes once, and a heap
+    /// still filling would be frozen in part; 0 to 86400
     #[arg(long, value_name = "SECONDS", default_value = "5", value_parser = secs(0.0, 86_400.0))]
     pub freeze_after: f64,
 

@@ -30,7 +30,7 @@
 use neurogc_trace::{Check, Effect, Observed, Predicted};
 
 use super::{
-    budgets::{Budget, Budgets, GuardConfig, Misses},
+    budgets::{Budget, Budgets, GuardConfig, Kept, Misses},
     candidates::Space,
     evidence::{Evidence, Observation},
     predict::{Candidate, Collector, Correction, FEATURE_COUNT, HORIZON_S, Prediction, Reading},
@@ -118,6 +118,8 @@ pub struct Controller {
     /// RSS in the window neurogc made its first change: what its changes cost since can be no
     /// more than what RSS grew from there.
     rss_at_first_change: Option<f64>,
+    /// What RSS holds of neurogc's settings, against the application's own.
+    kept: Kept,
     /// RSS in the window neurogc froze: what the freeze keeps can be no more than RSS grew since.
     rss_at_freeze: Option<f64>,
     /// The last change, until its effect is reported.
@@ -221,6 +223,7 @@ impl Controller {
             window: 0,
             first_ts: None,
             rss_at_first_change: None,
+            kept: Kept::default(),
             rss_at_freeze: None,
             change: None,
             said: None,
@@ -260,11 +263,14 @@ impl Controller {
     }
 
     /// Whether a freeze is a move now: the actuator can run it, the application froze nothing
-    /// itself, the user allows it, and the process has been watched (or has run) `--freeze-after`.
+    /// itself, the user allows it, and the heap is warm: seen so (`Collector::heap_warm`), or the
+    /// process has been watched (or has run) `--freeze-after`. neurogc freezes once a session,
+    /// so a heap still filling would be frozen in part.
     fn may_freeze(&self, r: &Reading) -> bool {
         let Some(after) = self.cfg().freeze_after_s else { return false };
         let watched = r.ts_ns.saturating_sub(self.first_ts.unwrap_or(r.ts_ns)) as f64 / 1e9;
-        self.freeze_allowed && !self.freeze_used && r.age_s.unwrap_or(watched).max(watched) >= after
+        let warm = self.collector.heap_warm() || r.age_s.unwrap_or(watched).max(watched) >= after;
+        self.freeze_allowed && !self.freeze_used && warm
     }
 
     /// This window as evidence for the setting in force.
@@ -326,11 +332,9 @@ impl Controller {
             self.budgets.at_attach(self.long_run_share(r));
         }
         self.budgets.set_window(r.secs);
-        // The model's memory figure is what the setting keeps over its horizon; garbage takes
-        // that long to pile up, and RSS shows what has so far.
-        let grown = self.rss_at_first_change.map_or(0.0, |base| (r.rss as f64 - base).max(0.0));
-        let cost_now = self.collector.predict(&here, self.frozen).memory_bytes.min(grown);
-        let app_rss = (r.rss as f64 - cost_now).max(0.0);
+        let grown = self.rss_at_first_change.map(|base| (r.rss as f64 - base).max(0.0));
+        let keeps = self.collector.predict(&here, self.frozen).memory_bytes;
+        let (cost_now, app_rss) = self.kept.split(r.rss as f64, grown, keeps);
         let (g, worst) = r.worst();
         let observed = Observed {
             pause_max_ms: worst / 1e6,
@@ -342,7 +346,7 @@ impl Controller {
             gc_budget: self.budgets.share(),
         };
         let effect = self.effect();
-        let (choice, unholdable) = match self.choose(learned, r, here, app_rss) {
+        let (choice, unholdable) = match self.choose(learned, r, here, app_rss, cost_now) {
             Ok(c) => c,
             Err(reason) => {
                 return Verdict {
@@ -476,6 +480,7 @@ impl Controller {
         r: &Reading,
         here: Candidate,
         app_rss: f64,
+        cost_now: f64,
     ) -> Result<(Choice, Vec<Budget>), String> {
         if r.thresholds.is_none() {
             return Err("the target's thresholds are unknown: nothing to predict from".into());
@@ -490,7 +495,7 @@ impl Controller {
         let mut now = scored.remove(0);
         debug_assert_eq!(now.c, here);
         self.expected_over = now.q_model;
-        self.measured_memory(&mut now, r, app_rss);
+        self.measured_memory(&mut now, cost_now, app_rss);
         // An unfreeze is a move for memory alone: it puts the whole heap back into full
         // collections, the longest pauses there are, and neurogc cannot freeze again. So it
         // waits for the memory to be measured: RSS grown since the freeze past the allowance
@@ -514,13 +519,19 @@ impl Controller {
         // Unless some setting misses it by half as much or less (a freeze that cuts the longest
         // pause from 200 to 40 ms): that is a miss told apart by more than noise.
         let given_up = self.give_up(&unholdable, &now, &scored);
-        let aside: Vec<Budget> = Budget::ALL
+        let aside: Vec<(usize, Budget)> = Budget::ALL
             .into_iter()
             .enumerate()
             .filter(|(_, b)| unholdable.contains(b))
             .filter(|(i, _)| !scored.iter().any(|s| s.misses.key()[*i] <= HALF * now.misses.key()[*i]))
-            .map(|(_, b)| b)
             .collect();
+        // Set aside, a budget is still not traded away: no move to a setting that misses it
+        // clearly more than the one in force (by as much as "clearly less" asks the other way).
+        // Else, free of the pause budget at its best setting, the training loop moved to one
+        // with twice the pauses for the GC share, where the pause budget was no longer set
+        // aside, and back, every few windows.
+        scored.retain(|s| aside.iter().all(|(i, _)| s.misses.key()[*i] * HALF <= now.misses.key()[*i]));
+        let aside: Vec<Budget> = aside.into_iter().map(|(_, b)| b).collect();
         for s in std::iter::once(&mut now).chain(scored.iter_mut()) {
             s.misses = aside.iter().fold(s.misses, |m, b| m.except(*b));
         }
@@ -540,13 +551,12 @@ impl Controller {
             reason,
             given_up,
         };
+        // Credibly cheaper: the saving stands above the change's cost and the uncertainty of
+        // both estimates.
+        let credibly_cheaper =
+            |s: &Scored| s.objective < now.objective - CREDIBLE * (s.sd.powi(2) + now.sd.powi(2)).sqrt();
         if now.misses.none() {
-            // Credibly cheaper, holding every budget: the saving stands above the change's cost
-            // and the uncertainty of both estimates.
-            let credible = |s: &&Scored| {
-                s.misses.none()
-                    && s.objective < now.objective - CREDIBLE * (s.sd.powi(2) + now.sd.powi(2)).sqrt()
-            };
+            let credible = |s: &&Scored| s.misses.none() && credibly_cheaper(s);
             return Ok(match cheapest(&mut scored.iter().filter(credible)) {
                 Some(best) => {
                     let why =
@@ -584,12 +594,18 @@ impl Controller {
         }
         // Each budget is held somewhere but no setting holds them all: the one that misses
         // least, by priority, where it misses clearly less than staying (the evidence at the
-        // setting decides once it has been tried).
+        // setting decides once it has been tried). Missing the memory budget less is worth
+        // paying for; a pause or GC share budget missed either way is what the objective weighs
+        // already, so a move for it must be credibly cheaper as well: a prediction of missing
+        // less at 1.05x the cost moved the training loop every few windows, from one setting to
+        // the next and back once measured, each trial paying its pauses.
         let key = |s: &Scored| s.misses.key();
         let least = least_missing(scored.iter()).copied();
         let clearly_better = |s: &Scored| {
             let (ks, kn) = (key(s), key(&now));
-            (0..3).find(|&i| (ks[i] - kn[i]).abs() > 1e-9).is_some_and(|i| ks[i] <= kn[i] * HALF)
+            (0..3)
+                .find(|&i| (ks[i] - kn[i]).abs() > 1e-9)
+                .is_some_and(|i| ks[i] <= kn[i] * HALF && (i == 0 || credibly_cheaper(s)))
         };
         Ok(match least.filter(clearly_better) {
             Some(best) => {
@@ -638,7 +654,7 @@ impl Controller {
                 "; freezing is not available (objects were frozen before neurogc, or no hook)"
             }
             _ if self.freeze_used => "; neurogc freezes once a session, and has",
-            _ if !self.may_freeze(r) => "; freezing waits for --freeze-after",
+            _ if !self.may_freeze(r) => "; freezing waits for a warm heap (--freeze-after)",
             _ => "",
         }
     }

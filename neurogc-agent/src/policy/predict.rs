@@ -25,6 +25,11 @@ const PRIOR_YOUNG_SLOPE: f64 = 0.05;
 /// A full collection's cost per object (ns): old objects are spread over the heap, so it is
 /// several times a young one's (141–229 ns measured on heaps of 0.2–2M objects).
 const PRIOR_FULL_NS: f64 = 200.0;
+/// A full collection that kept at most this many times what the one before it kept says the
+/// heap has stopped growing (the micrograd training loop's kept 470k, 484k, 503k, 482k and 460k
+/// objects in turn; a cache filling up keeps more each time). Counted in collections, not
+/// seconds: a slower machine takes longer to show it, not a different answer.
+const WARM_GROWTH: f64 = 1.05;
 /// Bytes per tracked object, before the heap shows its own.
 const PRIOR_OBJECT_BYTES: f64 = 256.0;
 /// How far ahead predictions look (s): how long the old generation's growth is followed, and
@@ -278,6 +283,14 @@ pub struct Collector {
     frozen_uncollected: bool,
     /// neurogc's freeze is in force.
     frozen: bool,
+    /// Bytes of garbage the freeze in force kept (made without a collection first): what every
+    /// frozen setting keeps on top of its own, until an unfreeze.
+    frozen_garbage: f64,
+    /// What the last full collection of the application's own kept (`long_lived_total`).
+    last_kept: Option<f64>,
+    /// A full collection kept no more than the one before it (`WARM_GROWTH`): the heap has
+    /// stopped growing, so a freeze now takes the heap the process runs on.
+    warm: bool,
     windows: u64,
 }
 
@@ -297,9 +310,16 @@ impl Collector {
         self.windows >= 2
     }
 
+    /// Whether the heap has been seen warm: a full collection of the application's own kept no
+    /// more than the one before it.
+    pub fn heap_warm(&self) -> bool {
+        self.warm
+    }
+
     /// neurogc froze the heap (`collected`: after a full collection of its own): the old
     /// generation's counters include the frozen objects until the next full collection.
     pub fn froze(&mut self, collected: bool) {
+        self.frozen_garbage = if collected { 0.0 } else { self.frozen_pending_bytes() };
         self.frozen_uncollected = true;
         self.frozen = true;
         self.collected_for_freeze = collected;
@@ -319,6 +339,7 @@ impl Collector {
 
     /// neurogc's freeze was undone.
     pub fn unfroze(&mut self) {
+        self.frozen_garbage = 0.0;
         self.frozen_uncollected = false;
         self.frozen = false;
         self.collected_for_freeze = false;
@@ -386,13 +407,25 @@ impl Collector {
             // neurogc's collection before its freeze walked the whole heap, frozen objects then
             // included; the counters still count them until a full collection after it.
             let forced = self.last_held_freeze_collection;
-            let walked =
-                prev.map(|[l, p]| if forced { (l + p) as f64 } else { self.walked(l, p, r.freeze_count) });
+            // Each also walked what it found and what it kept: where several ran in the window,
+            // the counters read before them say little of what the later ones walked (after a
+            // freeze, 1,341 old objects read before eleven collections that each found 140,000
+            // made a full collection look 48 µs an object, and the next predicted 18 s).
+            let seen = r.collected_per[2].max(0.0) + r.long_lived.map_or(0, |[l, _]| l.max(0)) as f64;
+            let walked = prev
+                .map(|[l, p]| if forced { (l + p) as f64 } else { self.walked(l, p, r.freeze_count) })
+                .map(|w| w.max(seen));
             if let Some(w) = walked.filter(|w| *w > 1000.0) {
                 self.full_ns.add(r.pause_max_ns[2] / w, 0.5);
             }
             if !forced {
                 self.full_pause_ns.add(r.pause_max_ns[2], 0.5);
+            }
+            // Survivors of the application's own full collection against the last one's.
+            if let (false, false, Some([kept, _])) = (forced, self.frozen, r.long_lived) {
+                let kept = kept.max(0) as f64;
+                self.warm |= self.last_kept.is_some_and(|before| kept <= before * WARM_GROWTH);
+                self.last_kept = Some(kept);
             }
             if !forced || r.collections[2] > 1 {
                 self.frozen_uncollected = false;
@@ -668,8 +701,14 @@ impl Collector {
         let period = |rate: f64| if rate > 0.0 { (1.0 / rate).min(HORIZON_S) } else { HORIZON_S };
         let deferred = garbage * (period(r2) - period(r2_own)).max(0.0) * bytes;
         // A frozen heap keeps the old objects that die later; freezing now also keeps the garbage
-        // among the objects promoted since the last full collection, unless one runs first.
-        let frozen_cost = if c.frozen { self.old_deaths.or(0.0) * HORIZON_S * bytes } else { 0.0 };
+        // among the objects promoted since the last full collection, unless one runs first
+        // (the controller adds it to the freeze), and a freeze made so keeps it while it holds
+        // (the training loop's 12 MiB, which the budget had counted once spent).
+        let frozen_cost = if c.frozen {
+            self.old_deaths.or(0.0) * HORIZON_S * bytes + if frozen_now { self.frozen_garbage } else { 0.0 }
+        } else {
+            0.0
+        };
         Prediction {
             pause_ns: [p0, p1, p2],
             rate,
@@ -862,13 +901,14 @@ mod tests {
         let mut c = warm();
         let frozen = Candidate { thresholds: [700, 10, 10], frozen: true };
         c.froze(true);
-        // The collection walked all 1.1M objects in 220 ms (200 ns each), then the freeze.
+        // The collection walked all 1.1M objects in 220 ms (200 ns each), found 100,000 dead,
+        // then the freeze.
         let mut r = service([700, 10, 10], 0);
         r.collections[2] = 1;
         r.pause_max_ns[2] = 220e6;
-        r.long_lived = Some([1_100_000, 0]);
-        r.freeze_count = Some(1_100_000);
-        r.collected_per[2] = 400_000.0;
+        r.long_lived = Some([1_000_000, 0]);
+        r.freeze_count = Some(1_000_000);
+        r.collected_per[2] = 100_000.0;
         let (garbage, rate) = (c.old_garbage.or(0.0), c.full_rate.or(0.0));
         c.observe(&r);
         // Nor is it the process's rate of full collections, or what they find.
@@ -876,12 +916,76 @@ mod tests {
         c.correct(&frozen, true, &r);
         assert!(c.held_freeze_collection());
         assert!((c.full_ns.or(0.0) - 200.0).abs() < 30.0, "{:?}", c.full_ns);
-        // The next full collection walks what is promoted until a quarter of the 1.1M the
-        // counters still count is pending: 275k objects at 200 ns.
+        // The next full collection walks what is promoted until a quarter of the 1M the
+        // counters still count is pending: 250k objects at 200 ns.
         let after = c.predict(&frozen, true).pause_ns[2];
         assert!((40e6..70e6).contains(&after), "{after}");
         c.observe(&service([700, 10, 10], 3_000));
         assert!(!c.held_freeze_collection());
+    }
+
+    #[test]
+    fn a_full_collections_cost_per_object_counts_what_it_found_not_only_the_counters_before_it() {
+        let mut c = warm();
+        c.froze(false);
+        // The first full collection after the freeze leaves 1,341 old objects.
+        let mut r = service([700, 10, 10], 0);
+        r.collections[2] = 1;
+        r.pause_max_ns[2] = 30e6;
+        r.long_lived = Some([1_341, 0]);
+        r.collected_per[2] = 140_000.0;
+        c.observe(&r);
+        // Then eleven in a window, each finding 140,000 garbage objects promoted since: 64 ms
+        // for some 141,000 objects walked, not for the 1,341 counted before them.
+        r.collections[2] = 11;
+        r.pause_max_ns[2] = 64e6;
+        r.long_lived = Some([1_341, 100_000]);
+        c.observe(&r);
+        assert!(c.full_ns.or(0.0) < 1_000.0, "{:?}", c.full_ns);
+        let frozen = Candidate { thresholds: [700, 10, 10], frozen: true };
+        let p = c.predict(&frozen, true).pause_ns[2];
+        assert!(p < 1e9, "{p}");
+    }
+
+    #[test]
+    fn the_garbage_a_freeze_without_a_collection_kept_is_counted_while_it_holds() {
+        let mut c = warm();
+        let frozen = Candidate { thresholds: [700, 10, 10], frozen: true };
+        let before = c.predict(&frozen, true).memory_bytes;
+        // 109k objects pending, half of them garbage at 256 bytes: some 14 MB frozen with them.
+        let kept = c.frozen_pending_bytes();
+        assert!(kept > 10e6, "{kept}");
+        c.froze(false);
+        let after = c.predict(&frozen, true).memory_bytes;
+        assert!((after - before - kept).abs() < 1.0, "{before} {after} {kept}");
+        // Undone by an unfreeze; never there after a collection first.
+        c.unfroze();
+        assert_eq!(c.predict(&frozen, true).memory_bytes, before);
+        c.froze(true);
+        assert_eq!(c.predict(&frozen, true).memory_bytes, before);
+    }
+
+    #[test]
+    fn the_heap_is_warm_once_a_full_collection_keeps_no_more_than_the_one_before() {
+        let full = |kept: i64| {
+            let mut r = service([700, 10, 10], 0);
+            r.collections[2] = 1;
+            r.pause_max_ns[2] = 100e6;
+            r.long_lived = Some([kept, 0]);
+            r
+        };
+        // A cache filling up keeps more each time.
+        let mut c = warm();
+        for kept in [300_000, 400_000, 520_000] {
+            c.observe(&full(kept));
+            assert!(!c.heap_warm(), "{kept}");
+        }
+        // The training loop's heap: 470k, then 484k (+3%).
+        let mut c = warm();
+        c.observe(&full(470_000));
+        assert!(!c.heap_warm());
+        c.observe(&full(484_000));
+        assert!(c.heap_warm());
     }
 
     #[test]

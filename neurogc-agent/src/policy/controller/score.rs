@@ -313,12 +313,14 @@ impl Controller {
         out
     }
 
-    /// Memory measured, not only predicted: RSS past the limit after neurogc changed something
+    /// Memory measured, not only predicted: what the setting in force keeps of RSS grown since
+    /// neurogc changed something (`cost_now`, at most the model's figure) past the allowance
     /// (pauses measured are in every estimate already).
-    pub(super) fn measured_memory(&self, now: &mut Scored, r: &Reading, app_rss: f64) {
-        let limit = self.budgets.rss_limit(app_rss);
-        if r.rss as f64 > limit && self.rss_at_first_change.is_some() {
-            now.misses.memory = now.misses.memory.max(r.rss as f64 / limit - 1.0);
+    pub(super) fn measured_memory(&self, now: &mut Scored, cost_now: f64, app_rss: f64) {
+        let allowance = self.budgets.memory_allowance(app_rss);
+        if cost_now > allowance {
+            let over = (cost_now - allowance) / (app_rss + allowance).max(1.0);
+            now.misses.memory = now.misses.memory.max(over);
         }
     }
 }

@@ -437,3 +437,37 @@ fn a_setting_whose_pauses_are_measured_over_the_budget_is_left_and_its_evidence_
     assert!(over.len() <= 10, "{over:?}");
     assert!(c.thresholds()[1] <= 10, "{:?}", c.thresholds());
 }
+
+#[test]
+fn a_budget_set_aside_is_not_traded_away_for_another() {
+    // No setting holds a 100 µs pause budget: 700/10/10's 0.5 ms gen1 rounds are the shortest
+    // (threshold1 stays 10). Its GC share, 2.8%, misses a 2% budget that a larger threshold0
+    // holds, where gen1 rounds measure three times longer than the model says.
+    let gc = GuardConfig {
+        pause_budget_ns: Some(100_000),
+        gc_budget: Some(0.02),
+        gc_at_attach: false,
+        freeze_after_s: None,
+        min: [100, 10, 10],
+        ..cfg()
+    };
+    let mut c = Controller::new(gc, [700, 10, 10], true);
+    let mut settings = Vec::new();
+    let p = Process { promoted: 0.0, ..SERVICE };
+    for w in 1..=40 {
+        let t = c.thresholds();
+        let mut r = p.reading(t, w);
+        if t[0] > 700 {
+            r.pause_max_ns[1] *= 3.0;
+        }
+        settings.push(t);
+        c.decide(&mut analytic, &r);
+    }
+    // Each tried once, measured, left; none returned to for the GC share.
+    let mut runs: Vec<[i64; 3]> = settings.clone();
+    runs.dedup();
+    let mut seen = std::collections::HashSet::new();
+    let again: Vec<_> = runs.iter().filter(|t| t[0] > 700 && !seen.insert(**t)).collect();
+    assert!(again.is_empty(), "returned to {again:?}: {settings:?}");
+    assert!(settings[20..].iter().all(|t| t[0] <= 700), "{settings:?}");
+}
