@@ -77,8 +77,8 @@ def closed_loop(model_bytes):
         f"Held-out verdicts met: {met} of {len(verdicts)}. The model gets no weight in a process until",
         "moves there bear its corrections out (policy/trust.rs), so the first moves, which",
         "convergence counts, are the analytic model's: where the verdicts are missed, it has not",
-        "earned its place, and act / rules away from 1x is within the run-to-run spread of the",
-        "families (web's p99 moves by 10-20% with no decision made).",
+        "earned its place, and act / rules away from 1x is to be read against each family's",
+        "run-to-run spread in the reports above.",
         "",
     ]
     return lines[:-1]

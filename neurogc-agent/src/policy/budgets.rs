@@ -110,21 +110,35 @@ pub struct Budgets {
 /// What RSS holds of neurogc's settings, against what is the application's own.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Kept {
-    /// The most a setting in force was predicted to keep since neurogc's first change (bytes):
-    /// what garbage once took the allocator seldom hands back, so RSS holds it after a move back
-    /// (the training loop's stayed 15 MiB up after 700/20/10 was left, and a budget counted from
-    /// there let its peak RSS reach 1.27x the application's own).
+    /// RSS in the window neurogc made its first change: what its changes cost since can be no
+    /// more than what RSS grew from there.
+    base: Option<f64>,
+    /// The most a setting in force was predicted to keep since then (bytes): what garbage once
+    /// took the allocator seldom hands back, so RSS holds it after a move back (the training
+    /// loop's stayed 15 MiB up after 700/20/10 was left, and a budget counted from there let its
+    /// peak RSS reach 1.27x the application's own).
     most: f64,
 }
 
 impl Kept {
-    /// `grown`: RSS grown since neurogc's first change (None before it); `keeps`: the model's
-    /// figure for the setting in force, over its horizon (garbage takes that long to pile up, and
-    /// RSS shows what has so far). Returns what the setting in force costs, which its budget
-    /// judges, and the RSS the application would have without neurogc, which a relative budget
-    /// is a share of: growth past what neurogc's settings keep is the application's own.
-    pub fn split(&mut self, rss: f64, grown: Option<f64>, keeps: f64) -> (f64, f64) {
-        let Some(grown) = grown else { return (0.0, rss) };
+    /// neurogc changed something, with RSS at `rss` (the first change counts).
+    pub fn changed(&mut self, rss: f64) {
+        self.base.get_or_insert(rss);
+    }
+
+    /// Whether neurogc has changed anything yet.
+    pub fn any(&self) -> bool {
+        self.base.is_some()
+    }
+
+    /// `keeps`: the model's figure for the setting in force, over its horizon (garbage takes
+    /// that long to pile up, and RSS shows what has so far). Returns what the setting in force
+    /// costs, which its budget judges, and the RSS the application would have without neurogc,
+    /// which a relative budget is a share of: growth past what neurogc's settings keep is the
+    /// application's own.
+    pub fn split(&mut self, rss: f64, keeps: f64) -> (f64, f64) {
+        let Some(base) = self.base else { return (0.0, rss) };
+        let grown = (rss - base).max(0.0);
         self.most = self.most.max(keeps);
         (keeps.min(grown), (rss - self.most.min(grown)).max(0.0))
     }
@@ -283,14 +297,16 @@ mod tests {
         const MIB: f64 = 1048576.0;
         let mut kept = Kept::default();
         // Before neurogc changes anything, all of RSS is the application's.
-        assert_eq!(kept.split(400.0 * MIB, None, 20.0 * MIB), (0.0, 400.0 * MIB));
+        assert_eq!(kept.split(400.0 * MIB, 20.0 * MIB), (0.0, 400.0 * MIB));
+        kept.changed(400.0 * MIB);
         // A setting keeping 20 MiB, and RSS grown by as much: the application's is 400 MiB.
-        assert_eq!(kept.split(420.0 * MIB, Some(20.0 * MIB), 20.0 * MIB), (20.0 * MIB, 400.0 * MIB));
+        assert_eq!(kept.split(420.0 * MIB, 20.0 * MIB), (20.0 * MIB, 400.0 * MIB));
         // Back at a setting that keeps nothing, RSS stays up: still not the application's, and
         // the budget stays a share of 400 MiB; the setting in force costs nothing.
-        assert_eq!(kept.split(420.0 * MIB, Some(20.0 * MIB), 0.0), (0.0, 400.0 * MIB));
+        kept.changed(420.0 * MIB);
+        assert_eq!(kept.split(420.0 * MIB, 0.0), (0.0, 400.0 * MIB));
         // Growth past what any setting kept is the application's own (a heap warming up).
-        assert_eq!(kept.split(450.0 * MIB, Some(50.0 * MIB), 0.0), (0.0, 430.0 * MIB));
+        assert_eq!(kept.split(450.0 * MIB, 0.0), (0.0, 430.0 * MIB));
     }
 
     #[test]

@@ -115,10 +115,7 @@ pub struct Controller {
     freeze_used: bool,
     window: u64,
     first_ts: Option<u64>,
-    /// RSS in the window neurogc made its first change: what its changes cost since can be no
-    /// more than what RSS grew from there.
-    rss_at_first_change: Option<f64>,
-    /// What RSS holds of neurogc's settings, against the application's own.
+    /// What RSS holds of neurogc's settings since its first change, against the application's.
     kept: Kept,
     /// RSS in the window neurogc froze: what the freeze keeps can be no more than RSS grew since.
     rss_at_freeze: Option<f64>,
@@ -222,7 +219,6 @@ impl Controller {
             freeze_used: false,
             window: 0,
             first_ts: None,
-            rss_at_first_change: None,
             kept: Kept::default(),
             rss_at_freeze: None,
             change: None,
@@ -328,13 +324,12 @@ impl Controller {
             Some(t) if t.to != here => self.trial = None,
             _ => {}
         }
-        if self.rss_at_first_change.is_none() && !r.idle {
+        if !self.kept.any() && !r.idle {
             self.budgets.at_attach(self.long_run_share(r));
         }
         self.budgets.set_window(r.secs);
-        let grown = self.rss_at_first_change.map(|base| (r.rss as f64 - base).max(0.0));
         let keeps = self.collector.predict(&here, self.frozen).memory_bytes;
-        let (cost_now, app_rss) = self.kept.split(r.rss as f64, grown, keeps);
+        let (cost_now, app_rss) = self.kept.split(r.rss as f64, keeps);
         let (g, worst) = r.worst();
         let observed = Observed {
             pause_max_ms: worst / 1e6,
@@ -404,7 +399,7 @@ impl Controller {
             self.trial =
                 Some(Trial { to, analytic_share: choice.to.analytic_share, learned: choice.to.learned });
             self.trial_rows = (!choice.to.learned.is_finite()).then_some([choice.here_row, choice.to.row]);
-            self.rss_at_first_change.get_or_insert(r.rss as f64);
+            self.kept.changed(r.rss as f64);
             match freeze {
                 Some(true) => {
                     self.rss_at_freeze = Some(r.rss as f64);
