@@ -28,10 +28,20 @@ pub struct Space<'a> {
     pub may_unfreeze: bool,
 }
 
+/// Threshold `t` of generation `g`, within the user's bounds.
+fn clamp(cfg: &GuardConfig, g: usize, t: i64) -> i64 {
+    let least = if cfg.allow_disable { 0 } else { 1 };
+    t.clamp(cfg.min[g].max(least), cfg.max[g].max(cfg.min[g]).max(least))
+}
+
+/// The application's own thresholds, within the user's bounds: the candidate a tie goes to.
+pub fn own(cfg: &GuardConfig, original: [i64; 3]) -> [i64; 3] {
+    std::array::from_fn(|g| clamp(cfg, g, original[g]))
+}
+
 impl Space<'_> {
     fn clamp(&self, g: usize, t: i64) -> i64 {
-        let least = if self.cfg.allow_disable { 0 } else { 1 };
-        t.clamp(self.cfg.min[g].max(least), self.cfg.max[g].max(self.cfg.min[g]).max(least))
+        clamp(self.cfg, g, t)
     }
 
     fn within(&self, t: [i64; 3]) -> [i64; 3] {
@@ -61,7 +71,7 @@ impl Space<'_> {
         };
         let freezes = self.freezes();
         for &frozen in &freezes {
-            push(Candidate { thresholds: self.within(self.original), frozen });
+            push(Candidate { thresholds: own(self.cfg, self.original), frozen });
             push(Candidate { thresholds: here.thresholds, frozen });
             for t0 in RECIPE_T0 {
                 let t = [t0, here.thresholds[1], here.thresholds[2]];

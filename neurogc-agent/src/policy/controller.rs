@@ -31,7 +31,7 @@ use neurogc_trace::{Check, Effect, Observed, Predicted};
 
 use super::{
     budgets::{Budget, Budgets, GuardConfig, Kept, Misses},
-    candidates::Space,
+    candidates::{self, Space},
     evidence::{Evidence, Observation},
     predict::{Candidate, Collector, Correction, FEATURE_COUNT, HORIZON_S, Prediction, Reading},
     trust::{Trial, Trust},
@@ -189,9 +189,18 @@ fn least_missing<'a>(set: impl Iterator<Item = &'a Scored>) -> Option<&'a Scored
 fn evidence_words(s: &Scored, here: &Scored) -> String {
     let ratio = (s.ln_cost - here.ln_cost).exp();
     if s.measured > 0 {
-        format!("{ratio:.2}x the cost, measured over {}", crate::text::plural(s.measured, "collection"))
+        format!("{ratio:.2}x the cost, {}", measured_words(s))
     } else {
         format!("{ratio:.2}x the cost, predicted")
+    }
+}
+
+/// How much evidence stands behind a setting's estimate.
+fn measured_words(s: &Scored) -> String {
+    if s.measured > 0 {
+        format!("measured over {}", crate::text::plural(s.measured, "collection"))
+    } else {
+        "not measured yet".to_owned()
     }
 }
 
@@ -548,25 +557,45 @@ impl Controller {
         };
         // Credibly cheaper: the saving stands above the change's cost and the uncertainty of
         // both estimates.
-        let credibly_cheaper =
-            |s: &Scored| s.objective < now.objective - CREDIBLE * (s.sd.powi(2) + now.sd.powi(2)).sqrt();
+        let cheaper = |a: &Scored, b: &Scored| {
+            a.objective < b.objective - CREDIBLE * (a.sd.powi(2) + b.sd.powi(2)).sqrt()
+        };
+        let credibly_cheaper = |s: &Scored| cheaper(s, &now);
         if now.misses.none() {
             let credible = |s: &&Scored| s.misses.none() && credibly_cheaper(s);
-            return Ok(match cheapest(&mut scored.iter().filter(credible)) {
-                Some(best) => {
+            // A tie goes to the application's own thresholds (with the freeze in force): a
+            // setting of neurogc's stays only while the evidence says it is cheaper. One made
+            // for a budget that no longer needs it is undone: the ETL batch kept 5,000/50/10,
+            // a move for the pause budget before the freeze, after it too, though its own
+            // 700/10/10 frozen held every budget, and took 1.07x the defaults' time where
+            // freeze alone took 1.02x (a larger young generation slows the application by less
+            // than a window's noise shows).
+            let own = candidates::own(self.cfg(), self.original);
+            let back = scored
+                .iter()
+                .find(|s| s.c == Candidate { thresholds: own, frozen: here.frozen })
+                .filter(|s| s.misses.none() && !cheaper(&now, s));
+            return Ok(match (cheapest(&mut scored.iter().filter(credible)), back) {
+                (Some(best), _) => {
                     let why =
                         format!("{held} either way; {}: {}", evidence_words(&best, &now), describe(&best));
                     (choice(best, None, why), unholdable)
                 }
-                None => {
+                (None, Some(&own)) => {
+                    let why = format!(
+                        "{held} either way and {here} is not credibly cheaper ({}): back to the \
+                         application's own {}: {}",
+                        measured_words(&now),
+                        own.c,
+                        describe(&own)
+                    );
+                    (choice(own, None, why), unholdable)
+                }
+                (None, None) => {
                     let why = format!(
                         "{held}; no setting credibly cheaper than {} ({}): {}{}",
                         here,
-                        if now.measured > 0 {
-                            format!("measured over {}", crate::text::plural(now.measured, "collection"))
-                        } else {
-                            "not measured yet".to_owned()
-                        },
+                        measured_words(&now),
                         describe(&now),
                         if aside.contains(&Budget::Pause) { self.freeze_note(r) } else { "" }
                     );

@@ -471,3 +471,35 @@ fn a_budget_set_aside_is_not_traded_away_for_another() {
     assert!(again.is_empty(), "returned to {again:?}: {settings:?}");
     assert!(settings[20..].iter().all(|t| t[0] <= 700), "{settings:?}");
 }
+
+#[test]
+fn a_setting_of_neurogcs_stays_only_while_the_evidence_says_it_is_cheaper() {
+    // A larger young generation costs this application a little more CPU (less than a window's
+    // noise shows at first) and saves the collector a little: once frozen, 1,000/10/10 is
+    // measured no cheaper than the application's own 700/10/10, and the tie goes back to it.
+    let p = Process { slowdown: 0.15, ..SERVICE };
+    let mut c = Controller::new(cfg(), [700, 10, 10], true);
+    c.allow_freeze(true);
+    let mut settings = Vec::new();
+    let mut back = None;
+    for w in 1..=40 {
+        settings.push((c.thresholds(), c.frozen()));
+        let mut r = p.reading(c.thresholds(), w);
+        if c.frozen() {
+            // The old generation frozen: full collections walk what came since.
+            r.long_lived = Some([10_000, 1_000]);
+            r.freeze_count = Some(1_000_000);
+        }
+        let v = c.decide(&mut analytic, &r);
+        if v.change && v.thresholds == [700, 10, 10] {
+            back.get_or_insert(v.reason);
+        }
+    }
+    assert!(settings.iter().any(|(t, _)| t[0] > 700), "it moved: {settings:?}");
+    assert!(settings[10..].iter().all(|s| *s == ([700, 10, 10], true)), "{settings:?}");
+    let why = back.expect("a move back");
+    assert!(
+        why.contains("is not credibly cheaper") && why.contains("back to the application's own"),
+        "{why}"
+    );
+}
