@@ -46,6 +46,8 @@ use score::Scored;
 const CREDIBLE: f64 = 1.0;
 /// A miss told apart from noise: at most this share of the miss of the setting in force.
 const HALF: f64 = 0.5;
+/// Windows of evidence at a setting before its effect is reported, or a tie is judged there.
+const EFFECT_WINDOWS: f64 = 3.0;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
@@ -456,7 +458,7 @@ impl Controller {
     /// the means measured at the setting before it and at the one after.
     fn effect(&mut self) -> Option<Effect> {
         let c = self.change.as_ref()?;
-        let after = self.evidence.get(&c.to).filter(|s| s.windows() >= 3.0)?;
+        let after = self.evidence.get(&c.to).filter(|s| s.windows() >= EFFECT_WINDOWS)?;
         let before = self.evidence.get(&c.from);
         let pair = |f: &dyn Fn(&super::evidence::Stats) -> Option<f64>, i: usize| {
             let after = f(after).unwrap_or(c.before[i]);
@@ -570,11 +572,17 @@ impl Controller {
             // 700/10/10 frozen held every budget, and took 1.07x the defaults' time where
             // freeze alone took 1.02x (a larger young generation slows the application by less
             // than a window's noise shows).
+            // Only once the setting in force has evidence of its own (three windows, as a
+            // change's effect): unmeasured, every estimate is the model's alone, nothing is
+            // credibly cheaper than anything, and the document search went from 700 to 100,000
+            // and back every few windows (collections there are too rare to measure it).
             let own = candidates::own(self.cfg(), self.original);
+            let measured_here =
+                now.measured > 0 && self.evidence.get(&here).is_some_and(|s| s.windows() >= EFFECT_WINDOWS);
             let back = scored
                 .iter()
                 .find(|s| s.c == Candidate { thresholds: own, frozen: here.frozen })
-                .filter(|s| s.misses.none() && !cheaper(&now, s));
+                .filter(|s| measured_here && s.misses.none() && !cheaper(&now, s));
             return Ok(match (cheapest(&mut scored.iter().filter(credible)), back) {
                 (Some(best), _) => {
                     let why =

@@ -503,3 +503,24 @@ fn a_setting_of_neurogcs_stays_only_while_the_evidence_says_it_is_cheaper() {
         "{why}"
     );
 }
+
+#[test]
+fn a_tie_is_not_judged_where_the_setting_in_force_has_no_evidence_yet() {
+    // Windows at the new setting that cannot be its evidence (here the target still reads the
+    // old thresholds: the actuator's write is late). Unmeasured, every estimate is the model's
+    // alone and nothing is credibly cheaper than anything: a tie judged there went back to
+    // 700/10/10, and out again on the same prediction, every other window.
+    let mut c = Controller::new(cost_only(), [700, 10, 10], true);
+    let mut settings = Vec::new();
+    let mut backs = 0;
+    for w in 1..=30 {
+        let t = c.thresholds();
+        settings.push(t);
+        let mut r = SERVICE.reading(t, w);
+        r.thresholds = Some([700, 10, 10]);
+        let v = c.decide(&mut analytic, &r);
+        backs += usize::from(v.reason.contains("back to the application's own"));
+    }
+    let changes = settings.windows(2).filter(|w| w[0] != w[1]).count();
+    assert!(backs == 0 && changes <= 1, "{changes} changes, {backs} back: {settings:?}");
+}
