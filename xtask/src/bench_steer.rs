@@ -300,6 +300,9 @@ pub struct Held {
     /// its decision (candidates predicted and scored).
     pub inference_p99_us: f64,
     pub decision_p99_us: f64,
+    /// The agent's CPU over the measured part, % of one core (its own process: the custodian
+    /// sleeps between writes).
+    pub cpu_pct: f64,
 }
 
 pub struct Timeline {
@@ -685,19 +688,28 @@ fn one_run_at_speed(workload: Workload, config: Config, agent: &Path, opts: &Opt
     let (start, start_ns) = (Instant::now(), epoch_ns());
     let done = Arc::new(AtomicBool::new(false));
     let sampler = sample_rss(pid, start, Arc::clone(&done));
-    let (mut from_s, mut from_ns) = (0.0, 0);
-    let mut mark = || (from_s, from_ns) = (start.elapsed().as_secs_f64(), epoch_ns());
+    let agent_pid = observer.as_ref().map(Child::id);
+    let (mut from_s, mut from_ns, mut cpu_from) = (0.0, 0, 0);
+    let mut mark = || {
+        (from_s, from_ns) = (start.elapsed().as_secs_f64(), epoch_ns());
+        cpu_from = agent_pid.map_or(0, crate::measure::cpu_ns);
+    };
     let measured = match port {
         Some(port) => measure_http(port, workload, opts, &mut mark),
         None => measure_batch(workload, &mut service, &mut stdout, opts, &mut mark),
     };
+    let agent_cpu_pct = agent_pid.map(|p| {
+        let cpu_s = crate::measure::cpu_ns(p).saturating_sub(cpu_from) as f64 / 1e9;
+        100.0 * cpu_s / (start.elapsed().as_secs_f64() - from_s).max(1e-3)
+    });
     done.store(true, Ordering::Relaxed);
     let rss = sampler.join().unwrap_or_default();
     stop(observer, service);
     let mut m = measured?;
     let (held, timeline) = match config {
         Config::Act | Config::Rules => {
-            let (h, t) = agent_records(&jsonl, start_ns, from_ns)?;
+            let (mut h, t) = agent_records(&jsonl, start_ns, from_ns)?;
+            h.cpu_pct = agent_cpu_pct.unwrap_or(f64::NAN);
             (Some(h), Some(t))
         }
         _ => (None, None),

@@ -45,6 +45,7 @@ impl Of<'_> {
             holdable: [holdable(0), holdable(1), holdable(2)],
             inference_p99_us: p99(|h| h.inference_p99_us),
             decision_p99_us: p99(|h| h.decision_p99_us),
+            cpu_pct: p99(|h| h.cpu_pct),
             runs: held.len(),
             windows,
             pause: pct(|h| h.pause),
@@ -61,6 +62,8 @@ struct HeldShare {
     holdable: [(usize, f64); 3],
     inference_p99_us: f64,
     decision_p99_us: f64,
+    /// The agent's CPU over the measured part, % of a core: median over runs.
+    cpu_pct: f64,
     runs: usize,
     windows: usize,
     pause: f64,
@@ -113,7 +116,7 @@ fn table(workload: Workload, of: &Of) -> String {
                 "\n{}, measured part ({} windows over {}): budgets held in {:.1}% of windows (pause 10 ms), \
                  {:.1}% (GC no worse than at attach), {:.1}% (memory 15%); where some action could hold \
                  them: pause {:.1}% of {}, GC {:.1}% of {}, memory {:.1}% of {}; p99 over runs (median): \
-                 model call {:.0} µs, window to decision {:.0} µs.\n",
+                 model call {:.0} µs, window to decision {:.0} µs; agent CPU {:.2}% of a core (median).\n",
                 c.label(),
                 h.windows,
                 crate::measure::plural(h.runs, "run"),
@@ -128,6 +131,7 @@ fn table(workload: Workload, of: &Of) -> String {
                 h.holdable[2].0,
                 h.inference_p99_us,
                 h.decision_p99_us,
+                h.cpu_pct,
             );
         }
     }
