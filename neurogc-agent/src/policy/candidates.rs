@@ -34,9 +34,14 @@ fn clamp(cfg: &GuardConfig, g: usize, t: i64) -> i64 {
     t.clamp(cfg.min[g].max(least), cfg.max[g].max(cfg.min[g]).max(least))
 }
 
+/// Thresholds `t`, each within the user's bounds.
+fn within(cfg: &GuardConfig, t: [i64; 3]) -> [i64; 3] {
+    std::array::from_fn(|g| clamp(cfg, g, t[g]))
+}
+
 /// The application's own thresholds, within the user's bounds: the candidate a tie goes to.
 pub fn own(cfg: &GuardConfig, original: [i64; 3]) -> [i64; 3] {
-    std::array::from_fn(|g| clamp(cfg, g, original[g]))
+    within(cfg, original)
 }
 
 impl Space<'_> {
@@ -45,7 +50,7 @@ impl Space<'_> {
     }
 
     fn within(&self, t: [i64; 3]) -> [i64; 3] {
-        std::array::from_fn(|g| self.clamp(g, t[g]))
+        within(self.cfg, t)
     }
 
     /// The freeze states a candidate may have.
