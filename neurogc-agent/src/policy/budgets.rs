@@ -289,6 +289,7 @@ mod tests {
             share,
             memory_bytes: memory_mib * 1048576.0,
             next_full_s: None,
+            first_full_ns: 0.0,
         }
     }
 

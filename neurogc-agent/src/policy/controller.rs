@@ -144,7 +144,9 @@ fn mib(b: f64) -> f64 {
 }
 
 fn predicted(p: &Prediction) -> Predicted {
-    let (g, pause) = (0..3).fold((0, 0.0), |b, g| if p.pause_ns[g] > b.1 { (g, p.pause_ns[g]) } else { b });
+    // The first full collection after a freeze counts: it is the next full pause.
+    let first = if p.first_full_ns > 0.0 { (2, p.first_full_ns) } else { (0, 0.0) };
+    let (g, pause) = (0..3).fold(first, |b, g| if p.pause_ns[g] > b.1 { (g, p.pause_ns[g]) } else { b });
     Predicted {
         pause_max_ms: pause / 1e6,
         pause_gen: g as u8,
@@ -317,7 +319,14 @@ impl Controller {
         // The window is evidence for the setting in force where the target had it all through:
         // not one that held neurogc's own collection before a freeze (that pause is the move's,
         // not the setting's), nor one whose thresholds the actuator had not written yet.
-        let o = self.observation(r);
+        let mut o = self.observation(r);
+        // The first full collection after a freeze is a pause the model foresaw as a one-off
+        // (`Prediction::first_full_ns`): it calibrates the model's chances only where it was not.
+        if self.collector.held_first_full_after_freeze()
+            && self.budgets.pause_ns().is_some_and(|b| before.predict(&here, self.frozen).first_full_ns > b)
+        {
+            o.expected_over = 1.0;
+        }
         if !r.idle && r.alloc_per_s >= 1.0 {
             self.work_per_alloc = (r.work_per_s() / r.alloc_per_s).clamp(1.0, 10.0);
         }
