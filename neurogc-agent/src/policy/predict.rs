@@ -736,7 +736,15 @@ impl Collector {
         let own_r1 = alloc / original[0].max(1) as f64 / (original[1].max(1) as f64 + 1.0);
         let r2_own = self.full(&own, false, own_r1, original[2].max(1) as f64, &r).rate;
         let period = |rate: f64| if rate > 0.0 { (1.0 / rate).min(HORIZON_S) } else { HORIZON_S };
-        let deferred = garbage * (period(r2) - period(r2_own)).max(0.0) * bytes;
+        // Garbage waits for the next full collection: after a freeze, the first one comes only
+        // once a quarter of the frozen objects' count is promoted (`Full::due_s`), however often
+        // the ones after it come.
+        let wait = match full.due_s {
+            _ if full.first_ns == 0.0 => period(r2),
+            Some(due) => period(r2).max(due.min(HORIZON_S)),
+            None => HORIZON_S,
+        };
+        let deferred = garbage * (wait - period(r2_own)).max(0.0) * bytes;
         // A frozen heap keeps the old objects that die later; freezing now also keeps the garbage
         // among the objects promoted since the last full collection, unless one runs first
         // (the controller adds it to the freeze), and a freeze made so keeps it while it holds

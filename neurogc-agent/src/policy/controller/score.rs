@@ -218,6 +218,17 @@ impl Controller {
         }
     }
 
+    /// How far `c`'s young generations are from the nearest measured (|ln ratio| of what they
+    /// hold before a gen1 round, threshold0 × (threshold1 + 1); 0 where nothing has been).
+    pub(super) fn young_extrapolation(&self, c: &Candidate) -> f64 {
+        let young = |k: &Candidate| (k.thresholds[0].max(1) * (k.thresholds[1].max(0) + 1)) as f64;
+        self.evidence
+            .all()
+            .map(|(k, _)| (young(c) / young(k)).ln().abs())
+            .min_by(f64::total_cmp)
+            .unwrap_or(0.0)
+    }
+
     /// Every candidate, with and without neurogc's collection for a freeze, estimated.
     pub(super) fn score_all(&self, learned: Learned, r: &Reading, app_rss: f64) -> Vec<Scored> {
         let here = Candidate { thresholds: self.current, frozen: self.frozen };
@@ -242,9 +253,13 @@ impl Controller {
                 let mut p = *p;
                 // A setting not measured yet is entered on its memory bounded pessimistically,
                 // as its cost is: the model's bytes per object are an average over what it has
-                // seen (a far jump on the training benchmark kept 24 MiB where 19 were allowed).
+                // seen (a far jump on the training benchmark kept 24 MiB where 19 were allowed),
+                // and the further the young generations' size is from every one measured, the
+                // less that average says (micrograd's 50,000/20/10 frozen, predicted +18 MiB
+                // from 5,000/20/10, took RSS from 128 to 196 MiB, and RSS stays up after the
+                // move back).
                 if measured == 0 && *c != here {
-                    p.memory_bytes *= 1.0 + MODEL_ERROR;
+                    p.memory_bytes *= 1.0 + MODEL_ERROR * (1.0 + self.young_extrapolation(c));
                 }
                 let odds = self.pauses_over(c, &p);
                 let (share, mut worst) = (odds.share, odds.worst_ns);

@@ -524,3 +524,20 @@ fn a_tie_is_not_judged_where_the_setting_in_force_has_no_evidence_yet() {
     let changes = settings.windows(2).filter(|w| w[0] != w[1]).count();
     assert!(backs == 0 && changes <= 1, "{changes} changes, {backs} back: {settings:?}");
 }
+
+#[test]
+fn the_memory_of_a_young_generation_far_from_any_measured_is_bounded_more_pessimistically() {
+    let mut c = Controller::new(cfg(), [700, 10, 10], true);
+    let at = |t: [i64; 3]| Candidate { thresholds: t, frozen: false };
+    assert_eq!(c.young_extrapolation(&at([50_000, 20, 10])), 0.0, "nothing measured: the model alone");
+    let o = Observation { ln_cost: Some(1.0), rounds: 1.0, ..Default::default() };
+    c.evidence.add(at([700, 10, 10]), &o);
+    c.evidence.add(at([5_000, 20, 10]), &o);
+    // What a young generation holds before a gen1 round: threshold0 × (threshold1 + 1).
+    assert!(c.young_extrapolation(&at([700, 10, 10])).abs() < 1e-9);
+    let far = c.young_extrapolation(&at([50_000, 20, 10]));
+    assert!((far - 10f64.ln()).abs() < 1e-9, "{far}");
+    // 1,000/50/10 holds 51,000 objects, nearer 5,000/20/10's 105,000 than 700/10/10's 7,700.
+    let wide = c.young_extrapolation(&at([1_000, 50, 10]));
+    assert!((wide - (105_000f64 / 51_000.0).ln()).abs() < 1e-9, "{wide}");
+}
