@@ -35,7 +35,8 @@ impl Of<'_> {
         let held: Vec<_> = self.runs(c).filter_map(|r| r.held).collect();
         let windows: usize = held.iter().map(|h| h.windows).sum();
         let pct = |f: fn(&Held) -> usize| 100.0 * held.iter().map(f).sum::<usize>() as f64 / windows as f64;
-        let p99 = |f: fn(&Held) -> f64| median(held.iter().map(f).collect());
+        // Each run's figure (a p99 within the run, or its CPU), as the median over runs.
+        let over_runs = |f: fn(&Held) -> f64| median(held.iter().map(f).collect());
         let holdable = |i: usize| {
             let n: usize = held.iter().map(|h| h.holdable[i]).sum();
             let ok: usize = held.iter().map(|h| h.held_where_holdable[i]).sum();
@@ -43,9 +44,9 @@ impl Of<'_> {
         };
         (windows > 0).then(|| HeldShare {
             holdable: [holdable(0), holdable(1), holdable(2)],
-            inference_p99_us: p99(|h| h.inference_p99_us),
-            decision_p99_us: p99(|h| h.decision_p99_us),
-            cpu_pct: p99(|h| h.cpu_pct),
+            inference_p99_us: over_runs(|h| h.inference_p99_us),
+            decision_p99_us: over_runs(|h| h.decision_p99_us),
+            cpu_pct: over_runs(|h| h.cpu_pct),
             runs: held.len(),
             windows,
             pause: pct(|h| h.pause),

@@ -739,10 +739,10 @@ impl Collector {
         // Garbage waits for the next full collection: after a freeze, the first one comes only
         // once a quarter of the frozen objects' count is promoted (`Full::due_s`), however often
         // the ones after it come.
-        let wait = match full.due_s {
-            _ if full.first_ns == 0.0 => period(r2),
-            Some(due) => period(r2).max(due.min(HORIZON_S)),
-            None => HORIZON_S,
+        let wait = if full.first_ns > 0.0 {
+            period(r2).max(full.due_s.unwrap_or(HORIZON_S).min(HORIZON_S))
+        } else {
+            period(r2)
         };
         let deferred = garbage * (wait - period(r2_own)).max(0.0) * bytes;
         // A frozen heap keeps the old objects that die later; freezing now also keeps the garbage
