@@ -111,9 +111,9 @@ fn frozen_reported(target: &mut Target, want: impl Fn(i64) -> bool, within: Dura
     None
 }
 
-/// A long full collection over a warm heap: the pause budget has the agent freeze it (the
-/// target's own gc.get_freeze_count() shows it), and the freeze is undone however the agent
-/// ends: in order on SIGTERM, by the custodian queueing the undo on SIGKILL. Where the permanent
+/// Full collections of hundreds of milliseconds over a heap that never changes, young ones of a
+/// few: only a freeze holds a 20 ms pause budget, so the agent freezes the heap (the target's own
+/// gc.get_freeze_count() shows it), and the freeze is undone however the agent ends: in order on SIGTERM, by the custodian queueing the undo on SIGKILL. Where the permanent
 /// generation is not empty to begin with (CPython 3.12 puts 375 objects there), gc.unfreeze()
 /// could not undo only neurogc's part: no freeze, and the agent says so.
 #[test]
@@ -129,17 +129,30 @@ fn pause_budget_freezes_the_heap_and_every_ending_unfreezes_it() {
         let mut errors = Vec::new();
         for sig in ["-TERM", "-KILL"] {
             let what = format!("{} {sig}", py.name);
-            let mut target = start_profile(py, "cache", 40, &[]);
+            // Not the cache profile: it replaces every entry in turn, so a freeze's gain fades
+            // as the heap turns over, and whether one is worth it there is a close call.
+            let mut target = start_profile(py, "warm", 40, &[]);
             let at_start = frozen_reported(&mut target, |_| true, Duration::from_secs(3)).unwrap();
             let (mut agent, mut out, _err) = act_agent(
                 target.pid,
                 &fixture("prefer-5000.onnx"),
-                &["--pause-budget", "2ms", "--gc-budget", "off", "--freeze-after", "0"],
+                &["--pause-budget", "20ms", "--gc-budget", "off", "--freeze-after", "0"],
             );
             if at_start > 0 {
-                let line = out.wait_for("freezing is not available", 30, &what);
-                if out.rest(0).iter().chain([&line]).any(|l| l.contains("\"event\":\"frozen\"")) {
+                // Larger thresholds may hold the budget instead (fewer full collections); where
+                // the agent stays with the budget missed, it says why it does not freeze.
+                if out.find("\"event\":\"frozen\"", Duration::from_secs(10)).is_some() {
                     errors.push(format!("{what}: froze although {at_start} objects were frozen at start"));
+                }
+                let staying = json_lines(&out.rest(0))
+                    .into_iter()
+                    .filter_map(|d| d["reason"].as_str().map(str::to_owned))
+                    .filter(|r| r.contains("pause budget missed") && r.contains("staying"))
+                    .find(|r| !r.contains("freezing is not available"));
+                if let Some(reason) = staying {
+                    errors.push(format!(
+                        "{what}: stays with the pause budget missed, not saying why: {reason}"
+                    ));
                 }
             } else {
                 let frozen = out.wait_for("\"event\":\"frozen\"", 30, &what);

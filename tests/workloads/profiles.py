@@ -4,15 +4,19 @@
 
 Profiles (each stresses the collector differently, so the best thresholds differ):
   cycles   short-lived reference cycles: every collection finds garbage
-  cache    a large long-lived heap plus request-like churn: full collections are expensive
+  cache    a large long-lived heap, every entry replaced in turn, plus request-like churn:
+           full collections are expensive
   acyclic  container churn without cycles: the collector finds nothing, it is pure overhead
   bulky    cycles that hold large buffers: memory grows with threshold0
+  warm     a large heap built once and never changed, sessions that live a while, cyclic
+           garbage: full collections walk the unchanging heap (what a freeze takes out of them)
 
 --report-thresholds SECS: print {"t": elapsed, "thresholds": gc.get_threshold(), "frozen":
 gc.get_freeze_count()} every SECS (the act-mode tests read what the target itself sees). Prints a final JSON line with
 {"profile", "iterations", "elapsed_s"} and exits with os._exit(0).
 """
 import argparse
+import collections
 import gc
 import json
 import os
@@ -55,7 +59,21 @@ def step_bulky(state, i):
     a.peer, b.peer = b, a
 
 
-STEPS = {"cycles": step_cycles, "cache": step_cache, "acyclic": step_acyclic, "bulky": step_bulky}
+def step_warm(state, i):
+    if "heap" not in state:
+        state["heap"] = {n: (str(n), [n, n + 1], {"v": [n]}) for n in range(300_000)}
+        state["sessions"] = collections.deque(maxlen=20_000)
+    # Sessions outlive the young generations, so they are promoted and the full collections
+    # that count them come every few seconds; unlike the cache's entries none of the heap is
+    # ever replaced, so what a freeze takes out of those collections stays out.
+    state["sessions"].append([i, {"id": i}])
+    if i % 50 == 0:
+        a = Node()
+        a.peer = a
+
+
+STEPS = {"cycles": step_cycles, "cache": step_cache, "acyclic": step_acyclic, "bulky": step_bulky,
+         "warm": step_warm}
 
 
 def main():
