@@ -45,10 +45,7 @@ fn act_mode_steers_and_sigterm_restores() {
         let (mut target, mut agent, mut out, d) = steered(py);
         // The model's preference for threshold0 5000 decides; generations 1 and 2 are the
         // controller's to weigh (a collector-heavy target can make a larger threshold1 worth it).
-        let decided: Vec<i64> = d["thresholds"]
-            .as_array()
-            .map(|a| a.iter().filter_map(Value::as_i64).collect())
-            .unwrap_or_default();
+        let decided = thresholds(&d);
         if decided.len() != 3 || decided[0] != 5000 {
             errors.push(format!("{}: unexpected decision {d}", py.name));
         }
@@ -80,9 +77,11 @@ fn act_mode_steers_and_sigterm_restores() {
 fn sigkilled_agent_is_undone_by_the_hook_within_2s() {
     for_each_python(|py| {
         let mut errors = Vec::new();
-        let (mut target, mut agent, _out, _) = steered(py);
-        if target.reports(&[5000, 10, 10], Duration::from_secs(2)).is_none() {
-            errors.push(format!("{}: change not seen", py.name));
+        let (mut target, mut agent, _out, d) = steered(py);
+        // The setting decided (threshold0 is the model's; generations 1 and 2 the controller's).
+        let decided = thresholds(&d);
+        if target.reports(&decided, Duration::from_secs(2)).is_none() {
+            errors.push(format!("{}: change to {decided:?} not seen", py.name));
         }
         kill(&mut agent);
         let killed = Instant::now();
@@ -112,10 +111,11 @@ fn frozen_reported(target: &mut Target, want: impl Fn(i64) -> bool, within: Dura
 }
 
 /// Full collections of hundreds of milliseconds over a heap that never changes, young ones of a
-/// few: only a freeze holds a 20 ms pause budget, so the agent freezes the heap (the target's own
-/// gc.get_freeze_count() shows it), and the freeze is undone however the agent ends: in order on SIGTERM, by the custodian queueing the undo on SIGKILL. Where the permanent
+/// few: only a freeze holds a 20 ms pause budget, so the agent freezes the heap (the target's
+/// own gc.get_freeze_count() shows it), and the freeze is undone however the agent ends: in
+/// order on SIGTERM, by the custodian queueing the undo on SIGKILL. Where the permanent
 /// generation is not empty to begin with (CPython 3.12 puts 375 objects there), gc.unfreeze()
-/// could not undo only neurogc's part: no freeze, and the agent says so.
+/// could not undo only neurogc's part: no freeze.
 #[test]
 fn pause_budget_freezes_the_heap_and_every_ending_unfreezes_it() {
     for_each_python(|py| {
