@@ -563,7 +563,10 @@ impl Collector {
         // after the freeze, a one-off, what the next ones will take.
         let forced = self.held_freeze_collection();
         let p = self.raw(c, frozen_now);
-        if p.share > 1e-4 && !forced {
+        // The one-off's time is in this window's GC share but not in the setting's steady share
+        // the model predicts (it is spread over the horizon): the ratio would scale every later
+        // window's share by it.
+        if p.share > 1e-4 && !forced && !self.last_held_first_full {
             self.share_ratio.add((r.gc_share / p.share).clamp(0.1, 10.0), 0.3);
         }
         let at = match self.pause_ratio_at.iter().position(|(k, _)| k == c) {
@@ -999,11 +1002,15 @@ mod tests {
         r.collections[2] = 1;
         r.pause_max_ns[2] = 60e6;
         r.long_lived = Some([2_000, 0]);
+        r.gc_share = 0.08;
         c.observe(&r);
+        let share_before = c.share_ratio.0;
         c.correct(&frozen, true, &r);
         assert!(c.held_first_full_after_freeze());
-        // It teaches no correction of the full pauses to come: those walk what is in flight.
+        // It teaches no correction of the full pauses to come (those walk what is in flight),
+        // nor of the GC share (its 60 ms are in this window's 8%, once).
         assert_eq!(c.pause_ratio[2].0, None);
+        assert_eq!(c.share_ratio.0, share_before);
         let after = c.predict(&frozen, true);
         assert_eq!(after.first_full_ns, 0.0);
         assert!(after.pause_ns[2] < predicted.first_full_ns / 5.0, "{after:?} {predicted:?}");
