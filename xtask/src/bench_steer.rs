@@ -345,6 +345,7 @@ impl Timeline {
     }
 }
 
+#[derive(Default)]
 pub struct Run {
     /// Request latency from its due time, or the batch job's step time (ms), sorted.
     pub latencies_ms: Vec<f64>,
