@@ -114,8 +114,9 @@ fn frozen_reported(target: &mut Target, want: impl Fn(i64) -> bool, within: Dura
 }
 
 /// Full collections of hundreds of milliseconds over a heap that never changes (about one a
-/// second on this VM), young ones of about a millisecond: only a freeze holds a 20 ms pause budget, so the agent freezes the heap (the target's
-/// own gc.get_freeze_count() shows it), and the freeze is undone however the agent ends: in
+/// second on this VM), young ones of about a millisecond: only a freeze holds a 20 ms pause
+/// budget, so the agent freezes the heap (the target's own gc.get_freeze_count() shows it),
+/// and the freeze is undone however the agent ends: in
 /// order on SIGTERM, by the custodian queueing the undo on SIGKILL. Where the permanent
 /// generation is not empty to begin with (CPython 3.12 puts 375 objects there), gc.unfreeze()
 /// could not undo only neurogc's part: no freeze.

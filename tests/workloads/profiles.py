@@ -64,8 +64,9 @@ def step_warm(state, i):
         state["heap"] = {n: (str(n), [n, n + 1], {"v": [n]}) for n in range(300_000)}
         state["sessions"] = collections.deque(maxlen=20_000)
     # Sessions outlive the young generations, so they are promoted and the full collections
-    # that count them come about once a second (300 ms each on this VM); unlike the cache's entries none of the heap is
-    # ever replaced, so what a freeze takes out of those collections stays out.
+    # that count them come about once a second (300 ms each on this VM); unlike the cache's
+    # entries none of the heap is ever replaced, so what a freeze takes out of those
+    # collections stays out.
     state["sessions"].append([i, {"id": i}])
     if i % 50 == 0:
         a = Node()

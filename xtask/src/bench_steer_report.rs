@@ -30,6 +30,10 @@ impl Of<'_> {
     fn median(&self, c: Config, f: impl Fn(&Run) -> f64) -> f64 {
         median(self.values(c, f))
     }
+    /// `c`'s median of `f` over the defaults'.
+    fn vs_defaults(&self, c: Config, f: impl Fn(&Run) -> f64 + Copy) -> f64 {
+        self.median(c, f) / self.median(Config::Defaults, f)
+    }
     /// An agent's budgets over every run's measured windows (None without any).
     fn held(&self, c: Config) -> Option<HeldShare> {
         let held: Vec<_> = self.runs(c).filter_map(|r| r.held).collect();
@@ -176,9 +180,9 @@ The oracle is the best, after the fact, of the fixed \
         let ratio = |c: Config| of.median(c, f) / best;
         let total = |r: &Run| r.seconds;
         let peak = |r: &Run| r.peak_rss_mib;
-        let defaults = of.median(Config::Act, f) / of.median(Config::Defaults, f);
-        let rss = of.median(Config::Act, peak) / of.median(Config::Defaults, peak);
-        let time = of.median(Config::Act, total) / of.median(Config::Defaults, total);
+        let defaults = of.vs_defaults(Config::Act, f);
+        let rss = of.vs_defaults(Config::Act, peak);
+        let time = of.vs_defaults(Config::Act, total);
         let ok = ratio(Config::Act) <= 1.5 && (!workload.is_batch() || time <= 1.05) && rss <= 1.15;
         // A configuration not run is a dash, not "NaN×".
         let times = |x: f64| if x.is_finite() { format!("{x:.2}×") } else { "—".to_owned() };
@@ -306,23 +310,21 @@ fn targets(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
     for (workload, runs) in results {
         let of = Of(runs);
         let name = workload.name();
-        let m = |c: Config, f: &dyn Fn(&Run) -> f64| of.median(c, f);
-        let vs_defaults = |c: Config, f: fn(&Run) -> f64| m(c, &f) / m(Config::Defaults, &f);
         let (_, f) = headline(*workload);
-        let reached = oracle(&of, f).map_or(f64::NAN, |(_, best)| best / m(Config::Defaults, &f));
-        let act = vs_defaults(Config::Act, f);
+        let reached = oracle(&of, f).map_or(f64::NAN, |(_, best)| best / of.median(Config::Defaults, f));
+        let act = of.vs_defaults(Config::Act, f);
         let p99 = |r: &Run| r.quantile(0.99);
         let total = |r: &Run| r.seconds;
         let peak = |r: &Run| r.peak_rss_mib;
         match workload {
             Workload::Etl => {
-                let time = vs_defaults(Config::Act, total);
+                let time = of.vs_defaults(Config::Act, total);
                 row(
                     "etl (memory-risky): act total time ≤ 1.03× defaults",
                     format!("{time:.3}×"),
                     Some(time <= 1.03),
                 );
-                let rss = vs_defaults(Config::Act, peak);
+                let rss = of.vs_defaults(Config::Act, peak);
                 row(
                     "etl (memory-risky): act peak RSS ≤ 1.15× defaults",
                     format!("{rss:.3}×"),
@@ -335,10 +337,10 @@ fn targets(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
                     format!("{act:.3}× (oracle {reached:.3}×)"),
                     (reached <= 0.7).then_some(act <= 0.8),
                 );
-                let steps = vs_defaults(Config::Act, p99);
+                let steps = of.vs_defaults(Config::Act, p99);
                 row(&format!("{name}: act step p99 ≤ defaults"), format!("{steps:.3}×"), Some(steps <= 1.0));
                 if *w == Workload::Batch {
-                    let cost = vs_defaults(Config::Observe, total) - 1.0;
+                    let cost = of.vs_defaults(Config::Observe, total) - 1.0;
                     row(
                         "observe costs ≤ 2% throughput (batch total time)",
                         format!("{:+.1}%", 100.0 * cost),
