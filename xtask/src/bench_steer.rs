@@ -14,6 +14,7 @@
 //! and the agent to CPU 1.
 use std::{
     io::{BufRead, BufReader, Write},
+    os::unix::process::CommandExt,
     path::{Path, PathBuf},
     process::{Child, ChildStdout, Command, Stdio},
     sync::{
@@ -663,11 +664,20 @@ impl Spinner {
         if !on {
             return Ok(Spinner(None));
         }
-        let child = Command::new("taskset")
-            .args(["-c", "0", "sh", "-c", "while :; do :; done"])
-            .stdout(Stdio::null())
-            .spawn()
-            .context("starting the half-speed spinner")?;
+        let mut cmd = Command::new("taskset");
+        cmd.args(["-c", "0", "sh", "-c", "while :; do :; done"]).stdout(Stdio::null());
+        // The spinner dies with the benchmark, however that ends: one left behind by an
+        // interrupted run takes a core from every run after it.
+        // SAFETY: prctl is async-signal-safe and touches no memory of the parent's.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().context("starting the half-speed spinner")?;
         Ok(Spinner(Some(child)))
     }
 }
