@@ -182,7 +182,7 @@ impl Controller {
             .ln();
         // The slowdown's own uncertainty is not counted against a move: it is what trying a
         // setting teaches (one far setting measured fits the slope for all the others).
-        let model_sd = MODEL_ERROR * (prior - anchor.ln_cost).abs() + MODEL_FLOOR;
+        let model_sd = model_sd(prior - anchor.ln_cost);
         let prior_sd = (anchor.se.powi(2) + model_sd.powi(2)).sqrt();
         match measured {
             Some(m) => {
@@ -349,11 +349,17 @@ impl Controller {
     }
 }
 
+/// The model's error (one standard deviation, ln) on a quantity it predicts `ln_gap` away from
+/// the setting in force's: a share of the gap, and a floor.
+fn model_sd(ln_gap: f64) -> f64 {
+    MODEL_ERROR * ln_gap.abs() + MODEL_FLOOR
+}
+
 /// A predicted GC share bounded pessimistically: raised by the model's error on how it differs
 /// from the share predicted for the setting in force.
 pub(super) fn pessimistic_share(share: f64, here: f64) -> f64 {
-    let gap = if share > 0.0 && here > 0.0 { (share / here).ln().abs() } else { 0.0 };
-    (share * (MODEL_ERROR * gap + MODEL_FLOOR).exp()).min(1.0)
+    let gap = if share > 0.0 && here > 0.0 { (share / here).ln() } else { 0.0 };
+    (share * model_sd(gap).exp()).min(1.0)
 }
 
 /// The prior and a measurement of a setting's ln cost (each a mean and a standard deviation),
