@@ -68,6 +68,9 @@ def closed_loop(model_bytes):
             part = report.split(f"## {section}", 1)[1].split("\n## ", 1)[0]
             table = [line for line in part.splitlines() if line.startswith("|")]
             verdict = [line for line in part.splitlines() if line.startswith("Held-out")]
+            # A run without the ablation has a header and no rows: nothing to cite.
+            if len(table) <= 2:
+                continue
             lines += [f"{name}, {speed} ({what}):", ""] + table + [""] + verdict + [""]
     if not lines:
         return ["Not yet measured for this model: run `cargo xtask bench steer` and train again."]

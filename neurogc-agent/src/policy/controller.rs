@@ -572,6 +572,27 @@ impl Controller {
             a.objective < b.objective - CREDIBLE * (a.sd.powi(2) + b.sd.powi(2)).sqrt()
         };
         let credibly_cheaper = |s: &Scored| cheaper(s, &now);
+        // Of the moves that qualify, the application's own thresholds (with the best's freeze)
+        // unless the best is credibly cheaper than them: two settings neither measured are told
+        // apart by the model alone, and a threshold change bundled with a freeze on a 1%
+        // prediction put the document search on 700/50/10, whose 23.5 ms gen1 rounds were its
+        // p99 (1.55x freeze alone's) until it was measured and undone.
+        let own_thresholds = candidates::own(self.cfg(), self.original);
+        // Returns the move, and what it was preferred to ("" where none).
+        let prefer_own = |best: Scored, qualified: &dyn Fn(&Scored) -> bool| -> (Scored, String) {
+            scored
+                .iter()
+                .find(|s| {
+                    s.c.thresholds == own_thresholds
+                        && s.c.frozen == best.c.frozen
+                        && s.collect == best.collect
+                })
+                .filter(|own| own.c != best.c && qualified(own) && !cheaper(&best, own))
+                .map(|own| {
+                    (*own, format!(" (the application's own thresholds: {} is not credibly cheaper)", best.c))
+                })
+                .unwrap_or((best, String::new()))
+        };
         if now.misses.none() {
             let credible = |s: &&Scored| s.misses.none() && credibly_cheaper(s);
             // A tie goes to the application's own thresholds (with the freeze in force): a
@@ -585,17 +606,21 @@ impl Controller {
             // change's effect): unmeasured, every estimate is the model's alone, nothing is
             // credibly cheaper than anything, and the document search went from 700 to 100,000
             // and back every few windows (collections there are too rare to measure it).
-            let own = candidates::own(self.cfg(), self.original);
             let measured_here =
                 now.measured > 0 && self.evidence.get(&here).is_some_and(|s| s.windows() >= EFFECT_WINDOWS);
             let back = scored
                 .iter()
-                .find(|s| s.c == Candidate { thresholds: own, frozen: here.frozen })
+                .find(|s| s.c == Candidate { thresholds: own_thresholds, frozen: here.frozen })
                 .filter(|s| measured_here && s.misses.none() && !cheaper(&now, s));
-            return Ok(match (cheapest(&mut scored.iter().filter(credible)), back) {
-                (Some(best), _) => {
-                    let why =
-                        format!("{held} either way; {}: {}", evidence_words(&best, &now), describe(&best));
+            let best =
+                cheapest(&mut scored.iter().filter(credible)).map(|b| prefer_own(b, &|s| credible(&s)));
+            return Ok(match (best, back) {
+                (Some((best, own_note)), _) => {
+                    let why = format!(
+                        "{held} either way; {}: {}{own_note}",
+                        evidence_words(&best, &now),
+                        describe(&best)
+                    );
                     (choice(best, None, why), unholdable)
                 }
                 (None, Some(&own)) => {
@@ -621,9 +646,11 @@ impl Controller {
             });
         }
         let missed = now.misses.first();
-        if let Some(best) = cheapest(&mut scored.iter().filter(|s| s.misses.none())) {
+        if let Some((best, own_note)) = cheapest(&mut scored.iter().filter(|s| s.misses.none()))
+            .map(|b| prefer_own(b, &|s| s.misses.none()))
+        {
             let why = format!(
-                "{} budget missed at {here} ({}); {} holds {}, {}: {}",
+                "{} budget missed at {here} ({}); {} holds {}, {}: {}{own_note}",
                 now.misses.names(),
                 describe(&now),
                 best.c,
