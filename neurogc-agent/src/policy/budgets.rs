@@ -223,11 +223,15 @@ impl Budgets {
         self.pause_miss(windows, worst)
     }
 
-    pub fn misses(&self, p: &Prediction, app_rss: f64) -> Misses {
-        let over = |value: f64, budget: Option<f64>| match budget {
-            Some(b) if b > 0.0 && value > b => (value - b) / b,
+    /// How far a GC share is over its budget, as a fraction of it (0 where it holds).
+    pub fn share_miss(&self, share: f64) -> f64 {
+        match self.share() {
+            Some(b) if b > 0.0 && share > b => (share - b) / b,
             _ => 0.0,
-        };
+        }
+    }
+
+    pub fn misses(&self, p: &Prediction, app_rss: f64) -> Misses {
         let allowance = self.memory_allowance(app_rss);
         Misses {
             memory: if p.memory_bytes > allowance {
@@ -236,7 +240,7 @@ impl Budgets {
                 0.0
             },
             pause: self.predicted_pause_miss(p),
-            share: over(p.share, self.share()),
+            share: self.share_miss(p.share),
         }
     }
 }

@@ -578,7 +578,7 @@ impl Controller {
         // prediction put the document search on 700/50/10, whose 23.5 ms gen1 rounds were its
         // p99 (1.55x freeze alone's) until it was measured and undone.
         let own_thresholds = candidates::own(self.cfg(), self.original);
-        // Returns the move, and what it was preferred to ("" where none).
+        // Returns the move, and a note naming the best it was taken over ("" where none).
         let prefer_own = |best: Scored, qualified: &dyn Fn(&Scored) -> bool| -> (Scored, String) {
             scored
                 .iter()

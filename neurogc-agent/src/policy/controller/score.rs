@@ -289,19 +289,17 @@ impl Controller {
                 // its prediction alone, the ETL batch at half speed left 700/10/10 frozen, a
                 // hair over a budget read from one window, for whichever setting the model put a
                 // hair under, a dozen times a run, each measured worse.
-                let over_share =
-                    |share: f64| self.budgets.share().map_or(0.0, |b| ((share - b) / b).max(0.0));
                 let stats = self.evidence.get(c).filter(|s| s.windows() >= 2.0);
                 if let Some(stats) = stats
                     && let Some(mean) = stats.gc_share()
                 {
                     let se = stats.gc_share_se().unwrap_or(0.0);
-                    misses.share = over_share(if *c == here { mean - se } else { mean + se });
+                    misses.share = self.budgets.share_miss(if *c == here { mean - se } else { mean + se });
                 } else if *c == here {
                     // One window is no evidence either way: the estimate it was entered on stands.
                     misses.share = 0.0;
                 } else {
-                    misses.share = over_share(pessimistic_share(p.share, preds[0].p.share));
+                    misses.share = self.budgets.share_miss(pessimistic_share(p.share, preds[0].p.share));
                 }
                 let pause_cost =
                     budget_ns.map_or(0.0, |b| PAUSE_WEIGHT * (share * worst + p.wait_p99_ns()) / b);

@@ -498,7 +498,13 @@ fn a_setting_of_neurogcs_stays_only_while_the_evidence_says_it_is_cheaper() {
     assert!(settings.iter().any(|(t, _)| t[0] > 700), "it moved: {settings:?}");
     assert!(settings[10..].iter().all(|s| *s == ([700, 10, 10], true)), "{settings:?}");
     let why = back.expect("a move back");
-    assert!(why.contains("is not credibly cheaper") && why.contains("the application's own"), "{why}");
+    // Back on a measured tie, or taken over a move that is not credibly cheaper than it.
+    assert!(
+        why.contains("is not credibly cheaper")
+            && (why.contains("back to the application's own")
+                || why.contains("(the application's own thresholds: ")),
+        "{why}"
+    );
 }
 
 #[test]
