@@ -281,3 +281,56 @@ fn waiting_for_a_blocked_main_thread_costs_no_events() {
     }
     assert!(errors.is_empty(), "\n{}", errors.join("\n"));
 }
+
+/// A freeze queued as a pending call can run inside a collection (from a `gc.callbacks` function
+/// or a finalizer), where `gc.collect()` does nothing: the guard then freezes nothing and says so
+/// (busy), for the agent to queue it again. Outside one it collects, freezes, and collects again
+/// what was left (so the old generation's counters stop counting the frozen heap).
+#[test]
+fn a_freeze_inside_a_collection_waits_and_one_outside_collects_on_both_sides() {
+    const HOOK: &str = include_str!("../../python-hook/neurogc_hook.py");
+    for_each_python(|py| {
+        if py.free_threaded {
+            eprintln!("{}: not tested: neurogc does not freeze on free-threaded builds", py.name);
+            return Vec::new();
+        }
+        let argv = py.script_command("guard.py", &[], false);
+        let mut child = Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(HOOK.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let report: Value = match serde_json::from_slice(&out.stdout) {
+            Ok(v) => v,
+            Err(e) => return vec![format!("{}: no report ({e}): {out:?}", py.name)],
+        };
+        if report["frozen_at_start"] != 0 {
+            // neurogc freezes only where nothing is frozen (pyenv's 3.12.1 starts with 375).
+            eprintln!("{}: not tested: objects frozen at start-up: {report}", py.name);
+            return Vec::new();
+        }
+        let (inside, outside) = (&report["inside"], &report["outside"]);
+        let mut errors = Vec::new();
+        if inside["frozen"] != 0 || inside["busy"] != 1 {
+            errors.push(format!("{}: inside a collection: {inside}", py.name));
+        }
+        let frozen = outside["frozen"].as_i64().unwrap_or(0);
+        // The record holds the count right after the freeze; objects frozen while referenced
+        // only from the call's frames are freed by reference counting as it returns.
+        let record = outside["record"].as_i64().unwrap_or(0);
+        if frozen < 50_000 || !(frozen..frozen + 100).contains(&record) || outside["busy"] != 1 {
+            errors.push(format!("{}: outside: {outside}", py.name));
+        }
+        // The collection before the freeze and the one after it.
+        if outside["full_collections"] != 2 {
+            errors.push(format!("{}: full collections around the freeze: {outside}", py.name));
+        }
+        if report["after_unfreeze"] != 0 {
+            errors.push(format!("{}: still frozen after unfreeze(): {report}", py.name));
+        }
+        errors
+    });
+}

@@ -546,14 +546,35 @@ impl Worker {
         let undo = Injection::place(plan, mem, custodian, &inject::unfreeze_stub())?;
         let exit = [f.restore_steps(&[ours]), r.release_steps()].concat();
         let code = inject::freeze_stub(collect);
-        let queued = loop {
-            match Injection::try_queue(plan, mem, custodian, layout, &code, exit.clone(), Some(&undo))? {
-                Ok(injection) => break Some(injection),
-                Err(_) if t.elapsed() > ACTION_WAIT => break None,
-                Err(_) => std::thread::sleep(RETRY),
+        // Queued again while the guard finds a collection running (the call ran inside one,
+        // from a gc.callbacks function or a finalizer, where gc.collect() does nothing).
+        let (mut count, mut injection) = (0, None);
+        while count == 0 && t.elapsed() <= ACTION_WAIT {
+            let busy = r.busy(&self.mem)?;
+            let custodian = self.custodian.as_mut().expect("custodian");
+            let queued = loop {
+                match Injection::try_queue(plan, mem, custodian, layout, &code, exit.clone(), Some(&undo))? {
+                    Ok(injection) => break Some(injection),
+                    Err(_) if t.elapsed() > ACTION_WAIT => break None,
+                    Err(_) => std::thread::sleep(RETRY),
+                }
+            };
+            let Some(queued) = queued else { break };
+            let ran = Instant::now();
+            count = r.frozen(&self.mem)?;
+            let mut again = false;
+            while count == 0 && !again && ran.elapsed() < ACTION_WAIT {
+                std::thread::sleep(Duration::from_millis(5));
+                count = r.frozen(&self.mem)?;
+                again = r.busy(&self.mem)? != busy;
             }
-        };
-        let Some(injection) = queued else {
+            if count == 0 && !again {
+                injection = Some(queued);
+                break;
+            }
+            custodian.run(queued.retire_steps())?;
+        }
+        if count == 0 && injection.is_none() {
             self.custodian().run(undo.retire_steps())?;
             self.arm(f, &[ours], Some(r), fz)?;
             self.emit(Event::Freeze {
@@ -561,26 +582,19 @@ impl Worker {
                 count: None,
                 latency: t.elapsed(),
                 detail: format!(
-                    "not frozen: the call could not be queued within {ACTION_WAIT:?} ({})",
+                    "not frozen: the call could not be queued, or ran only inside collections, \
+                     within {ACTION_WAIT:?} ({})",
                     inject::main_thread_state(self.plan.pid)
                 ),
             });
             return Ok(());
-        };
-        fz.undo = Some(undo);
-        let ran = Instant::now();
-        let mut count = r.frozen(&self.mem)?;
-        while count == 0 && ran.elapsed() < ACTION_WAIT {
-            std::thread::sleep(Duration::from_millis(5));
-            count = r.frozen(&self.mem)?;
         }
-        if count == 0 {
+        fz.undo = Some(undo);
+        if let Some(injection) = injection {
             // Not run yet: disarmed, so it cannot freeze later behind the agent's back (the undo
             // stays owed all the same, in case it was already running).
             self.custodian().run(injection.disarm_steps())?;
             count = r.frozen(&self.mem)?;
-        } else {
-            self.custodian().run(injection.retire_steps())?;
         }
         self.arm(f, &[ours], Some(r), fz)?;
         self.emit(Event::Freeze {
@@ -589,7 +603,10 @@ impl Worker {
             latency: t.elapsed(),
             detail: if count > 0 {
                 let first = if collect { "gc.collect(), then " } else { "" };
-                format!("{first}gc.freeze(): {count} objects moved to the permanent generation")
+                format!(
+                    "{first}gc.freeze(): {count} objects moved to the permanent generation, then \
+                     gc.collect() of what was left"
+                )
             } else {
                 format!(
                     "not frozen: the main thread did not run the call within {ACTION_WAIT:?} ({})",
@@ -690,7 +707,7 @@ const BYTEARRAY_TYPE: u64 = 8;
 const BYTEARRAY_SIZE: u64 = 16;
 const BYTEARRAY_START: u64 = 40;
 const RECORD_LEN: i64 = 64;
-const RECORD_MAGIC: &[u8; 4] = b"NGC6";
+const RECORD_MAGIC: &[u8; 4] = b"NGC7";
 
 impl Record {
     fn locate(mem: &ProcMem, plan: &AttachPlan, id: u64) -> Result<Record> {
@@ -729,6 +746,11 @@ impl Record {
     /// The freeze count neurogc's gc.freeze() left (0: not frozen by neurogc).
     fn frozen(&self, mem: &ProcMem) -> Result<i64> {
         Ok(i64::from(u32::from_le_bytes(mem.read(self.buffer + 52, 4)?.try_into().expect("4 bytes"))))
+    }
+
+    /// How many times the guard's freeze() found a collection running and did nothing.
+    fn busy(&self, mem: &ProcMem) -> Result<u32> {
+        Ok(u32::from_le_bytes(mem.read(self.buffer + 60, 4)?.try_into().expect("4 bytes")))
     }
 
     /// The undo (the guard's unfreeze()) ran.

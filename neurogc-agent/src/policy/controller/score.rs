@@ -271,11 +271,13 @@ impl Controller {
                     p.memory_bytes += self.collector.frozen_pending_bytes();
                 }
                 // neurogc's own collection is a pause like any other: one window in the model's
-                // horizon.
+                // horizon, in the budget and in the objective.
+                let mut own_over = 0.0;
                 if *collect && !self.collector.full_due_anyway(p.next_full_s) {
                     let pause = self.collector.freeze_collection_ns();
                     if budget_ns.is_some_and(|b| pause > b) {
-                        over += window_s / HORIZON_S;
+                        own_over = window_s / HORIZON_S;
+                        over += own_over;
                         worst = worst.max(pause);
                     }
                 }
@@ -301,8 +303,8 @@ impl Controller {
                 } else {
                     misses.share = self.budgets.share_miss(pessimistic_share(p.share, preds[0].p.share));
                 }
-                let pause_cost =
-                    budget_ns.map_or(0.0, |b| PAUSE_WEIGHT * (share * worst + p.wait_p99_ns()) / b);
+                let pause_cost = budget_ns
+                    .map_or(0.0, |b| PAUSE_WEIGHT * ((share + own_over) * worst + p.wait_p99_ns()) / b);
                 // Advice stands until another is better by more than a change costs: the
                 // application's setting stays in force, so without this every near tie between
                 // two candidates would turn the advice over window by window.

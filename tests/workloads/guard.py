@@ -1,0 +1,50 @@
+"""The fork guard's freeze() against the collector itself, with no agent: the guard's source
+(python-hook/neurogc_hook.py) arrives on stdin, as the agent sends it.
+
+Called once from inside a collection (a gc.callbacks function, where gc.collect() does nothing)
+and once outside. Prints one JSON line: {"inside": {...}, "outside": {...}}.
+Serves the tests only (neurogc-agent/tests/safety.rs).
+"""
+import gc
+import json
+import sys
+
+namespace = {}
+exec(compile(sys.stdin.read(), "neurogc_hook.py", "exec"), namespace)
+guard = namespace["_guard"]()
+record = guard.record
+record[4:8] = (1).to_bytes(4, "little")  # as the agent's custodian marks it: an agent steers
+heap = [[i] for i in range(50_000)]
+
+
+def full_collections():
+    return gc.get_stats()[2]["collections"]
+
+
+def word(offset):
+    return int.from_bytes(record[offset : offset + 4], "little")
+
+
+report = {"frozen_at_start": gc.get_freeze_count()}
+
+
+def callback(phase, info):
+    if phase == "start" and "inside" not in report:
+        guard.freeze(True)
+        report["inside"] = {"frozen": gc.get_freeze_count(), "busy": word(60)}
+
+
+gc.callbacks.append(callback)
+gc.collect()
+gc.callbacks.remove(callback)
+before = full_collections()
+guard.freeze(True)
+report["outside"] = {
+    "frozen": gc.get_freeze_count(),
+    "record": word(52),
+    "busy": word(60),
+    "full_collections": full_collections() - before,
+}
+guard.unfreeze()
+report["after_unfreeze"] = gc.get_freeze_count()
+print(json.dumps(report), flush=True)
