@@ -112,7 +112,7 @@ fn table(workload: Workload, of: &Of) -> String {
             mean_pause(0),
             mean_pause(1),
             mean_pause(2),
-            spread(of.values(c, |r| r.pauses.iter().map(|p| p.2).fold(0.0, f64::max)), 1),
+            spread(of.values(c, Run::longest_pause_ms), 1),
         );
     }
     for c in [Config::Act, Config::Rules] {
@@ -250,14 +250,10 @@ fn convergence(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
     for (workload, runs) in results {
         let of = Of(runs);
         let gain = if workload.is_batch() {
-            let share = |r: &Run| r.pauses.iter().map(|p| p.1).sum::<f64>() / 1e3 / r.seconds.max(1e-3);
-            let share = of.median(Config::Defaults, share).min(0.99);
+            let share = of.median(Config::Defaults, Run::gc_share).min(0.99);
             Gain::GcPerWork { defaults: share / (1.0 - share) }
         } else {
-            Gain::LongestPause {
-                defaults_ms: of
-                    .median(Config::Defaults, |r| r.pauses.iter().map(|p| p.2).fold(0.0, f64::max)),
-            }
+            Gain::LongestPause { defaults_ms: of.median(Config::Defaults, Run::longest_pause_ms) }
         };
         let windows = |c: Config| {
             let v: Vec<f64> = of

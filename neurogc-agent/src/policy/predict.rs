@@ -352,7 +352,7 @@ impl Collector {
     }
 
     /// neurogc froze the heap (`collected`: after a full collection of its own), then collected
-    /// what was left unfrozen (python-hook/action.py): the old generation's counters start again
+    /// what was left unfrozen (the guard's freeze(), python-hook/neurogc_hook.py): the old generation's counters start again
     /// from the live objects outside the frozen heap, so no full collection waits for a quarter
     /// of the frozen ones to be promoted.
     pub fn froze(&mut self, collected: bool) {
@@ -729,7 +729,7 @@ impl Collector {
         let Some([total, pending]) = self.last.and_then(|r| r.long_lived) else {
             return self.full_pause_ns.or(0.0);
         };
-        self.full_ns.or(PRIOR_FULL_NS) * (total + pending).max(0) as f64 * self.pause_ratio[2].or(1.0)
+        self.full_cost(false) * (total + pending).max(0) as f64 * self.pause_ratio[2].or(1.0)
     }
 
     /// Bytes of garbage a freeze without a collection first keeps for ever.
@@ -800,19 +800,20 @@ impl Collector {
         }
     }
 
-    /// Full collections under `c` (see `Full`).
-    /// A full collection's cost per object walked in a frozen heap: as measured there, else the
-    /// unfrozen heap's. (A gen1 round's cost per object it walked, tried as the prior, put the
-    /// test profile's frozen full collections at 94 ms where they measured 2 ms, and its freeze
-    /// lost to thresholds that only put the 300 ms full collection off.)
-    fn frozen_full_cost(&self) -> f64 {
-        self.frozen_full_ns.or(self.full_ns.or(PRIOR_FULL_NS))
+    /// A full collection's cost per object walked; in a frozen heap, as measured there, else the
+    /// unfrozen heap's. (A gen1 round's cost per object it walked, tried as the frozen prior, put
+    /// the test profile's frozen full collections at 94 ms where they measured 2 ms, and its
+    /// freeze lost to thresholds that only put the 300 ms full collection off.)
+    fn full_cost(&self, frozen: bool) -> f64 {
+        let unfrozen = self.full_ns.or(PRIOR_FULL_NS);
+        if frozen { self.frozen_full_ns.or(unfrozen) } else { unfrozen }
     }
 
+    /// Full collections under `c` (see `Full`).
     fn full(&self, c: &Candidate, frozen_now: bool, r1: f64, t2: f64, r: &Reading) -> Full {
         // Objects reaching the old generation per second under `c`.
         let retention = self.promoted.or(0.0) * r1;
-        let cost = if c.frozen { self.frozen_full_cost() } else { self.full_ns.or(PRIOR_FULL_NS) };
+        let cost = self.full_cost(c.frozen);
         let rounds_left = r.older_counts.map_or(t2 + 1.0, |[_, c2]| (t2 + 1.0 - c2 as f64).max(0.0));
         let by_rounds = if r1 > 0.0 { rounds_left / r1 } else { f64::INFINITY };
         match r.long_lived {
@@ -1046,7 +1047,7 @@ mod tests {
     fn a_frozen_heaps_full_collections_are_priced_as_measured_there() {
         let mut c = warm();
         // Until one is seen, at the unfrozen heap's cost per object (200 ns).
-        assert!((c.frozen_full_cost() - c.full_ns.or(PRIOR_FULL_NS)).abs() < 1e-9);
+        assert!((c.full_cost(true) - c.full_ns.or(PRIOR_FULL_NS)).abs() < 1e-9);
         c.froze(true);
         let mut r = service([700, 10, 10], 0);
         (r.collections[2], r.pause_max_ns[2], r.long_lived) = (2, 220e6, Some([0, 0]));
@@ -1057,7 +1058,7 @@ mod tests {
         (r.collections[2], r.pause_max_ns[2], r.long_lived) = (1, 6e6, Some([0, 0]));
         r.collected_per[2] = 15_000.0;
         c.observe(&r);
-        assert!((c.frozen_full_cost() - 400.0).abs() < 10.0, "{}", c.frozen_full_cost());
+        assert!((c.full_cost(true) - 400.0).abs() < 10.0, "{}", c.full_cost(true));
         assert!((c.full_ns.or(0.0) - 200.0).abs() < 30.0, "{:?}", c.full_ns);
     }
 
