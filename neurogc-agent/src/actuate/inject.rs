@@ -185,6 +185,15 @@ pub struct Injection {
     stub: Vec<u8>,
 }
 
+/// What a queued call comes with: the exit program that covers the agent's death from before
+/// the first write, the call queued once this one has run, and whether the main thread is known
+/// to run Python (it has just run a call of ours), which spares the check that it does.
+pub struct Queueing<'a> {
+    pub exit: Vec<Step>,
+    pub then: Option<&'a Injection>,
+    pub main_running: bool,
+}
+
 /// Why the injection is not queued yet; the caller waits and tries again.
 pub enum Deferred {
     Queue(NotIdle),
@@ -237,10 +246,10 @@ impl Injection {
         custodian: &mut Custodian,
         layout: PendingLayout,
         code: &str,
-        exit: Vec<Step>,
-        then: Option<&Injection>,
+        with: Queueing,
     ) -> Result<std::result::Result<Injection, Deferred>> {
-        let queue = match idle_queue(plan, mem, layout)? {
+        let Queueing { exit, then, main_running } = with;
+        let queue = match idle_queue(plan, mem, layout, main_running)? {
             Ok(q) => q,
             Err(deferred) => return Ok(Err(deferred)),
         };
@@ -292,12 +301,14 @@ pub fn idle_queue(
     plan: &AttachPlan,
     mem: &ProcMem,
     layout: PendingLayout,
+    main_running: bool,
 ) -> Result<std::result::Result<IdleQueue, Deferred>> {
     let queue = match read_queue(plan, mem, layout)? {
         Ok(q) => q,
         Err(not_idle) => return Ok(Err(Deferred::Queue(not_idle))),
     };
-    if matches!(layout.breaker, pending::Breaker::Int(_))
+    if !main_running
+        && matches!(layout.breaker, pending::Breaker::Int(_))
         && let Some(why) = main_thread_blocked(plan.pid)
     {
         return Ok(Err(Deferred::MainThreadIdle(why)));

@@ -231,14 +231,15 @@ impl Budgets {
         }
     }
 
-    pub fn misses(&self, p: &Prediction, app_rss: f64) -> Misses {
+    /// How far `bytes` kept by neurogc's settings are over the allowance, as a fraction of it.
+    pub fn memory_miss(&self, bytes: f64, app_rss: f64) -> f64 {
         let allowance = self.memory_allowance(app_rss);
+        if bytes > allowance { (bytes - allowance) / allowance.max(1.0) } else { 0.0 }
+    }
+
+    pub fn misses(&self, p: &Prediction, app_rss: f64) -> Misses {
         Misses {
-            memory: if p.memory_bytes > allowance {
-                (p.memory_bytes - allowance) / allowance.max(1.0)
-            } else {
-                0.0
-            },
+            memory: self.memory_miss(p.memory_bytes, app_rss),
             pause: self.predicted_pause_miss(p),
             share: self.share_miss(p.share),
         }

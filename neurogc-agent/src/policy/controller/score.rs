@@ -337,15 +337,16 @@ impl Controller {
         out
     }
 
-    /// Memory measured, not only predicted: what the setting in force keeps of RSS grown since
-    /// neurogc changed something (`cost_now`, at most the model's figure) past the allowance
-    /// (pauses measured are in every estimate already).
+    /// The setting in force is judged on its memory as measured, as its GC share is: what it
+    /// keeps of RSS grown since neurogc changed something (`cost_now`, at most the model's
+    /// figure) against the allowance. Its prediction stood when it was entered; once in force,
+    /// a prediction revised by a window's learning is no evidence that RSS grew: micrograd,
+    /// moved to 2,000/20/10 frozen on a prediction that held, was predicted one window later
+    /// to keep 21 MiB of 18.5 allowed (RSS had not grown at all) and was moved to 700/20/10
+    /// frozen at 2.6x the cost. What a setting keeps fills within a few collections of it,
+    /// and a frozen heap's slow growth is what lets an unfreeze go (`choose`).
     pub(super) fn measured_memory(&self, now: &mut Scored, cost_now: f64, app_rss: f64) {
-        let allowance = self.budgets.memory_allowance(app_rss);
-        if cost_now > allowance {
-            let over = (cost_now - allowance) / (app_rss + allowance).max(1.0);
-            now.misses.memory = now.misses.memory.max(over);
-        }
+        now.misses.memory = self.budgets.memory_miss(cost_now, app_rss);
     }
 }
 
