@@ -31,8 +31,9 @@ the ones after it took 6-9 ms). A pending call can run inside a collection (from
 function or a finalizer), where gc.collect() does nothing: freeze() then does nothing either and
 says so in the record (busy), and the agent queues it again. neurogc freezes only while an agent
 steers, only when nothing is frozen yet (gc.unfreeze() releases everything, so the undo could not
-spare what someone else froze), and only once; the undo releases only what neurogc froze: a permanent generation holding more than
-neurogc left there (the application froze too) stays frozen.
+spare what someone else froze), and only once; the undo releases only what neurogc froze: a
+permanent generation holding more than neurogc left there (the application froze too) stays
+frozen.
 
 What stays for the life of the process: the guard class, its record and one os.register_at_fork()
 callback (CPython cannot unregister it), once per process however many agents come. Nothing in

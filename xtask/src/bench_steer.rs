@@ -409,10 +409,12 @@ impl Run {
     pub fn longest_pause_ms(&self) -> f64 {
         self.pauses.iter().map(|p| p.2).fold(0.0, f64::max)
     }
+
     /// The share of the measured part's wall time spent in collections.
     pub fn gc_share(&self) -> f64 {
         self.pauses.iter().map(|p| p.1).sum::<f64>() / 1e3 / self.seconds.max(1e-3)
     }
+
     pub fn quantile(&self, q: f64) -> f64 {
         quantile(&self.latencies_ms, q)
     }

@@ -352,9 +352,9 @@ impl Collector {
     }
 
     /// neurogc froze the heap (`collected`: after a full collection of its own), then collected
-    /// what was left unfrozen (the guard's freeze(), python-hook/neurogc_hook.py): the old generation's counters start again
-    /// from the live objects outside the frozen heap, so no full collection waits for a quarter
-    /// of the frozen ones to be promoted.
+    /// what was left unfrozen (the guard's freeze(), python-hook/neurogc_hook.py): the old
+    /// generation's counters start again from the live objects outside the frozen heap, so no
+    /// full collection waits for a quarter of the frozen ones to be promoted.
     pub fn froze(&mut self, collected: bool) {
         self.frozen_garbage = if collected { 0.0 } else { self.frozen_pending_bytes() };
         self.frozen_uncollected = false;
