@@ -15,12 +15,13 @@ custodian updates in the same write sequences as the thresholds (the agent finds
 id() and checks the object's type before writing):
   0:4  magic b"NGC4"             4:8   active (1 while an agent steers)   8:12  agent pid (host)
   16:28 values neurogc set, A    28:40 values neurogc set, B              40:52 the original
-  52:56 frozen: gc.get_freeze_count() after neurogc's gc.freeze() (0: neurogc froze nothing)
+  52:56 frozen: set once neurogc's gc.freeze() ran (0: neurogc froze nothing); the count
+        gc.get_freeze_count() gave right after it where the agent asked for one, else 1
   56:60 undone: set once unfreeze() ran
   60:64 busy: how many times freeze() found a collection running and did nothing
   (int32 little-endian; A and B both hold what is in force, or the old and new value of a change)
 In the child, each field that holds A or B goes back to the original; a field the application set
-itself is left alone; a heap neurogc froze is unfrozen (unless the application froze more since).
+itself is left alone; a heap neurogc froze is unfrozen.
 freeze() and unfreeze() are queued like boot.py, by python-hook/action.py; unfreeze() also runs
 in a forked child. freeze(True) runs a full collection first, when one is due anyway, so that
 the garbage waiting for it is not frozen with the live heap; every freeze is followed by a full
@@ -31,16 +32,18 @@ the ones after it took 6-9 ms). A pending call can run inside a collection (from
 function or a finalizer), where gc.collect() does nothing: freeze() then does nothing either and
 says so in the record (busy), and the agent queues it again. neurogc freezes only while an agent
 steers, only when nothing is frozen yet (gc.unfreeze() releases everything, so the undo could not
-spare what someone else froze), and only once; the undo releases only what neurogc froze: a
-permanent generation holding more than neurogc left there (the application froze too) stays
-frozen.
+spare what someone else froze), and only once. No count of the frozen heap is taken unless the
+agent asks: gc.get_freeze_count() walks the whole permanent generation with the GIL held (80-95 ms
+for a million objects on the document-search benchmark, a stall every request then in flight
+waited out). So the undo cannot tell a later gc.freeze() of the application's own from neurogc's:
+it releases both (README "Limits").
 
 What stays for the life of the process: the guard class, its record and one os.register_at_fork()
 callback (CPython cannot unregister it), once per process however many agents come. Nothing in
 sys.modules (gc and _socket leave it as soon as they are imported, when the hook brought them
 in), no thread, no file descriptor, nothing in gc.callbacks or __main__.
 
-The answer: "hello 7 PID VERSION T0 T1 T2 FREEZE RECORD_ID ACTIVE AGENT_PID". Runs on 3.8-3.14.
+The answer: "hello 8 PID VERSION T0 T1 T2 FREEZE RECORD_ID ACTIVE AGENT_PID". Runs on 3.8-3.14.
 """
 import sys
 
@@ -53,8 +56,8 @@ if not _HAD_GC:
     del sys.modules["gc"]
 import posix  # noqa: E402
 
-PROTOCOL = 7
-_MAGIC = b"NGC7"
+PROTOCOL = 8
+_MAGIC = b"NGC8"
 _RECORD = 64
 # MSG_NOSIGNAL: a send to a vanished agent must not raise SIGPIPE (fatal where it is SIG_DFL).
 _NOSIGNAL = 0x4000
@@ -91,7 +94,7 @@ def _guard():
                 cls.gc.set_threshold(*back)
 
         @staticmethod
-        def freeze(collect=False):
+        def freeze(collect=False, count=False):
             cls = _NeurogcForkGuard
             r = cls.record
 
@@ -117,18 +120,16 @@ def _guard():
             if not allowed():
                 return
             cls.gc.freeze()
-            r[52:56] = max(cls.gc.get_freeze_count(), 1).to_bytes(4, "little")
+            r[52:56] = (max(cls.gc.get_freeze_count(), 1) if count else 1).to_bytes(4, "little")
             cls.gc.collect()
 
         @staticmethod
         def unfreeze():
             cls = _NeurogcForkGuard
             r = cls.record
-            frozen = int.from_bytes(r[52:56], "little")
-            if frozen:
+            if r[52:56] != bytes(4):
                 r[52:56] = bytes(4)
-                if cls.gc.get_freeze_count() <= frozen:
-                    cls.gc.unfreeze()
+                cls.gc.unfreeze()
             r[56:60] = (1).to_bytes(4, "little")
 
     posix.register_at_fork(after_in_child=_NeurogcForkGuard.child)

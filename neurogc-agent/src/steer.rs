@@ -88,6 +88,14 @@ fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram")
 }
 
+/// About how many tracked objects a freeze would move now: the old generation after its last
+/// full collection, what was promoted into it since, and gen0's count (gen1 is at most a few
+/// gen0s). None where the build does not keep the old generation's counters.
+fn heap_objects(sample: &neurogc_trace::Sample) -> Option<i64> {
+    let [total, pending] = sample.long_lived?;
+    Some(total.max(0) + pending.max(0) + sample.count0.unwrap_or(0).max(0))
+}
+
 /// p50, p99 and max of a latency histogram (zeros when empty).
 pub fn latency(h: &Histogram<u64>) -> LatencySummary {
     let empty = h.is_empty();
@@ -389,7 +397,10 @@ impl Steering {
             match &self.actuator {
                 Actuator::Ready(h) => {
                     match verdict.freeze {
-                        Some(true) => h.send(Command::Freeze { collect: verdict.collect }),
+                        Some(true) => h.send(Command::Freeze {
+                            collect: verdict.collect,
+                            objects: heap_objects(&window.sample),
+                        }),
                         Some(false) => h.send(Command::Unfreeze),
                         None => {}
                     }

@@ -2,7 +2,7 @@
 (python-hook/neurogc_hook.py) arrives on stdin, as the agent sends it.
 
 Called once from inside a collection (a gc.callbacks function, where gc.collect() does nothing)
-and once outside. Prints one JSON line: {"inside": {...}, "outside": {...}}.
+and once outside, then once asked to count the frozen heap. Prints one JSON line.
 Serves the tests only (neurogc-agent/tests/safety.rs).
 """
 import gc
@@ -47,4 +47,9 @@ report["outside"] = {
 }
 guard.unfreeze()
 report["after_unfreeze"] = gc.get_freeze_count()
+# Asked to count (where the agent cannot estimate the heap), the record holds the count.
+guard.freeze(False, True)
+report["counted"] = {"frozen": gc.get_freeze_count(), "record": word(52)}
+guard.unfreeze()
+report["after_second_unfreeze"] = gc.get_freeze_count()
 print(json.dumps(report), flush=True)

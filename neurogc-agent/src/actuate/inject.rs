@@ -85,10 +85,14 @@ pub fn stub(socket_name: &str, agent_uid: u32) -> String {
     wrap(STUB_HEAD, &boot)
 }
 
-/// python-hook/action.py as a stub calling the fork guard's `freeze()` (`freeze(True)`: after a
-/// full collection).
-pub fn freeze_stub(collect: bool) -> String {
-    wrap(ACTION_HEAD, &compact(ACTION).replace("@ACTION@", if collect { "freeze(True)" } else { "freeze()" }))
+/// python-hook/action.py as a stub calling the fork guard's `freeze()`: after a full collection
+/// where `collect`, counting the frozen heap where `count`.
+pub fn freeze_stub(collect: bool, count: bool) -> String {
+    let py = |b: bool| if b { "True" } else { "False" };
+    wrap(
+        ACTION_HEAD,
+        &compact(ACTION).replace("@ACTION@", &format!("freeze({}, {})", py(collect), py(count))),
+    )
 }
 
 /// python-hook/action.py as a stub calling the fork guard's `unfreeze()`.
@@ -383,7 +387,7 @@ mod tests {
         // Exactly one statement binds a name in __main__, and it is deleted again.
         assert_eq!(s.matches("_neurogc").count(), 4, "{s}");
         assert!(s.contains("\\0neurogc-0123456789abcdef0123456789abcdef"));
-        for s in [freeze_stub(true), freeze_stub(false), unfreeze_stub()] {
+        for s in [freeze_stub(true, true), freeze_stub(false, false), unfreeze_stub()] {
             assert!(s.starts_with(ACTION_HEAD) && !s.starts_with(STUB_HEAD), "{s}");
             assert!(s.len() < 700 && s.is_ascii(), "{} bytes", s.len());
             assert_eq!(s.matches("_neurogc_act").count(), 4, "{s}");

@@ -49,6 +49,10 @@ pub enum Command {
     /// due anyway, so that the garbage waiting for it is not frozen.
     Freeze {
         collect: bool,
+        /// The tracked heap as last read (the old generation's counters and gen0's count):
+        /// about what the freeze moves. None: the guard counts it, a walk of the whole frozen
+        /// heap with the GIL held (a stall of 80-95 ms per million objects).
+        objects: Option<i64>,
     },
     /// Undo neurogc's freeze.
     Unfreeze,
@@ -445,8 +449,10 @@ impl Worker {
             }
             let want = match (self.next_command(), record) {
                 (None, _) => continue,
-                (Some(Command::Freeze { collect }), Some(r)) if !halted && fz.undo.is_none() && !fz.spent => {
-                    self.freeze(&f, ours, r, &mut fz, collect)?;
+                (Some(Command::Freeze { collect, objects }), Some(r))
+                    if !halted && fz.undo.is_none() && !fz.spent =>
+                {
+                    self.freeze(&f, ours, r, &mut fz, collect, objects)?;
                     continue;
                 }
                 (Some(Command::Unfreeze), Some(r)) => {
@@ -538,6 +544,7 @@ impl Worker {
         r: Record,
         fz: &mut Freezer,
         collect: bool,
+        objects: Option<i64>,
     ) -> Result<()> {
         let t = Instant::now();
         let layout =
@@ -546,7 +553,7 @@ impl Worker {
         let custodian = self.custodian.as_mut().expect("custodian");
         let undo = Injection::place(plan, mem, custodian, &inject::unfreeze_stub())?;
         let exit = [f.restore_steps(&[ours]), r.release_steps()].concat();
-        let code = inject::freeze_stub(collect);
+        let code = inject::freeze_stub(collect, objects.is_none());
         // Queued again while the guard finds a collection running (the call ran inside one,
         // from a gc.callbacks function or a finalizer, where gc.collect() does nothing).
         let (mut count, mut injection) = (0, None);
@@ -615,15 +622,21 @@ impl Worker {
             count = r.frozen(&self.mem)?;
         }
         self.arm(f, &[ours], Some(r), fz)?;
+        let frozen = count > 0;
+        // The record holds the guard's count only where it was asked to take one.
+        let (count, about) = match objects {
+            Some(n) if frozen => (n.max(1), "about "),
+            _ => (count, ""),
+        };
         self.emit(Event::Freeze {
-            outcome: if count > 0 { "frozen" } else { "not-frozen" },
+            outcome: if frozen { "frozen" } else { "not-frozen" },
             count: Some(count),
             latency: t.elapsed(),
-            detail: if count > 0 {
+            detail: if frozen {
                 let first = if collect { "gc.collect(), then " } else { "" };
                 format!(
-                    "{first}gc.freeze(): {count} objects moved to the permanent generation, then \
-                     gc.collect() of what was left"
+                    "{first}gc.freeze(): {about}{count} objects moved to the permanent generation, \
+                     then gc.collect() of what was left"
                 )
             } else {
                 format!(
@@ -725,7 +738,7 @@ const BYTEARRAY_TYPE: u64 = 8;
 const BYTEARRAY_SIZE: u64 = 16;
 const BYTEARRAY_START: u64 = 40;
 const RECORD_LEN: i64 = 64;
-const RECORD_MAGIC: &[u8; 4] = b"NGC7";
+const RECORD_MAGIC: &[u8; 4] = b"NGC8";
 
 impl Record {
     fn locate(mem: &ProcMem, plan: &AttachPlan, id: u64) -> Result<Record> {
@@ -762,6 +775,7 @@ impl Record {
     }
 
     /// The freeze count neurogc's gc.freeze() left (0: not frozen by neurogc).
+    /// Non-zero once neurogc's freeze ran (the guard's count where it was asked for one).
     fn frozen(&self, mem: &ProcMem) -> Result<i64> {
         Ok(i64::from(u32::from_le_bytes(mem.read(self.buffer + 52, 4)?.try_into().expect("4 bytes"))))
     }
