@@ -286,7 +286,9 @@ impl Controller {
     fn observation(&self, r: &Reading) -> Observation {
         let rate = r.work_per_s();
         let work = rate * r.secs;
-        let per_alloc = |share: f64| (share > 0.0 && work >= 1.0).then(|| (share * 1e9 / rate).ln());
+        let counted = r.work_counted();
+        let per_alloc =
+            |share: f64| (counted && share > 0.0 && work >= 1.0).then(|| (share * 1e9 / rate).ln());
         let (_, worst) = r.worst();
         Observation {
             ln_cost: per_alloc(r.cpu_share),
@@ -327,7 +329,7 @@ impl Controller {
         {
             o.expected_over = 1.0;
         }
-        if !r.idle && r.alloc_per_s >= 1.0 {
+        if !r.idle && r.work_counted() && r.alloc_per_s >= 1.0 {
             self.work_per_alloc = (r.work_per_s() / r.alloc_per_s).clamp(1.0, 10.0);
         }
         let in_force = r.thresholds == Some(self.current);

@@ -22,6 +22,9 @@ struct Process {
     promoted: f64,
     /// Bytes of RSS each young slot over 700 holds (garbage waiting for a larger young round).
     young_bytes: f64,
+    /// threshold0 from which the young generation never fills: requests free by reference
+    /// counting what they allocate, and the gen0 count only drifts.
+    drained_from: f64,
 }
 
 const SERVICE: Process = Process {
@@ -32,6 +35,7 @@ const SERVICE: Process = Process {
     garbage: 0.5,
     promoted: 3_000.0,
     young_bytes: 0.0,
+    drained_from: f64::INFINITY,
 };
 
 impl Process {
@@ -43,6 +47,20 @@ impl Process {
         let r1 = r0 / (t1 + 1.0);
         let gc_share = ((r0 - r1) * young + r1 * gen1) / 1e9;
         let mutator = self.alloc * self.mutator_ns * (t0 / 700.0).powf(self.slowdown) / 1e9;
+        if t0 >= self.drained_from {
+            // No collection at all: the count's drift is all there is to read.
+            return Reading {
+                collections: [0; 3],
+                pause_p50_ns: [0.0; 3],
+                pause_max_ns: [0.0; 3],
+                collected_per: [0.0; 3],
+                gc_share: 0.0,
+                alloc_per_s: 500.0,
+                cpu_share: mutator,
+                long_lived: Some([1_000_000, 100_000]),
+                ..Process { drained_from: f64::INFINITY, ..*self }.reading(t, window)
+            };
+        }
         Reading {
             ts_ns: window as u64 * 1_000_000_000,
             secs: 1.0,
@@ -176,6 +194,22 @@ fn work_the_free_lists_hide_from_the_count_is_counted_by_what_the_collector_free
     let paid: f64 = settings.iter().map(cost).sum::<f64>() / cost(&[700, 10, 10]) / settings.len() as f64;
     assert!(paid < 1.03, "{paid:.3}x of staying: {settings:?}");
     assert!(settings[30..].iter().all(|t| cost(t) <= 1.01 * cost(&[700, 10, 10])), "{settings:?}");
+}
+
+#[test]
+fn a_young_generation_that_never_fills_is_not_taken_for_one_that_does_no_work() {
+    // A service whose requests free what they allocate: from threshold0 5,000 on, no
+    // collection runs at all and the gen0 count only drifts (500 a second). Read as work,
+    // that made 5,000 look 600 times dearer per allocation than 700, and the document search
+    // went back to collecting 275 times a second (then waited out a 460 ms full collection).
+    let drained = Process { drained_from: 5_000.0, ..SERVICE };
+    let (settings, verdicts) = act(drained, cost_only(), 30);
+    let last = *settings.last().unwrap();
+    assert!(last[0] >= 5_000, "{settings:?}");
+    assert!(
+        !verdicts.iter().any(|v| v.change && v.thresholds[0] < 5_000 && v.reason.contains("measured over")),
+        "{verdicts:?}"
+    );
 }
 
 #[test]
