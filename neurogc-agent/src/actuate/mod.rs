@@ -774,8 +774,8 @@ impl Record {
         Ok([0, 1, 2].map(|i| i64::from(crate::memory::i32_at(&b, 4 * i))))
     }
 
-    /// The freeze count neurogc's gc.freeze() left (0: not frozen by neurogc).
-    /// Non-zero once neurogc's freeze ran (the guard's count where it was asked for one).
+    /// Non-zero once neurogc's freeze ran (the guard's count where it was asked for one, else 1);
+    /// 0: not frozen by neurogc.
     fn frozen(&self, mem: &ProcMem) -> Result<i64> {
         Ok(i64::from(u32::from_le_bytes(mem.read(self.buffer + 52, 4)?.try_into().expect("4 bytes"))))
     }
