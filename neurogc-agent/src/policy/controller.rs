@@ -32,7 +32,7 @@ use neurogc_trace::{Check, Effect, Observed, Predicted};
 use super::{
     budgets::{Budget, Budgets, GuardConfig, Kept, Misses},
     candidates::{self, Space},
-    evidence::{Evidence, Observation},
+    evidence::{Evidence, Observation, below_young},
     predict::{Candidate, Collector, Correction, FEATURE_COUNT, HORIZON_S, Prediction, Reading},
     trust::{Trial, Trust},
 };
@@ -299,6 +299,7 @@ impl Controller {
             expected_over: self.expected_over,
             gc_share: r.gc_share,
             pause_max_ms: worst / 1e6,
+            young_pause_max_ns: r.pause_max_ns[0].max(r.pause_max_ns[1]),
             rss_mib: mib(r.rss as f64),
         }
     }

@@ -39,6 +39,8 @@ pub struct Observation {
     pub expected_over: f64,
     pub gc_share: f64,
     pub pause_max_ms: f64,
+    /// The window's longest young (gen0 or gen1) pause (ns).
+    pub young_pause_max_ns: f64,
     pub rss_mib: f64,
 }
 
@@ -84,6 +86,7 @@ pub struct Stats {
     mutator: Moments,
     gc_share: Moments,
     pause_max_ms: Moments,
+    young_pause_max_ns: Moments,
     rss_mib: Moments,
     /// Windows seen (faded), how many of them held a pause over the budget, and how many the
     /// model expected to.
@@ -150,7 +153,14 @@ impl Evidence {
     /// Folds one window measured at `at` in.
     pub fn add(&mut self, at: Candidate, o: &Observation) {
         for (_, s) in &mut self.settings {
-            for m in [&mut s.cost, &mut s.mutator, &mut s.gc_share, &mut s.pause_max_ms, &mut s.rss_mib] {
+            for m in [
+                &mut s.cost,
+                &mut s.mutator,
+                &mut s.gc_share,
+                &mut s.pause_max_ms,
+                &mut s.young_pause_max_ns,
+                &mut s.rss_mib,
+            ] {
                 m.fade(KEEP);
             }
             s.windows *= KEEP;
@@ -185,6 +195,9 @@ impl Evidence {
         }
         s.gc_share.add(o.gc_share, 1.0);
         s.pause_max_ms.add(o.pause_max_ms, 1.0);
+        if o.collections[0] + o.collections[1] > 0 {
+            s.young_pause_max_ns.add(o.young_pause_max_ns, 1.0);
+        }
         s.rss_mib.add(o.rss_mib, 1.0);
         s.windows += 1.0;
         s.over += f64::from(u8::from(o.over_budget));
@@ -239,6 +252,17 @@ impl Evidence {
         (if windows > 0.0 { over / windows } else { 0.0 }, windows)
     }
 
+    /// The longest young pause (ns) `c` is likely to show at the least, from what the settings
+    /// below it measured (the mean over their windows of each window's longest): a young
+    /// generation at least as large in both thresholds walks at least as much in each round.
+    pub fn young_pause_below(&self, c: &Candidate) -> f64 {
+        self.settings
+            .iter()
+            .filter(|(k, _)| k != c && below_young(k, c))
+            .filter_map(|(_, s)| s.young_pause_max_ns.get())
+            .fold(0.0, f64::max)
+    }
+
     /// `at`'s cost as measured, where a window with work was seen there.
     pub fn cost(&self, at: &Candidate) -> Option<Measured> {
         let s = self.get(at)?;
@@ -246,6 +270,12 @@ impl Evidence {
         let rounds = s.cost.weight;
         Some(Measured { ln_cost: mean, se: (self.round_variance() / rounds.max(1e-3)).sqrt() })
     }
+}
+
+/// Whether `k`'s young generations are no larger than `c`'s (threshold0 and threshold1 both, the
+/// same freeze).
+pub fn below_young(k: &Candidate, c: &Candidate) -> bool {
+    k.frozen == c.frozen && (0..2).all(|g| k.thresholds[g] <= c.thresholds[g])
 }
 
 #[cfg(test)]
@@ -306,5 +336,23 @@ mod tests {
         let faded = e.get(&at(5000)).unwrap().windows();
         assert!(faded < fresh / 3.0, "{fresh} -> {faded}");
         assert!(e.cost(&at(5000)).unwrap().se > e.cost(&at(700)).unwrap().se * 2.0);
+    }
+
+    #[test]
+    fn a_larger_young_generation_is_bounded_below_by_the_young_pauses_a_smaller_one_measured() {
+        let mut e = Evidence::default();
+        let young = |ms: f64| Observation { young_pause_max_ns: ms * 1e6, ..window(3.0, 100.0) };
+        e.add(at(5000), &young(12.0));
+        e.add(at(5000), &young(14.0));
+        // A window without a young round says nothing of their length.
+        e.add(at(5000), &Observation { collections: [0, 0, 1], ..young(0.0) });
+        e.add(at(700), &young(2.0));
+        assert!((e.young_pause_below(&at(20_000)) - 13e6).abs() < 0.1e6);
+        assert!((e.young_pause_below(&at(2_000)) - 2e6).abs() < 0.1e6);
+        // Not from a larger young generation, nor across the freeze, nor from itself.
+        assert_eq!(e.young_pause_below(&at(500)), 0.0);
+        assert_eq!(e.young_pause_below(&Candidate { thresholds: [20_000, 10, 10], frozen: true }), 0.0);
+        assert_eq!(e.young_pause_below(&Candidate { thresholds: [20_000, 5, 10], frozen: false }), 0.0);
+        assert!((e.young_pause_below(&at(5000)) - 2e6).abs() < 0.1e6);
     }
 }

@@ -244,6 +244,11 @@ impl Controller {
         let slope = self.slowdown();
         let window_s = self.budgets.window_s();
         let budget_ns = self.budgets.pause_ns();
+        let young_now = if r.thresholds == Some(self.current) && !r.idle {
+            r.pause_max_ns[0].max(r.pause_max_ns[1])
+        } else {
+            0.0
+        };
         let mut out = Vec::new();
         for (c, e) in cands.iter().zip(&preds) {
             let p = &e.p;
@@ -258,8 +263,28 @@ impl Controller {
                 // less that average says (micrograd's 50,000/20/10 frozen, predicted +18 MiB
                 // from 5,000/20/10, took RSS from 128 to 196 MiB, and RSS stays up after the
                 // move back).
+                // Its young pauses likewise: the cost per object walked is measured at the
+                // young generations tried, and grows with their size by as much as the process
+                // keeps alive in them (the demo's gen0 and gen1 rounds, predicted at 7.2 ms
+                // frozen at 20,000/10/10 from 700/10/10, measured 15 to 60 ms, and the service
+                // paid for each such trial at its p99).
                 if measured == 0 && *c != here {
-                    p.memory_bytes *= 1.0 + MODEL_ERROR * (1.0 + self.young_extrapolation(c));
+                    let far = self.young_extrapolation(c);
+                    p.memory_bytes *= 1.0 + MODEL_ERROR * (1.0 + far);
+                    for g in 0..2 {
+                        p.pause_ns[g] *= 1.0 + MODEL_ERROR * far;
+                    }
+                    // And no shorter than a smaller young generation measured, this window's
+                    // included (a window that held neurogc's freeze is not evidence, yet its
+                    // young rounds are): the demo, frozen at 5,000/10/10 and its gen1 rounds at
+                    // 12 ms, moved to 20,000/10/10 predicted at 7.1 ms, and measured 30.
+                    let g = if p.rate[1] > 0.0 { 1 } else { 0 };
+                    let floor = self.evidence.young_pause_below(c).max(if below_young(&here, c) {
+                        young_now
+                    } else {
+                        0.0
+                    });
+                    p.pause_ns[g] = p.pause_ns[g].max(floor);
                 }
                 let odds = self.pauses_over(c, &p);
                 let (share, mut worst) = (odds.share, odds.worst_ns);

@@ -596,3 +596,30 @@ fn the_memory_of_a_young_generation_far_from_any_measured_is_bounded_more_pessim
     let wide = c.young_extrapolation(&at([1_000, 50, 10]));
     assert!((wide - (105_000f64 / 51_000.0).ln()).abs() < 1e-9, "{wide}");
 }
+
+#[test]
+fn a_far_young_generation_is_entered_on_its_pauses_bounded_pessimistically() {
+    // The cost per object walked grows with the young generations' size (more of what they
+    // hold is alive, and walked with what it references): √ of their size over 700/10/10's.
+    // The model learns that only from the sizes tried; a far jump's young pauses, predicted at
+    // 2 to 4 ms, measure 19 to 53 ms, over the 10 ms budget.
+    let mut c = Controller::new(GuardConfig { freeze_after_s: None, ..cfg() }, [700, 10, 10], true);
+    let mut over = Vec::new();
+    for w in 1..=40 {
+        let t = c.thresholds();
+        let mut r = SERVICE.reading(t, w);
+        let young = (t[0] * (t[1] + 1)) as f64 / 7_700.0;
+        for g in 0..2 {
+            r.pause_p50_ns[g] *= young.sqrt();
+            r.pause_max_ns[g] *= young.sqrt();
+        }
+        r.gc_share *= young.sqrt().min(1.5);
+        if r.pause_max_ns[1] > 10e6 {
+            over.push((w, t));
+        }
+        c.decide(&mut analytic, &r);
+    }
+    // Cheaper settings are still found (nearer ones first), and a window over the budget is rare.
+    assert!(c.thresholds()[0] > 700, "{:?}", c.thresholds());
+    assert!(over.len() <= 1, "{over:?}");
+}
