@@ -601,10 +601,11 @@ fn the_memory_of_a_young_generation_far_from_any_measured_is_bounded_more_pessim
 fn a_far_young_generation_is_entered_on_its_pauses_bounded_pessimistically() {
     // The cost per object walked grows with the young generations' size (more of what they
     // hold is alive, and walked with what it references): √ of their size over 700/10/10's.
-    // The model learns that only from the sizes tried; a far jump's young pauses, predicted at
-    // 2 to 4 ms, measure 19 to 53 ms, over the 10 ms budget.
-    let mut c = Controller::new(GuardConfig { freeze_after_s: None, ..cfg() }, [700, 10, 10], true);
-    let mut over = Vec::new();
+    // The model learns that only from the sizes tried: without the bound, the first move was to
+    // 5,000/50/10, predicted at 2.2 ms and measured at 15 ms, almost four times the budget.
+    let gc = GuardConfig { freeze_after_s: None, pause_budget_ns: Some(4_000_000), ..cfg() };
+    let mut c = Controller::new(gc, [700, 10, 10], true);
+    let mut worst: f64 = 0.0;
     for w in 1..=40 {
         let t = c.thresholds();
         let mut r = SERVICE.reading(t, w);
@@ -614,12 +615,11 @@ fn a_far_young_generation_is_entered_on_its_pauses_bounded_pessimistically() {
             r.pause_max_ns[g] *= young.sqrt();
         }
         r.gc_share *= young.sqrt().min(1.5);
-        if r.pause_max_ns[1] > 10e6 {
-            over.push((w, t));
-        }
+        worst = worst.max(r.pause_max_ns[1]);
         c.decide(&mut analytic, &r);
     }
-    // Cheaper settings are still found (nearer ones first), and a window over the budget is rare.
+    // Cheaper settings are still found, nearer ones first, and no trial's pauses are far over
+    // the budget.
     assert!(c.thresholds()[0] > 700, "{:?}", c.thresholds());
-    assert!(over.len() <= 1, "{over:?}");
+    assert!(worst <= 6e6, "a young pause of {:.1} ms", worst / 1e6);
 }
