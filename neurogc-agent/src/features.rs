@@ -69,6 +69,10 @@ impl Windower {
         f.push(now.count0.unwrap_or(0) as f64);
         f.push(now.freeze_count.unwrap_or(0) as f64);
         debug_assert_eq!(f.len(), COUNT);
+        let runq_share = match (now.runq_ns, self.prev.runq_ns) {
+            (Some(b), Some(a)) => Some(b.saturating_sub(a) as f64 / 1e9 / secs),
+            _ => None,
+        };
         let window = Window {
             schema: SCHEMA,
             start_ns: self.prev.ts_ns,
@@ -76,6 +80,7 @@ impl Windower {
             collections,
             features: f,
             sample: now,
+            runq_share,
         };
         self.prev = now;
         self.pauses = Default::default();
@@ -113,6 +118,7 @@ pub fn reading(window: &Window, age_s: Option<f64>) -> crate::policy::predict::R
         gc_share: feature(window, "gc_share"),
         alloc_per_s: feature(window, "alloc_per_s"),
         cpu_share: feature(window, "cpu_share"),
+        demand: demand(window),
         rss: s.rss_bytes,
         thresholds: s.thresholds,
         older_counts: s.older_counts,
@@ -123,18 +129,38 @@ pub fn reading(window: &Window, age_s: Option<f64>) -> crate::policy::predict::R
     }
 }
 
-/// The target's RSS and CPU time from /proc (threads summed; schedstat is in ns).
-pub fn read_proc(pid: i32) -> Option<(u64, u64)> {
+/// How much of the window the target wanted a CPU: its CPU time plus its threads' wait for one,
+/// over the window's length, at most 1. Near 1, the process always has work (a batch job, or a
+/// service with requests queued): what its collections cost it is throughput. Below, it waits
+/// for work, and what arrives while it collects waits out the pause. CPU time alone cannot
+/// tell a batch job sharing its CPU (half of it, the rest waiting for the CPU) from a service
+/// idle half the time.
+fn demand(window: &Window) -> f64 {
+    (feature(window, "cpu_share") + window.runq_share.unwrap_or(0.0)).clamp(0.0, 1.0)
+}
+
+/// The target's threads, summed, from /proc: RSS, CPU time and the time they waited for a CPU
+/// (schedstat's first two fields, in ns).
+pub struct ProcStat {
+    pub rss_bytes: u64,
+    pub cpu_ns: u64,
+    pub runq_ns: u64,
+}
+
+pub fn read_proc(pid: i32) -> Option<ProcStat> {
     let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
     let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
-    let cpu = std::fs::read_dir(format!("/proc/{pid}/task"))
+    let (cpu_ns, runq_ns) = std::fs::read_dir(format!("/proc/{pid}/task"))
         .ok()?
         .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .sum();
-    Some((pages * page, cpu))
+        .filter_map(|s| {
+            let mut f = s.split_whitespace().map(|x| x.parse::<u64>().ok());
+            Some((f.next()??, f.next()??))
+        })
+        .fold((0, 0), |(c, q), (dc, dq)| (c + dc, q + dq));
+    Some(ProcStat { rss_bytes: pages * page, cpu_ns, runq_ns })
 }
 
 #[cfg(test)]
@@ -151,6 +177,7 @@ mod tests {
             freeze_count: None,
             older_counts: None,
             long_lived: None,
+            runq_ns: None,
         }
     }
 
@@ -191,5 +218,24 @@ mod tests {
         let next = w.close(sample(13.0, 300, 54, 1000));
         assert_eq!(next.collections, [0, 0, 0]);
         assert_eq!(next.start_ns, win.end_ns);
+    }
+
+    #[test]
+    fn demand_is_cpu_time_and_the_wait_for_a_cpu() {
+        let at = |ts_s: f64, cpu_ms: u64, runq_ms: Option<u64>| Sample {
+            runq_ns: runq_ms.map(|ms| ms * 1_000_000),
+            ..sample(ts_s, 100, 50, cpu_ms)
+        };
+        // A batch job sharing its CPU: half of it run, the other half waited for.
+        let mut w = Windower::new(at(10.0, 0, Some(0)));
+        let shared = w.close(at(12.0, 1000, Some(1000)));
+        assert_eq!(shared.runq_share, Some(0.5));
+        assert_eq!(reading(&shared, None).demand, 1.0);
+        // A service idle most of the time; and a kernel that keeps no run-queue delay.
+        let mut w = Windower::new(at(10.0, 0, Some(0)));
+        assert_eq!(reading(&w.close(at(12.0, 400, Some(40))), None).demand, 0.22);
+        let mut w = Windower::new(at(10.0, 0, None));
+        let unknown = w.close(at(12.0, 400, None));
+        assert_eq!((unknown.runq_share, reading(&unknown, None).demand), (None, 0.2));
     }
 }

@@ -223,16 +223,17 @@ async fn next_event(events: &mut Option<Events>) -> Option<crate::actuate::Event
 /// The target now: thresholds and gen0 count from memory (when located), RSS and CPU from /proc.
 fn sample(pid: i32, gc: &GcStatus, clock: &Clock, freeze_count: Option<i64>) -> Sample {
     let settings = gc.state().and_then(|s| s.read_settings(pid).ok());
-    let (rss_bytes, cpu_ns) = features::read_proc(pid).unwrap_or((0, 0));
+    let proc = features::read_proc(pid);
     Sample {
         ts_ns: clock.now_unix_ns(),
         thresholds: settings.map(|s| s.thresholds.map(i64::from)),
         count0: settings.map(|s| i64::from(s.counts[0])),
-        rss_bytes,
-        cpu_ns,
+        rss_bytes: proc.as_ref().map_or(0, |p| p.rss_bytes),
+        cpu_ns: proc.as_ref().map_or(0, |p| p.cpu_ns),
         freeze_count,
         older_counts: settings.map(|s| [1, 2].map(|g| i64::from(s.counts[g]))),
         long_lived: settings.and_then(|s| s.long_lived),
+        runq_ns: proc.map(|p| p.runq_ns),
     }
 }
 

@@ -232,6 +232,7 @@ fn sample(ts_ns: u64, rss_mib: u64, t0: i64) -> Sample {
         freeze_count: None,
         older_counts: None,
         long_lived: None,
+        runq_ns: None,
     }
 }
 
@@ -300,6 +301,7 @@ fn synthetic(path: &Path, n: u64, json: bool) -> Vec<Collection> {
                 collections: [1, 0, 0],
                 features: vec![0.0; 25],
                 sample: sample(now, 100, t),
+                runq_share: None,
             }))
             .unwrap();
             window_start = now;
@@ -456,6 +458,7 @@ fn measured_trace(path: &Path) {
             collections: [20, 0, u64::from(s % 10 == 5)],
             features,
             sample: sample(start + second, 100, t),
+            runq_share: None,
         }))
         .unwrap();
     }

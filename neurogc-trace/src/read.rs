@@ -332,6 +332,7 @@ mod tests {
                 freeze_count: None,
                 older_counts: None,
                 long_lived: None,
+                runq_ns: None,
             },
             build: None,
             host: None,

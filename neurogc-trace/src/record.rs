@@ -258,6 +258,10 @@ pub struct Sample {
     /// `long_lived_pending` (promoted into it since), on builds that keep them (3.8–3.13).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub long_lived: Option<[i64; 2]>,
+    /// Time its threads have waited for a CPU so far (schedstat's run-queue delay), where the
+    /// kernel keeps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runq_ns: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -294,6 +298,11 @@ pub struct Window {
     pub collections: [u64; 3],
     pub features: Vec<f64>,
     pub sample: Sample,
+    /// The share of the window the target's threads spent waiting for a CPU (run-queue delay
+    /// over the window's length), where both samples tell it. Not a feature: the schema, and
+    /// what models were trained on, stay as they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runq_share: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -503,6 +512,7 @@ mod tests {
             freeze_count: None,
             older_counts: None,
             long_lived: None,
+            runq_ns: None,
         };
         let w = Record::Window(Window {
             schema: 1,
@@ -511,6 +521,7 @@ mod tests {
             collections: [0; 3],
             features,
             sample,
+            runq_share: None,
         });
         let back: Record = serde_json::from_str(&serde_json::to_string(&w).unwrap()).unwrap();
         assert_eq!(back, w);

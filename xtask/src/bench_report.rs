@@ -51,6 +51,7 @@ fn write_trace(path: &Path, n: u64, json: bool) -> Result<u64> {
         freeze_count: None,
         older_counts: None,
         long_lived: None,
+        runq_ns: None,
     };
     w.write(&Record::Attach(Box::new(Attach {
         format: neurogc_trace::FORMAT,
@@ -133,6 +134,7 @@ fn write_trace(path: &Path, n: u64, json: bool) -> Result<u64> {
                 collections: in_window,
                 features,
                 sample: sample(ts, t, (200 << 20) + (i / 1000) * 4096),
+                runq_share: None,
             }))?;
             window_start = ts;
             in_window = [0; 3];

@@ -299,7 +299,7 @@ impl Controller {
             expected_over: self.expected_over,
             gc_share: r.gc_share,
             pause_max_ms: worst / 1e6,
-            young_pause_max_ns: r.pause_max_ns[0].max(r.pause_max_ns[1]),
+            young_pause_max_ns: r.young_pause_max_ns(),
             rss_mib: mib(r.rss as f64),
         }
     }

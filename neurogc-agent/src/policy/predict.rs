@@ -95,6 +95,8 @@ pub struct Reading {
     pub alloc_per_s: f64,
     /// The process's CPU time in the window over its length (threads summed).
     pub cpu_share: f64,
+    /// CPU time plus run-queue wait over the window, at most 1 (see `features::demand`).
+    pub demand: f64,
     pub rss: u64,
     /// Thresholds in force at the window's end (the target's own reading, when located).
     pub thresholds: Option<[i64; 3]>,
@@ -138,6 +140,12 @@ impl Reading {
             (0, 0.0),
             |best, g| if self.pause_max_ns[g] > best.1 { (g, self.pause_max_ns[g]) } else { best },
         )
+    }
+
+    /// The longest young pause in the window (generations 0 and 1): what the young generations'
+    /// size decides.
+    pub fn young_pause_max_ns(&self) -> f64 {
+        self.pause_max_ns[0].max(self.pause_max_ns[1])
     }
 }
 
@@ -267,6 +275,8 @@ pub struct Collector {
     /// Application's own thresholds: memory costs are counted from them.
     original: Option<[i64; 3]>,
     alloc: Avg,
+    /// The share of wall time the process wanted a CPU (`Reading::demand`), while it runs.
+    demand: Avg,
     young_ns: Avg,
     /// Young cost per object by threshold0, as observed (threshold0, decaying average): a larger
     /// young generation holds more live objects, each walked with what it references, so the
@@ -436,6 +446,9 @@ impl Collector {
         };
         if r.work_counted() {
             self.alloc.add(r.alloc_per_s.max(0.0), 0.5);
+        }
+        if !r.idle {
+            self.demand.add(r.demand, 0.3);
         }
         let t0 = t[0].max(1) as f64;
         if r.collections[0] > 0 && r.pause_p50_ns[0] > 0.0 {
@@ -755,6 +768,11 @@ impl Collector {
         self.alloc.or(0.0)
     }
 
+    /// The share of wall time the process has nothing to run (1 until a window tells).
+    pub fn idle_share(&self) -> f64 {
+        1.0 - self.demand.or(0.0)
+    }
+
     /// The model's form alone.
     fn raw(&self, c: &Candidate, frozen_now: bool) -> Prediction {
         let Some(r) = self.last else { return Prediction::default() };
@@ -936,6 +954,7 @@ mod tests {
             gc_share: 0.02,
             alloc_per_s: 300_000.0,
             cpu_share: 0.5,
+            demand: 0.5,
             rss: 400 << 20,
             thresholds: Some(t),
             older_counts: Some([3, 5]),

@@ -25,7 +25,8 @@ const POOL_WINDOWS: f64 = 5.0;
 /// (ln-cost units per budget multiple of the windows over it and of the wait at p99, per share
 /// of RSS). The wait counts below the budget too: two settings whose pauses all fit it still
 /// differ in what a service's requests wait (the cache service's p99: 3.5 ms frozen at 700,
-/// 9.9 ms frozen at 20,000), and a wait of a tenth of the budget is worth 5% of the CPU.
+/// 9.9 ms frozen at 20,000), and a wait of a tenth of the budget is worth 5% of the CPU to a
+/// process that is idle most of the time (less as it has less idle time: `score_all`).
 const PAUSE_WEIGHT: f64 = 0.5;
 const MEMORY_WEIGHT: f64 = 0.02;
 
@@ -244,11 +245,9 @@ impl Controller {
         let slope = self.slowdown();
         let window_s = self.budgets.window_s();
         let budget_ns = self.budgets.pause_ns();
-        let young_now = if r.thresholds == Some(self.current) && !r.idle {
-            r.pause_max_ns[0].max(r.pause_max_ns[1])
-        } else {
-            0.0
-        };
+        let idle = self.collector.idle_share();
+        let young_now =
+            if r.thresholds == Some(self.current) && !r.idle { r.young_pause_max_ns() } else { 0.0 };
         let mut out = Vec::new();
         for (c, e) in cands.iter().zip(&preds) {
             let p = &e.p;
@@ -328,8 +327,16 @@ impl Controller {
                 } else {
                     misses.share = self.budgets.share_miss(pessimistic_share(p.share, preds[0].p.share));
                 }
-                let pause_cost = budget_ns
-                    .map_or(0.0, |b| PAUSE_WEIGHT * ((share + own_over) * worst + p.wait_p99_ns()) / b);
+                // The wait below the budget is what arrives while the process collects: it
+                // counts as far as the process has idle time for work to arrive in. One that
+                // always has work (its CPU time and its wait for a CPU fill the wall clock: a
+                // batch job, a saturated service) pays its collections in throughput, which its
+                // cost counts already. Counted twice, the ETL batch at half speed moved to
+                // 2,000/10/10 at 1.13x the cost, for a wait that one window's gen1 rounds swung
+                // by 4 ms, and took 1.30x the defaults' time.
+                let wait = idle * p.wait_p99_ns();
+                let pause_cost =
+                    budget_ns.map_or(0.0, |b| PAUSE_WEIGHT * ((share + own_over) * worst + wait) / b);
                 // Advice stands until another is better by more than a change costs: the
                 // application's setting stays in force, so without this every near tie between
                 // two candidates would turn the advice over window by window.

@@ -25,6 +25,8 @@ struct Process {
     /// threshold0 from which the young generation never fills: requests free by reference
     /// counting what they allocate, and the gen0 count only drifts.
     drained_from: f64,
+    /// The share of wall time it waits for a CPU (another process shares its CPU).
+    queued: f64,
 }
 
 const SERVICE: Process = Process {
@@ -36,6 +38,7 @@ const SERVICE: Process = Process {
     promoted: 3_000.0,
     young_bytes: 0.0,
     drained_from: f64::INFINITY,
+    queued: 0.0,
 };
 
 impl Process {
@@ -57,6 +60,7 @@ impl Process {
                 gc_share: 0.0,
                 alloc_per_s: 500.0,
                 cpu_share: mutator,
+                demand: (mutator + self.queued).min(1.0),
                 long_lived: Some([1_000_000, 100_000]),
                 ..Process { drained_from: f64::INFINITY, ..*self }.reading(t, window)
             };
@@ -76,6 +80,7 @@ impl Process {
             gc_share,
             alloc_per_s: r0 * t0,
             cpu_share: mutator + gc_share,
+            demand: (mutator + gc_share + self.queued).min(1.0),
             rss: (400 << 20) + ((t0 - 700.0).max(0.0) * self.young_bytes) as u64,
             thresholds: Some(t),
             older_counts: Some([3, 5]),
@@ -152,6 +157,23 @@ fn of_settings_whose_pauses_all_fit_the_budget_the_one_requests_wait_less_behind
     let (waited, verdicts) = act(busy, budget, 40);
     let last = waited.last().unwrap()[0];
     assert!((2_000..=5_000).contains(&last), "{waited:?}");
+    assert!(verdicts[30..].iter().all(|v| !v.change), "{verdicts:?}");
+}
+
+#[test]
+fn a_process_that_always_has_work_pays_its_pauses_in_cost_alone() {
+    // The process above, its young rounds under a 4 ms budget at 5,000 and at 20,000 alike.
+    // With idle time, requests arriving while it collects wait less behind 5,000's shorter
+    // rounds: it stays there. Sharing its CPU with another process, the CPU it gets and its wait
+    // for the CPU fill the wall clock: nothing arrives in idle time to wait, what its
+    // collections cost it is throughput, which the cost already counts, and 20,000 is cheaper.
+    let idle = Process { alloc: 3_000_000.0, mutator_ns: 20.0, promoted: 0.0, ..SERVICE };
+    let shared = Process { queued: 0.9, ..idle };
+    let budget = GuardConfig { pause_budget_ns: Some(4_000_000), ..cost_only() };
+    let (waited, _) = act(idle, budget.clone(), 40);
+    assert_eq!(waited.last().unwrap()[0], 5_000, "{waited:?}");
+    let (settings, verdicts) = act(shared, budget, 40);
+    assert_eq!(settings.last().unwrap()[0], 20_000, "{settings:?}");
     assert!(verdicts[30..].iter().all(|v| !v.change), "{verdicts:?}");
 }
 
