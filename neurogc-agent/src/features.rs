@@ -118,7 +118,7 @@ pub fn reading(window: &Window, age_s: Option<f64>) -> crate::policy::predict::R
         gc_share: feature(window, "gc_share"),
         alloc_per_s: feature(window, "alloc_per_s"),
         cpu_share: feature(window, "cpu_share"),
-        demand: demand(window),
+        runq_share: window.runq_share.unwrap_or(0.0),
         rss: s.rss_bytes,
         thresholds: s.thresholds,
         older_counts: s.older_counts,
@@ -127,16 +127,6 @@ pub fn reading(window: &Window, age_s: Option<f64>) -> crate::policy::predict::R
         idle: idle(window),
         age_s,
     }
-}
-
-/// How much of the window the target wanted a CPU: its CPU time plus its threads' wait for one,
-/// over the window's length, at most 1. Near 1, the process always has work (a batch job, or a
-/// service with requests queued): what its collections cost it is throughput. Below, it waits
-/// for work, and what arrives while it collects waits out the pause. CPU time alone cannot
-/// tell a batch job sharing its CPU (half of it, the rest waiting for the CPU) from a service
-/// idle half the time.
-fn demand(window: &Window) -> f64 {
-    (feature(window, "cpu_share") + window.runq_share.unwrap_or(0.0)).clamp(0.0, 1.0)
 }
 
 /// The target's threads, summed, from /proc: RSS, CPU time and the time they waited for a CPU
@@ -230,12 +220,12 @@ mod tests {
         let mut w = Windower::new(at(10.0, 0, Some(0)));
         let shared = w.close(at(12.0, 1000, Some(1000)));
         assert_eq!(shared.runq_share, Some(0.5));
-        assert_eq!(reading(&shared, None).demand, 1.0);
+        assert_eq!(reading(&shared, None).demand(), 1.0);
         // A service idle most of the time; and a kernel that keeps no run-queue delay.
         let mut w = Windower::new(at(10.0, 0, Some(0)));
-        assert_eq!(reading(&w.close(at(12.0, 400, Some(40))), None).demand, 0.22);
+        assert_eq!(reading(&w.close(at(12.0, 400, Some(40))), None).demand(), 0.22);
         let mut w = Windower::new(at(10.0, 0, None));
         let unknown = w.close(at(12.0, 400, None));
-        assert_eq!((unknown.runq_share, reading(&unknown, None).demand), (None, 0.2));
+        assert_eq!((unknown.runq_share, reading(&unknown, None).demand()), (None, 0.2));
     }
 }

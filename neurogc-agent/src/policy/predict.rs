@@ -95,8 +95,9 @@ pub struct Reading {
     pub alloc_per_s: f64,
     /// The process's CPU time in the window over its length (threads summed).
     pub cpu_share: f64,
-    /// CPU time plus run-queue wait over the window, at most 1 (see `features::demand`).
-    pub demand: f64,
+    /// The threads' wait for a CPU in the window over its length (0 where the kernel does not
+    /// keep it).
+    pub runq_share: f64,
     pub rss: u64,
     /// Thresholds in force at the window's end (the target's own reading, when located).
     pub thresholds: Option<[i64; 3]>,
@@ -140,6 +141,15 @@ impl Reading {
             (0, 0.0),
             |best, g| if self.pause_max_ns[g] > best.1 { (g, self.pause_max_ns[g]) } else { best },
         )
+    }
+
+    /// How much of the window the process wanted a CPU: its CPU time plus its threads' wait for
+    /// one, at most 1. Near 1, it always has work (a batch job, or a service with requests
+    /// queued): what its collections cost it is throughput. Below, it waits for work, and what
+    /// arrives while it collects waits out the pause. CPU time alone cannot tell a batch job
+    /// sharing its CPU (half of it run, the rest waited for) from a service idle half the time.
+    pub fn demand(&self) -> f64 {
+        (self.cpu_share + self.runq_share).clamp(0.0, 1.0)
     }
 
     /// The longest young pause in the window (generations 0 and 1): what the young generations'
@@ -448,7 +458,7 @@ impl Collector {
             self.alloc.add(r.alloc_per_s.max(0.0), 0.5);
         }
         if !r.idle {
-            self.demand.add(r.demand, 0.3);
+            self.demand.add(r.demand(), 0.3);
         }
         let t0 = t[0].max(1) as f64;
         if r.collections[0] > 0 && r.pause_p50_ns[0] > 0.0 {
@@ -954,7 +964,7 @@ mod tests {
             gc_share: 0.02,
             alloc_per_s: 300_000.0,
             cpu_share: 0.5,
-            demand: 0.5,
+            runq_share: 0.0,
             rss: 400 << 20,
             thresholds: Some(t),
             older_counts: Some([3, 5]),

@@ -60,7 +60,7 @@ impl Process {
                 gc_share: 0.0,
                 alloc_per_s: 500.0,
                 cpu_share: mutator,
-                demand: (mutator + self.queued).min(1.0),
+                runq_share: self.queued,
                 long_lived: Some([1_000_000, 100_000]),
                 ..Process { drained_from: f64::INFINITY, ..*self }.reading(t, window)
             };
@@ -80,7 +80,7 @@ impl Process {
             gc_share,
             alloc_per_s: r0 * t0,
             cpu_share: mutator + gc_share,
-            demand: (mutator + gc_share + self.queued).min(1.0),
+            runq_share: self.queued,
             rss: (400 << 20) + ((t0 - 700.0).max(0.0) * self.young_bytes) as u64,
             thresholds: Some(t),
             older_counts: Some([3, 5]),
