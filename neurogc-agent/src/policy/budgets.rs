@@ -131,6 +131,11 @@ impl Kept {
         self.base.is_some()
     }
 
+    /// What RSS has grown since neurogc's first change (0 before one).
+    pub fn grown(&self, rss: f64) -> f64 {
+        self.base.map_or(0.0, |base| (rss - base).max(0.0))
+    }
+
     /// `keeps`: the model's figure for the setting in force, over its horizon (garbage takes
     /// that long to pile up, and RSS shows what has so far). Returns what the setting in force
     /// costs, which its budget judges, and the RSS the application would have without neurogc,

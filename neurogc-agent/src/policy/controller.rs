@@ -121,6 +121,8 @@ pub struct Controller {
     kept: Kept,
     /// RSS in the window neurogc froze: what the freeze keeps can be no more than RSS grew since.
     rss_at_freeze: Option<f64>,
+    /// RSS in the last window, where the setting in force was in force in it.
+    rss_before: Option<f64>,
     /// The last change, until its effect is reported.
     change: Option<Change>,
     /// What was last said about budgets no setting can hold (said once).
@@ -234,6 +236,7 @@ impl Controller {
             first_ts: None,
             kept: Kept::default(),
             rss_at_freeze: None,
+            rss_before: None,
             change: None,
             said: None,
             expected_over: 0.0,
@@ -301,7 +304,28 @@ impl Controller {
             pause_max_ms: worst / 1e6,
             young_pause_max_ns: r.young_pause_max_ns(),
             rss_mib: mib(r.rss as f64),
+            grown_bytes: self.grown_here(r),
         }
+    }
+
+    /// What RSS has grown since neurogc's first change, counted as the setting in force's own
+    /// where its thresholds are not the application's and the heap is warm (the application's
+    /// own data has stopped growing). The model's figure for what a setting keeps is a prior,
+    /// and this the measurement: micrograd, moved to 2,000/10/10 frozen on a prediction of
+    /// +13 MiB, grew 41 MiB there over seven windows, while the budget counted no more than
+    /// the prediction and called the rest the application's. At the application's own
+    /// thresholds, frozen or not, growth stays the application's (a service's data growing for
+    /// hours is not a reason to unfreeze it), and what they keep is the model's, as before.
+    /// Where RSS is still rising, what it will have grown by the next window: the budget is to
+    /// hold through it (micrograd's rose 6 MiB a window at 2,000/10/10 frozen).
+    fn grown_here(&self, r: &Reading) -> f64 {
+        let own = self.current == candidates::own(self.cfg(), self.original);
+        if own || !self.collector.heap_warm() {
+            return 0.0;
+        }
+        let rising = self.rss_before.map_or(0.0, |b| (r.rss as f64 - b).max(0.0));
+        let grown = self.kept.grown(r.rss as f64);
+        if grown > 0.0 { grown + rising } else { 0.0 }
     }
 
     pub fn decide(&mut self, learned: Learned, r: &Reading) -> Verdict {
@@ -351,8 +375,12 @@ impl Controller {
             self.budgets.at_attach(self.long_run_share(r));
         }
         self.budgets.set_window(r.secs);
-        let keeps = self.collector.predict(&here, self.frozen).memory_bytes;
+        // What the setting in force keeps: the model's figure, or what RSS has grown where that
+        // is more and the growth is its own (`grown_here`).
+        self.rss_before = Some(r.rss as f64);
+        let keeps = self.collector.predict(&here, self.frozen).memory_bytes.max(o.grown_bytes);
         let (cost_now, app_rss) = self.kept.split(r.rss as f64, keeps);
+        let cost_now = cost_now.max(o.grown_bytes);
         let (g, worst) = r.worst();
         let observed = Observed {
             pause_max_ms: worst / 1e6,
@@ -423,6 +451,7 @@ impl Controller {
                 Some(Trial { to, analytic_share: choice.to.analytic_share, learned: choice.to.learned });
             self.trial_rows = (!choice.to.learned.is_finite()).then_some([choice.here_row, choice.to.row]);
             self.kept.changed(r.rss as f64);
+            self.rss_before = None;
             match freeze {
                 Some(true) => {
                     self.rss_at_freeze = Some(r.rss as f64);
@@ -521,8 +550,19 @@ impl Controller {
         // the benchmark's training loop whose RSS a freeze lowered).
         let allowance = self.budgets.memory_allowance(app_rss);
         let frozen_grown = self.rss_at_freeze.map_or(0.0, |at| r.rss as f64 - at);
+        // And only from the application's own thresholds, frozen, where the memory counted is
+        // what the model says the freeze keeps (`grown_here`): from any other frozen setting,
+        // the way out of a memory miss is back to them. What a larger young generation keeps,
+        // that move gives back (micrograd's 41 MiB at 2,000/10/10 frozen, all of it within a
+        // window); RSS a setting before it kept and the allocator has not handed back yet is
+        // no reason to unfreeze (micrograd at half speed, its RSS up 21 MiB at 700/10/20
+        // frozen from 5,000/20/10 before, unfroze and moved on to settings that took RSS to
+        // 1.55x the defaults').
+        let own_frozen = Candidate { thresholds: candidates::own(self.cfg(), self.original), frozen: true };
         if here.frozen && (now.misses.memory == 0.0 || frozen_grown <= allowance) {
             scored.retain(|s| s.c.frozen);
+        } else if here.frozen && here != own_frozen {
+            scored.retain(|s| s.c == own_frozen);
         }
         let unholdable: Vec<Budget> = Budget::ALL
             .into_iter()

@@ -42,6 +42,9 @@ pub struct Observation {
     /// The window's longest young (gen0 or gen1) pause (ns).
     pub young_pause_max_ns: f64,
     pub rss_mib: f64,
+    /// What RSS has grown (bytes) since neurogc's first change, where that growth is the
+    /// setting's own (`Controller::grown_here`); 0 otherwise.
+    pub grown_bytes: f64,
 }
 
 /// A weighted mean and the weighted sum of squares about it (West's update).
@@ -93,6 +96,11 @@ pub struct Stats {
     windows: f64,
     over: f64,
     expected: f64,
+    /// The most RSS grew (bytes) while this setting was in force. Not faded: a setting that
+    /// took RSS past the memory budget would take it past again, and a re-test would cost the
+    /// budget what the first cost (faded, a 5,000/10/10 whose RSS outgrew the budget in the
+    /// controller's tests was entered again every dozen windows, each time past it).
+    grown: f64,
     /// Collections seen at this setting in all (not faded: what the decision line reports).
     pub collections: u64,
 }
@@ -199,6 +207,7 @@ impl Evidence {
             s.young_pause_max_ns.add(o.young_pause_max_ns, 1.0);
         }
         s.rss_mib.add(o.rss_mib, 1.0);
+        s.grown = s.grown.max(o.grown_bytes);
         s.windows += 1.0;
         s.over += f64::from(u8::from(o.over_budget));
         s.expected += o.expected_over;
@@ -260,6 +269,17 @@ impl Evidence {
             .iter()
             .filter(|(k, _)| k != c && below_young(k, c))
             .filter_map(|(_, s)| s.young_pause_max_ns.get())
+            .fold(0.0, f64::max)
+    }
+
+    /// What `c` keeps of RSS at the least (bytes), from what it and the settings below it
+    /// measured growing while in force: a young generation at least as large, collected no
+    /// more often in any generation, leaves garbage waiting at least as long.
+    pub fn grown_below(&self, c: &Candidate) -> f64 {
+        self.settings
+            .iter()
+            .filter(|(k, _)| k.frozen == c.frozen && (0..3).all(|g| k.thresholds[g] <= c.thresholds[g]))
+            .map(|(_, s)| s.grown)
             .fold(0.0, f64::max)
     }
 

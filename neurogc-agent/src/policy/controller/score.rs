@@ -294,6 +294,9 @@ impl Controller {
                 if freezing && !collect {
                     p.memory_bytes += self.collector.frozen_pending_bytes();
                 }
+                // What RSS measured growing while it, or a setting below it, was in force,
+                // where that was more.
+                p.memory_bytes = p.memory_bytes.max(self.evidence.grown_below(c));
                 // neurogc's own collection is a pause like any other: one window in the model's
                 // horizon, in the budget and in the objective.
                 let mut own_over = 0.0;
@@ -370,8 +373,9 @@ impl Controller {
     }
 
     /// The setting in force is judged on its memory as measured, as its GC share is: what it
-    /// keeps of RSS grown since neurogc changed something (`cost_now`, at most the model's
-    /// figure) against the allowance. Its prediction stood when it was entered; once in force,
+    /// keeps of RSS grown since neurogc changed something (`cost_now`: at most the model's
+    /// figure, unless the growth is the setting's own, `Controller::grown_here`) against the
+    /// allowance. Its prediction stood when it was entered; once in force,
     /// a prediction revised by a window's learning is no evidence that RSS grew: micrograd,
     /// moved to 2,000/20/10 frozen on a prediction that held, was predicted one window later
     /// to keep 21 MiB of 18.5 allowed (RSS had not grown at all) and was moved to 700/20/10

@@ -92,6 +92,18 @@ impl Process {
     }
 }
 
+/// `SERVICE` at `t` with RSS `grown` bytes over its own and a full collection each window that
+/// keeps as many as the last: a warm heap, whose growth neurogc's settings may own.
+fn warm(t: [i64; 3], w: i64, grown: u64) -> Reading {
+    let mut r = SERVICE.reading(t, w);
+    r.collections[2] = 1;
+    r.pause_p50_ns[2] = 5e6;
+    r.pause_max_ns[2] = 5e6;
+    r.long_lived = Some([1_000_000, 0]);
+    r.rss = (400 << 20) + grown;
+    r
+}
+
 /// Budgets that cannot be missed: the cost alone decides.
 fn cost_only() -> GuardConfig {
     GuardConfig { pause_budget_ns: None, freeze_after_s: None, gc_budget: None, gc_at_attach: false, ..cfg() }
@@ -247,6 +259,64 @@ fn a_young_generation_whose_rss_outgrows_the_memory_budget_is_left_once_rss_show
     let left = verdicts.iter().any(|v| v.change && v.budget == Some(Budget::Memory));
     assert!(left, "no move for memory: {verdicts:?}");
     assert!(settings[30..].iter().all(|t| t[0] <= 1_020), "{settings:?}");
+}
+
+#[test]
+fn a_setting_whose_rss_keeps_growing_past_its_prediction_is_left_on_what_rss_shows() {
+    // Above the application's threshold0, garbage piles up where the model cannot see it
+    // (micrograd's step graphs at 2,000/10/10 frozen: +41 MiB over seven windows, predicted
+    // +13): RSS grows 4 MiB a window towards 6 KiB per young slot over 700, and a move to a
+    // smaller young generation gives back what it would not keep. The first window after a
+    // move shows 4 MiB, what the model learns its bytes per slot from; the rest is the
+    // measurement's to tell. A 5% budget of 400 MiB allows 20 MiB.
+    let gc = GuardConfig { memory_budget: 0.05, ..cost_only() };
+    let mut c = Controller::new(gc, [700, 10, 10], true);
+    let (mut grown, mut trace, mut verdicts) = (0u64, Vec::new(), Vec::new());
+    for w in 1..=60 {
+        let t = c.thresholds();
+        let fills = (t[0] - 700).max(0) as u64 * 6144;
+        grown = (grown + if t[0] > 700 { 4 << 20 } else { 0 }).min(fills);
+        trace.push((t[0], grown >> 20));
+        verdicts.push(c.decide(&mut analytic, &warm(t, w, grown)));
+    }
+    assert!(trace.iter().any(|&(t0, _)| t0 > 5_000), "never tried a larger young generation: {trace:?}");
+    let left = verdicts.iter().any(|v| v.change && v.budget == Some(Budget::Memory));
+    assert!(left, "never left for memory: {trace:?}");
+    // Left as RSS came to the allowance, not 113 MiB later: the settings left on the way down
+    // each took RSS on by a window's growth at most. Then within it, at a setting still larger
+    // than the application's.
+    assert!(trace.iter().all(|&(_, g)| g <= 28), "(threshold0, RSS grown MiB): {trace:?}");
+    assert!(trace[40..].iter().all(|&(t0, g)| g <= 20 && t0 > 700), "{trace:?}");
+    let changes = verdicts[40..].iter().filter(|v| v.change).count();
+    assert!(changes <= 1, "{changes} changes in the last 20 windows: {trace:?}");
+}
+
+#[test]
+fn a_frozen_setting_past_the_memory_budget_goes_back_to_the_applications_thresholds_frozen() {
+    // Frozen at 5,000/10/10, RSS has grown 30 MiB of the 20 allowed since the freeze. Leaving
+    // the freeze would give that back, but cannot be undone within the session, and another
+    // frozen setting the model says holds may keep as much again; the application's own
+    // thresholds, frozen, give back what a larger young generation kept (micrograd's 41 MiB at
+    // 2,000/10/10 frozen came back within a window of 700/10/10 frozen), and an unfreeze is
+    // weighed only from there. (Without, the agent went further out here, to a larger
+    // threshold0 frozen; on micrograd it unfroze, and that run took the defaults' time.)
+    let gc = GuardConfig { freeze_after_s: Some(0.0), memory_budget: 0.05, ..cfg() };
+    let mut c = Controller::new(gc, [700, 10, 10], true);
+    c.allow_freeze(true);
+    for w in 1..=3 {
+        c.decide(&mut analytic, &warm([700, 10, 10], w, 0));
+    }
+    // As the actuator would have it after "5,000/10/10 + freeze", two windows ago.
+    c.current = [5000, 10, 10];
+    c.frozen = true;
+    c.collector.froze(true);
+    c.kept.changed(400.0 * 1048576.0);
+    c.rss_at_freeze = Some(400.0 * 1048576.0);
+    let v = c.decide(&mut analytic, &warm(c.thresholds(), 4, 30 << 20));
+    let seen = (v.thresholds, v.freeze, &v.reason);
+    let (to, freeze, reason) = seen;
+    assert_eq!((to, freeze), ([700, 10, 10], None), "{seen:?}");
+    assert!(reason.starts_with("memory budget missed at 5000/10/10 frozen"), "{seen:?}");
 }
 
 #[test]
