@@ -380,6 +380,7 @@ impl Controller {
         self.rss_before = Some(r.rss as f64);
         let keeps = self.collector.predict(&here, self.frozen).memory_bytes.max(o.grown_bytes);
         let (cost_now, app_rss) = self.kept.split(r.rss as f64, keeps);
+        // `split` caps the cost at what RSS has grown; the next window's rise is on top of it.
         let cost_now = cost_now.max(o.grown_bytes);
         let (g, worst) = r.worst();
         let observed = Observed {
@@ -558,7 +559,8 @@ impl Controller {
         // no reason to unfreeze (micrograd at half speed, its RSS up 21 MiB at 700/10/20
         // frozen from 5,000/20/10 before, unfroze and moved on to settings that took RSS to
         // 1.55x the defaults').
-        let own_frozen = Candidate { thresholds: candidates::own(self.cfg(), self.original), frozen: true };
+        let own_thresholds = candidates::own(self.cfg(), self.original);
+        let own_frozen = Candidate { thresholds: own_thresholds, frozen: true };
         if here.frozen && (now.misses.memory == 0.0 || frozen_grown <= allowance) {
             scored.retain(|s| s.c.frozen);
         } else if here.frozen && here != own_frozen {
@@ -620,7 +622,6 @@ impl Controller {
         // apart by the model alone, and a threshold change bundled with a freeze on a 1%
         // prediction put the document search on 700/50/10, whose 23.5 ms gen1 rounds were its
         // p99 (1.55x freeze alone's) until it was measured and undone.
-        let own_thresholds = candidates::own(self.cfg(), self.original);
         // Returns the move, and a note naming the best it was taken over ("" where none).
         let prefer_own = |best: Scored, qualified: &dyn Fn(&Scored) -> bool| -> (Scored, String) {
             scored

@@ -250,13 +250,10 @@ impl Evidence {
     /// young generation, and rarer gen1 rounds, walk at least as much in each collection, so
     /// what those measured is what `c` is likely to show beside what the model says of it.
     pub fn over_below(&self, c: &Candidate) -> (f64, f64) {
-        let below = |k: &Candidate| {
-            k != c && k.frozen == c.frozen && (0..3).all(|g| k.thresholds[g] <= c.thresholds[g])
-        };
         let (over, windows) = self
             .settings
             .iter()
-            .filter(|(k, _)| below(k))
+            .filter(|(k, _)| k != c && below(k, c))
             .fold((0.0, 0.0), |(o, w), (_, s)| (o + s.over, w + s.windows));
         (if windows > 0.0 { over / windows } else { 0.0 }, windows)
     }
@@ -276,11 +273,7 @@ impl Evidence {
     /// measured growing while in force: a young generation at least as large, collected no
     /// more often in any generation, leaves garbage waiting at least as long.
     pub fn grown_below(&self, c: &Candidate) -> f64 {
-        self.settings
-            .iter()
-            .filter(|(k, _)| k.frozen == c.frozen && (0..3).all(|g| k.thresholds[g] <= c.thresholds[g]))
-            .map(|(_, s)| s.grown)
-            .fold(0.0, f64::max)
+        self.settings.iter().filter(|(k, _)| below(k, c)).map(|(_, s)| s.grown).fold(0.0, f64::max)
     }
 
     /// `at`'s cost as measured, where a window with work was seen there.
@@ -290,6 +283,12 @@ impl Evidence {
         let rounds = s.cost.weight;
         Some(Measured { ln_cost: mean, se: (self.round_variance() / rounds.max(1e-3)).sqrt() })
     }
+}
+
+/// Whether every threshold of `k` is at most `c`'s (the same freeze): `c` collects no
+/// generation more often than `k`.
+fn below(k: &Candidate, c: &Candidate) -> bool {
+    k.frozen == c.frozen && (0..3).all(|g| k.thresholds[g] <= c.thresholds[g])
 }
 
 /// Whether `k`'s young generations are no larger than `c`'s (threshold0 and threshold1 both, the
