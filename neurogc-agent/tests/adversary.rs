@@ -5,7 +5,8 @@
 mod common;
 
 use std::{
-    os::unix::fs::{MetadataExt, PermissionsExt},
+    os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt},
+    path::{Path, PathBuf},
     process::{Command, Stdio},
     time::Duration,
 };
@@ -36,12 +37,13 @@ fn another_user_can_neither_hijack_nor_disturb_an_injection() {
     let sentinel = std::env::temp_dir().join(format!("neurogc-sentinel-{}", std::process::id()));
     std::fs::write(&sentinel, b"root's secret\n").unwrap();
     std::fs::set_permissions(&sentinel, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let script = repo_root().join("tests/workloads/adversary.py");
+    let (dir, script) = readable_copy("tests/workloads/adversary.py");
     let mut adversary = Command::new("setpriv")
         .args([format!("--reuid={uid}"), format!("--regid={gid}"), "--clear-groups".into()])
         .arg("/usr/bin/python3")
         .arg(&script)
         .args(["8", &sentinel.to_string_lossy()])
+        .current_dir(&dir)
         .stdout(Stdio::piped())
         .spawn()
         .expect("setpriv (util-linux)");
@@ -82,4 +84,19 @@ fn another_user_can_neither_hijack_nor_disturb_an_injection() {
     assert_eq!(std::fs::read(&sentinel).unwrap(), b"root's secret\n");
     assert_eq!((meta.uid(), meta.mode() & 0o777), (0, 0o600), "the root-owned file was chowned or chmodded");
     let _ = std::fs::remove_file(&sentinel);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A copy of the repository's `file` the second user can read wherever the checkout is (a clone
+/// under `/root` is mode 700), in a directory of root's made here: `create` fails on anything
+/// already at that path, a planted link included, so nothing another user placed is followed.
+fn readable_copy(file: &str) -> (PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("neurogc-adversary-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir); // an earlier run's, with this pid
+    std::fs::DirBuilder::new().mode(0o755).create(&dir).expect("a fresh directory for the script");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap(); // past umask
+    let copy = dir.join(Path::new(file).file_name().unwrap());
+    std::fs::copy(repo_root().join(file), &copy).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o644)).unwrap();
+    (dir, copy)
 }
