@@ -338,6 +338,9 @@ impl Controller {
             self.current = t;
         }
         self.collector.observe(r);
+        if self.collector.heap_warm() {
+            self.kept.warmed(r.rss as f64);
+        }
         let check = check(&before, &self.collector, r);
         let here = Candidate { thresholds: self.current, frozen: self.frozen };
         // Online correction: what the model predicts for the setting in force against what this
@@ -451,7 +454,7 @@ impl Controller {
             self.trial =
                 Some(Trial { to, analytic_share: choice.to.analytic_share, learned: choice.to.learned });
             self.trial_rows = (!choice.to.learned.is_finite()).then_some([choice.here_row, choice.to.row]);
-            self.kept.changed(r.rss as f64);
+            self.kept.changed(r.rss as f64, self.collector.heap_warm());
             self.rss_before = None;
             match freeze {
                 Some(true) => {

@@ -292,6 +292,33 @@ fn a_setting_whose_rss_keeps_growing_past_its_prediction_is_left_on_what_rss_sho
 }
 
 #[test]
+fn growth_while_the_heap_fills_is_the_applications_not_the_settings() {
+    // The ETL batch's RSS rose 58 MiB in the windows after neurogc's first move, its garbage
+    // piling up at any setting until its first full collection. Here RSS rises 10 MiB a window
+    // for ten windows, none with a full collection, then the heap is warm and RSS flat: 80 MiB
+    // since the first move, over the 63 a 15% budget allows, none of it the larger young
+    // generation's (which keeps nothing). Counted as the setting's, it sent the agent back to
+    // 700/10/10.
+    let mut c = Controller::new(cost_only(), [700, 10, 10], true);
+    let (mut trace, mut verdicts) = (Vec::new(), Vec::new());
+    for w in 1..=30 {
+        let t = c.thresholds();
+        let filled = w.min(10) as u64 * (10 << 20);
+        let r = if w <= 10 {
+            Reading { rss: (400 << 20) + filled, ..SERVICE.reading(t, w) }
+        } else {
+            warm(t, w, filled)
+        };
+        trace.push(t[0]);
+        verdicts.push(c.decide(&mut analytic, &r));
+    }
+    assert!(trace[..10].iter().any(|&t0| t0 > 700), "never moved while the heap filled: {trace:?}");
+    let memory = verdicts.iter().find(|v| v.budget == Some(Budget::Memory));
+    assert!(memory.is_none(), "{memory:?}: {trace:?}");
+    assert!(trace[12..].iter().all(|&t0| t0 > 700), "{trace:?}");
+}
+
+#[test]
 fn a_frozen_setting_past_the_memory_budget_goes_back_to_the_applications_thresholds_frozen() {
     // Frozen at 5,000/10/10, RSS has grown 30 MiB of the 20 allowed since the freeze. Leaving
     // the freeze would give that back, but cannot be undone within the session, and another
@@ -310,7 +337,7 @@ fn a_frozen_setting_past_the_memory_budget_goes_back_to_the_applications_thresho
     c.current = [5000, 10, 10];
     c.frozen = true;
     c.collector.froze(true);
-    c.kept.changed(400.0 * 1048576.0);
+    c.kept.changed(400.0 * 1048576.0, true);
     c.rss_at_freeze = Some(400.0 * 1048576.0);
     let v = c.decide(&mut analytic, &warm(c.thresholds(), 4, 30 << 20));
     let seen = (v.thresholds, v.freeze, &v.reason);
