@@ -318,6 +318,7 @@ mod tests {
             rate: [0.0, 0.0, 0.5],
             share,
             memory_bytes: memory_mib * 1048576.0,
+            memory_upper_bytes: memory_mib * 1048576.0,
             next_full_s: None,
             first_full_ns: 0.0,
         }

@@ -261,7 +261,8 @@ impl Controller {
                 // and the further the young generations' size is from every one measured, the
                 // less that average says (micrograd's 50,000/20/10 frozen, predicted +18 MiB
                 // from 5,000/20/10, took RSS from 128 to 196 MiB, and RSS stays up after the
-                // move back).
+                // move back). Nor below the bound at which rarer rounds promote no less garbage
+                // (`Prediction::memory_upper_bytes`).
                 // Its young pauses likewise: the cost per object walked is measured at the
                 // young generations tried, and grows with their size by as much as the process
                 // keeps alive in them (the demo's gen0 and gen1 rounds, predicted at 7.2 ms
@@ -269,7 +270,8 @@ impl Controller {
                 // paid for each such trial at its p99).
                 if measured == 0 && *c != here {
                     let far = self.young_extrapolation(c);
-                    p.memory_bytes *= 1.0 + MODEL_ERROR * (1.0 + far);
+                    p.memory_bytes =
+                        (p.memory_bytes * (1.0 + MODEL_ERROR * (1.0 + far))).max(p.memory_upper_bytes);
                     for g in 0..2 {
                         p.pause_ns[g] *= 1.0 + MODEL_ERROR * far;
                     }
