@@ -230,6 +230,13 @@ impl Controller {
             .unwrap_or(0.0)
     }
 
+    /// Whether `c`'s young generations (threshold0 times threshold1 + 1) are larger than those of
+    /// every setting measured (all of them where none is).
+    pub(super) fn young_beyond_measured(&self, c: &Candidate) -> bool {
+        let young = |k: &Candidate| k.thresholds[0].max(1) * (k.thresholds[1].max(0) + 1);
+        self.evidence.all().all(|(k, _)| young(c) > young(k))
+    }
+
     /// Every candidate, with and without neurogc's collection for a freeze, estimated.
     pub(super) fn score_all(&self, learned: Learned, r: &Reading, app_rss: f64) -> Vec<Scored> {
         let here = Candidate { thresholds: self.current, frozen: self.frozen };
@@ -261,8 +268,9 @@ impl Controller {
                 // and the further the young generations' size is from every one measured, the
                 // less that average says (micrograd's 50,000/20/10 frozen, predicted +18 MiB
                 // from 5,000/20/10, took RSS from 128 to 196 MiB, and RSS stays up after the
-                // move back). Nor below the bound at which rarer rounds promote no less garbage
-                // (`Prediction::memory_upper_bytes`).
+                // move back). Beyond every young generation measured, nor below the bound at which
+                // rarer rounds promote no less garbage (`Prediction::memory_upper_bytes`); a
+                // smaller one's garbage waits no longer than at a setting measured.
                 // Its young pauses likewise: the cost per object walked is measured at the
                 // young generations tried, and grows with their size by as much as the process
                 // keeps alive in them (the demo's gen0 and gen1 rounds, predicted at 7.2 ms
@@ -270,8 +278,10 @@ impl Controller {
                 // paid for each such trial at its p99).
                 if measured == 0 && *c != here {
                     let far = self.young_extrapolation(c);
-                    p.memory_bytes =
-                        (p.memory_bytes * (1.0 + MODEL_ERROR * (1.0 + far))).max(p.memory_upper_bytes);
+                    p.memory_bytes *= 1.0 + MODEL_ERROR * (1.0 + far);
+                    if self.young_beyond_measured(c) {
+                        p.memory_bytes = p.memory_bytes.max(p.memory_upper_bytes);
+                    }
                     for g in 0..2 {
                         p.pause_ns[g] *= 1.0 + MODEL_ERROR * far;
                     }
