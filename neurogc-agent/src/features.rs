@@ -12,6 +12,10 @@ pub struct Windower {
     prev: Sample,
     pauses: [Vec<u64>; 3],
     collected: [i64; 3],
+    /// Each collection's start and end: the GC share counts the time of each inside the window,
+    /// as `report` splits a pause across the buckets it spans. One running when the last window
+    /// closed began before this one; counted whole, a window of full collections read 103%.
+    spans: Vec<(u64, u64)>,
 }
 
 fn percentile(sorted: &[u64], q: f64) -> u64 {
@@ -25,7 +29,7 @@ fn percentile(sorted: &[u64], q: f64) -> u64 {
 
 impl Windower {
     pub fn new(first: Sample) -> Windower {
-        Windower { prev: first, pauses: Default::default(), collected: [0; 3] }
+        Windower { prev: first, pauses: Default::default(), collected: [0; 3], spans: Vec::new() }
     }
 
     pub fn record(&mut self, c: &Collection) {
@@ -33,19 +37,18 @@ impl Windower {
             self.pauses[g as usize].push(c.duration_ns);
             self.collected[g as usize] += c.collected;
         }
+        self.spans.push((c.ts_ns, c.ts_ns.saturating_add(c.duration_ns)));
     }
 
     /// Closes the window at `now` and starts the next one.
     pub fn close(&mut self, now: Sample) -> Window {
         let secs = (now.ts_ns.saturating_sub(self.prev.ts_ns) as f64 / 1e9).max(1e-6);
         let mut f = Vec::with_capacity(COUNT);
-        let mut pause_ns = 0u64;
         let mut collections = [0u64; 3];
         for (g, p) in self.pauses.iter_mut().enumerate() {
             p.sort_unstable();
             let n = p.len() as u64;
             collections[g] = n;
-            pause_ns += p.iter().sum::<u64>();
             f.push(n as f64 / secs);
             for q in [0.5, 0.99] {
                 f.push(percentile(p, q) as f64 / 1e3);
@@ -60,7 +63,14 @@ impl Windower {
             _ => total as f64 * thresholds[0] as f64 / secs,
         };
         let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
-        f.push(pause_ns as f64 / 1e9 / secs);
+        let paused_ns: u64 = self
+            .spans
+            .iter()
+            .map(|&(start, end)| end.min(now.ts_ns).saturating_sub(start.max(self.prev.ts_ns)))
+            .sum();
+        // Collections do not overlap (one interpreter collects at a time, and ours are told
+        // apart by process); the bound holds for several interpreters in one process too.
+        f.push((paused_ns as f64 / 1e9 / secs).min(1.0));
         f.push(alloc);
         f.push(mib(now.rss_bytes));
         f.push((mib(now.rss_bytes) - mib(self.prev.rss_bytes)) / secs);
@@ -85,6 +95,7 @@ impl Windower {
         self.prev = now;
         self.pauses = Default::default();
         self.collected = [0; 3];
+        self.spans.clear();
         window
     }
 }
@@ -171,9 +182,10 @@ mod tests {
         }
     }
 
+    /// A collection that began 11 s in (the windows below start at 10 s).
     fn gc(r#gen: i8, duration_us: u64, collected: i64) -> Collection {
         Collection {
-            ts_ns: 0,
+            ts_ns: 11_000_000_000,
             pid: 1,
             tid: 1,
             r#gen,
@@ -208,6 +220,24 @@ mod tests {
         let next = w.close(sample(13.0, 300, 54, 1000));
         assert_eq!(next.collections, [0, 0, 0]);
         assert_eq!(next.start_ns, win.end_ns);
+    }
+
+    #[test]
+    fn a_pause_that_began_before_the_window_counts_from_its_start() {
+        // A 1.5 s full collection that was running when the window opened at 10 s and ended
+        // 0.5 s into it, and a 0.7 s one inside it: 1.2 s of the window's 2 s.
+        let mut w = Windower::new(sample(10.0, 100, 50, 0));
+        w.record(&Collection { ts_ns: 9_000_000_000, ..gc(2, 1_500_000, 10) });
+        w.record(&Collection { ts_ns: 11_000_000_000, ..gc(2, 700_000, 10) });
+        let win = w.close(sample(12.0, 100, 50, 2000));
+        assert!((win.features[index("gc_share").unwrap()] - 0.6).abs() < 1e-12, "{:?}", win.features);
+        // The pauses themselves are what the collections took.
+        assert_eq!(win.features[index("gen2_max_us").unwrap()], 1_500_000.0);
+        // One that reads as ending after the window closed (the probe's clock and the sample's
+        // are read apart) counts up to the close.
+        let mut w = Windower::new(sample(10.0, 100, 50, 0));
+        w.record(&Collection { ts_ns: 11_000_000_000, ..gc(2, 3_000_000, 10) });
+        assert_eq!(w.close(sample(12.0, 100, 50, 2000)).features[index("gc_share").unwrap()], 0.5);
     }
 
     #[test]

@@ -500,6 +500,12 @@ impl Observer<'_> {
                 writeln!(out, "{}", ended.describe())?;
             }
             out.flush()?;
+        } else if let Stop::TargetExited(Some(ended)) = stop
+            && ended.status() != 0
+        {
+            // The agent's own failures end with "neurogc-agent: error: …" on standard error; a
+            // command's status passed through says so there too, or a 2 reads as the agent's.
+            eprintln!("neurogc-agent: {}", ended.describe());
         }
         if !matches!(stop, Stop::Failed(_)) {
             self.emit(&Record::Summary(summary))?;

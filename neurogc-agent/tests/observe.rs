@@ -199,6 +199,48 @@ fn threads_that_all_call_the_collector_at_once_are_each_counted_once() {
 }
 
 #[test]
+fn a_windows_gc_share_is_the_pause_time_inside_it() {
+    for_each_python(|py| {
+        // Collections back to back over a 500,000-container heap, in 0.1 s windows: most
+        // windows open while one runs. Counted whole in the window it ended in, such a one made
+        // the share read over 100%.
+        let target = py.command(&["--seconds", "1.5", "--manual", "3", "--heap", "500000"]);
+        let (lines, _) = match launched(py, &["--json", "--interval", "0.1", "--duration", "120"], &target) {
+            Ok(out) => out,
+            Err(e) => return e,
+        };
+        let share_at = neurogc_trace::features::index("gc_share").unwrap();
+        let (mut errors, mut spans, mut spanning) = (Vec::new(), Vec::new(), 0);
+        for l in &lines {
+            let n = |k: &str| l[k].as_u64().unwrap();
+            match l["type"].as_str() {
+                Some("gc") => spans.push((n("ts_ns"), n("ts_ns") + n("duration_ns"))),
+                Some("window") => {
+                    let (start, end) = (n("start_ns"), n("end_ns"));
+                    spanning += spans.iter().filter(|&&(a, _)| a < start).count();
+                    let inside: u64 =
+                        spans.iter().map(|&(a, b)| b.min(end).saturating_sub(a.max(start))).sum();
+                    let want = inside as f64 / (end - start) as f64;
+                    let share = l["features"][share_at].as_f64().unwrap();
+                    if share > 1.0 || (share - want).abs() > 1e-9 {
+                        errors.push(format!(
+                            "{}: window at {start}: GC share {share}, {want} inside it",
+                            py.name
+                        ));
+                    }
+                    spans.clear();
+                }
+                _ => {}
+            }
+        }
+        if spanning == 0 {
+            errors.push(format!("{}: no collection began before the window it ended in", py.name));
+        }
+        errors
+    });
+}
+
+#[test]
 fn launch_mode_exits_with_the_commands_status() {
     // As `time` and `strace` do: `neurogc-agent -- pytest` in CI must fail when pytest fails.
     let mut errors = Vec::new();
@@ -225,6 +267,20 @@ fn launch_mode_exits_with_the_commands_status() {
                 ));
             }
         }
+    }
+    // With --json there is no live view: the last line on standard error says whose status
+    // it is (the agent's own failures also exit 2, with "neurogc-agent: error: …").
+    let py = python("debian-bookworm-3.11");
+    let out = agent()
+        .args(["--json", "--duration", "120", "--"])
+        .args(&py.argv)
+        .args(["-c", "import gc, sys; gc.collect(); sys.exit(2)"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = stderr.lines().last().unwrap_or_default();
+    if out.status.code() != Some(2) || last != "neurogc-agent: the command exited with status 2" {
+        errors.push(format!("--json: agent exited {:?}, last line on standard error {last:?}", out.status));
     }
     assert!(errors.is_empty(), "\n{}", errors.join("\n"));
 }

@@ -5,12 +5,13 @@ gc.callbacks. At the end it prints one JSON line with its own counts and exits w
 that no shutdown collection (which gc.callbacks never reports) runs after the report.
 
   python cycles.py [--seconds S | --iterations N] [--threads T] [--wait] [--manual K]
-                   [--threshold T0] [--idle-main] [--depth D] [--pauses] [--bare]
+                   [--threshold T0] [--idle-main] [--depth D] [--pauses] [--bare] [--heap N]
 
 --wait: print "ready" and wait for a line on stdin before counting (attach mode).
 --idle-main: the main thread only waits for the worker threads (blocked in join).
 --depth: the work runs D Python frames deep (a stack for observers that copy stacks).
 --pauses: the report lists every collection's pause as the callbacks time it (ns, in order).
+--heap: keep N more long-lived containers, so that each full collection takes a while.
 """
 import argparse
 import gc
@@ -92,7 +93,9 @@ def main():
     p.add_argument("--pauses", action="store_true", help="report every pause the callbacks timed")
     p.add_argument("--bare", action="store_true", help="keep nothing: collections find a near-empty "
                    "heap and are short, so that with --manual 1 threads enter the collector together")
+    p.add_argument("--heap", type=int, default=0, help="keep this many more long-lived containers")
     args = p.parse_args()
+    heap = [[None] for _ in range(args.heap)]  # noqa: F841 (kept alive until the exit)
     if args.threshold:
         t = gc.get_threshold()
         gc.set_threshold(args.threshold, t[1], t[2])

@@ -13,6 +13,11 @@ pub struct Stats {
     /// Pauses since attach, 1 µs to 100 s at 2 significant digits (≈ 10 KiB: a fleet holds
     /// hundreds of these).
     pub pauses: Histogram<u32>,
+    /// Full collections' pauses alone: under 1% of collections, they are the pauses users feel,
+    /// and an all-generation p99 never sees them.
+    pub full_pauses: Histogram<u32>,
+    /// The longest pause since attach, exactly (ns).
+    max_ns: u64,
     window_collections: u64,
     window_pause_ns: u64,
     /// Last closed window: share of wall time in GC, and collections per second.
@@ -31,6 +36,8 @@ impl Default for Stats {
         Stats {
             collections: 0,
             pauses: Histogram::new_with_bounds(1, 100_000_000, 2).expect("valid histogram"),
+            full_pauses: Histogram::new_with_bounds(1, 100_000_000, 2).expect("valid histogram"),
+            max_ns: 0,
             window_collections: 0,
             window_pause_ns: 0,
             gc_share: 0.0,
@@ -48,6 +55,10 @@ impl Stats {
         self.window_collections += 1;
         self.window_pause_ns += c.duration_ns;
         self.pauses.saturating_record((c.duration_ns / 1000).max(1));
+        self.max_ns = self.max_ns.max(c.duration_ns);
+        if c.r#gen == 2 {
+            self.full_pauses.saturating_record((c.duration_ns / 1000).max(1));
+        }
     }
 
     pub fn close_window(&mut self, seconds: f64, thresholds: Option<[i32; 3]>) {
@@ -65,5 +76,26 @@ impl Stats {
     /// p99 pause since attach, µs (0 before the first collection).
     pub fn p99_us(&self) -> u64 {
         if self.collections == 0 { 0 } else { self.pauses.value_at_quantile(0.99) }
+    }
+
+    /// p99 of the full collections' pauses since attach, µs (0 before the first).
+    pub fn full_p99_us(&self) -> u64 {
+        if self.full_pauses.is_empty() { 0 } else { self.full_pauses.value_at_quantile(0.99) }
+    }
+
+    /// The longest pause since attach, µs.
+    pub fn max_us(&self) -> u64 {
+        self.max_ns / 1000
+    }
+
+    /// Mean GC share over the last `n` windows: a sort key that does not reorder the rows at
+    /// every window's noise.
+    pub fn recent_share(&self, n: usize) -> f64 {
+        let last: Vec<u64> = self.history.iter().rev().take(n).copied().collect();
+        if last.is_empty() {
+            self.gc_share
+        } else {
+            last.iter().sum::<u64>() as f64 / last.len() as f64 / 1000.0
+        }
     }
 }
