@@ -17,34 +17,50 @@ use crate::{
 
 const AFTER_HELP: &str = "\
 Examples:
-  sudo neurogc-agent --pid 1234                 live view, and what the model would change
-  sudo neurogc-agent --pid 1234 --mode act      let the model steer the thresholds (guarded)
-  sudo neurogc-agent --pid 1234 --json -d 60    every collection, window and decision as JSON
-  sudo neurogc-agent -- python3 app.py          run app.py, observed from its first collection
-  sudo neurogc-agent record --pid 1234 -o t.ngc record everything for later study
-  neurogc-agent report t.ngc --html t.html      GC pause forensics of a recording
-  neurogc-agent replay t.ngc --model new.onnx   what a model would have decided on it
-  sudo neurogc-agent fleet --metrics-addr :9464 every Python process on the host, for Prometheus
-  sudo neurogc-agent top                        live view of every Python process on the host
+  sudo neurogc-agent --pid 1234                  live view and advice
+  sudo neurogc-agent --pid 1234 --mode act       steer the thresholds, guarded
+  sudo neurogc-agent -- python3 app.py           run app.py, watched from start
+  sudo neurogc-agent record --pid 1234 -o t.ngc  record for later study
+  neurogc-agent report t.ngc --html t.html       pause forensics of a recording
+  sudo neurogc-agent top                         every Python process, live
 
-Act mode changes nothing that the application did not have once the agent is gone, however it
-goes (SIGKILL included): the hook restores every threshold that still holds neurogc's value,
-and a custodian process undoes an injection that never ran. See README, \"Act mode\".
+More examples, what act mode guarantees, and the exit status: --help";
 
-Exit status: 0 when observation ended normally (Ctrl-C, SIGTERM, --duration, target exit);
-2 for input the agent cannot work with (no such PID, not CPython, no probes in the build, a
-model or ONNX Runtime it cannot use, injection refused by the target, a corrupt trace, a value
-out of range, not root); 1 for any other failure.";
+// Wrapped at 78 columns by hand: clap wraps again only what is wider than the terminal.
+const AFTER_LONG_HELP: &str = "\
+Examples:
+  sudo neurogc-agent --pid 1234                  live view and advice
+  sudo neurogc-agent --pid 1234 --mode act       steer the thresholds, guarded
+  sudo neurogc-agent -- python3 app.py           run app.py, watched from start
+  sudo neurogc-agent --pid 1234 --json -d 60     a minute of records, JSON lines
+  sudo neurogc-agent record --pid 1234 -o t.ngc  record for later study
+  neurogc-agent report t.ngc --html t.html       pause forensics of a recording
+  neurogc-agent replay t.ngc --model new.onnx    what a model would have decided
+  sudo neurogc-agent fleet --metrics-addr :9464  every process, for Prometheus
+  sudo neurogc-agent top                         every Python process, live
 
-/// Observe every garbage collection of a live CPython process, from outside, with eBPF.
+Act mode changes nothing that the application did not have once the agent is
+gone, however it goes (SIGKILL included): the hook restores every threshold
+that still holds neurogc's value, and a custodian process undoes an injection
+that never ran. See README, \"Act mode\".
+
+Exit status: 0 when observation ended normally (Ctrl-C, SIGTERM, --duration,
+target exit); in launch mode, the command's own status, as time(1) gives it; 2
+for input the agent cannot work with (no such PID, not CPython, no probes in
+the build, a model or ONNX Runtime it cannot use, injection refused by the
+target, a corrupt trace, a value out of range, not root); 1 for any other
+failure.";
+
+/// Time every garbage collection of a live CPython process, from outside (eBPF).
 ///
-/// neurogc-agent attaches USDT probes (python:gc__start/gc__done) where the interpreter build has
-/// them, else a uprobe/uretprobe pair on the collector function (found in .symtab, or in stripped
-/// builds through the exported PyGC_Collect), and times every collection: generation, pause, objects collected and uncollectable, thread. The target needs
-/// no code change and is left exactly as it was when the agent detaches or dies.
+/// neurogc-agent attaches USDT probes (python:gc__start/gc__done) where the interpreter build
+/// has them, else a uprobe/uretprobe pair on the collector function (found in .symtab, or in
+/// stripped builds through the exported PyGC_Collect), and times every collection: generation,
+/// pause, objects collected and uncollectable, thread. The target needs no code change and is
+/// left exactly as it was when the agent detaches or dies.
 #[derive(Debug, Parser)]
 // Help fits 80 columns, at a wider terminal and into a pipe alike (clap's default is 100).
-#[command(name = "neurogc-agent", version, after_help = AFTER_HELP, max_term_width = 80,
+#[command(name = "neurogc-agent", version, after_help = AFTER_HELP, after_long_help = AFTER_LONG_HELP, max_term_width = 80,
           args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct Cli {
     #[command(subcommand)]
@@ -53,15 +69,19 @@ pub struct Cli {
     #[command(flatten)]
     pub target: TargetArgs,
 
-    /// Print one JSON object per line instead of the live view: an "attach" record, a "gc"
-    /// record per collection, a "window" record per window, "decision" and "actuation" records
+    /// JSON lines instead of the live view
+    ///
+    /// One JSON object per line: an "attach" record, a "gc" record per collection, a "window" record per window, "decision" and "actuation" records
     /// in advise/act mode, a "summary" record at the end (format: README, "Records"). In
     /// launch mode the command's own standard output then goes to standard error
     #[arg(long)]
     pub json: bool,
 
-    /// Write the --json stream to FILE (created or truncated; its directory must not be
-    /// writable by other users) and keep the live view on standard output
+    /// Also write the --json stream to FILE
+    ///
+    /// FILE is created or truncated, never followed through a symbolic link; in a directory
+    /// other users can write (/tmp), only a new file or this user's own is written. The live
+    /// view stays on standard output
     #[arg(short, long, value_name = "FILE", requires = "json")]
     pub output: Option<PathBuf>,
 
@@ -71,21 +91,30 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Sub {
-    /// Record every collection, window, decision and actuation of a process to a trace file
-    /// (zstd frames of JSON lines: `zstdcat FILE | jq` reads it), for `report` and `replay`
+    /// Record a process's collections, windows and decisions to a trace file
+    ///
+    /// Every collection, window, decision and actuation, in zstd frames of JSON lines
+    /// (`zstdcat FILE | jq` reads it), for `report` and `replay`
     Record(RecordArgs),
-    /// GC pause forensics of a recording (or of a --json stream): KPIs, findings, and optional
-    /// HTML and Perfetto exports
+    /// GC pause forensics of a recording: KPIs, findings, HTML and Perfetto
+    ///
+    /// Reads a recording or a --json stream: KPIs, findings, and optional HTML, Perfetto and
+    /// folded-stack exports
     Report(ReportArgs),
-    /// Run a model and the guard over a recording's windows, offline: what it would have
+    /// What a model would have decided on a recording, window by window
+    ///
+    /// Runs a model and the guard over a recording's windows, offline: what it would have
     /// decided at each window, next to what the recorded run had
     Replay(ReplayArgs),
-    /// Observe every CPython process on this host (containers included), now and as they start,
-    /// and export their GC metrics for Prometheus. Observe-only: steering stays a per-process
-    /// choice (`--pid PID --mode act`). `--all` is the same
+    /// Every CPython process on this host, exported for Prometheus
+    ///
+    /// Observes every CPython process on this host (containers included), now and as they
+    /// start, and exports their GC metrics for Prometheus. Observe-only: steering stays a
+    /// per-process choice (`--pid PID --mode act`). `--all` is the same
     Fleet(FleetArgs),
-    /// Live view of every CPython process on this host: GC share, pause p99, collections/s and
-    /// a history of each; keys: s sorts, q quits
+    /// Live view of every CPython process on this host
+    ///
+    /// GC share, pauses, collections/s and a history of each; keys: s sorts, q quits
     Top(TopArgs),
 }
 
@@ -103,16 +132,19 @@ pub struct SelectArgs {
 
     /// Observe at most this many processes at once (1 to 4096); more are left alone, with one
     /// warning, until some exit
-    #[arg(long, value_name = "N", default_value = "256", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    #[arg(long, value_name = "N", default_value = "256", allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub max_targets: u32,
 
     /// Length of a window in seconds (0.05 to 3600): GC share and thresholds are refreshed
     /// once per window
-    #[arg(short, long, value_name = "SECS", default_value = "1", value_parser = secs(0.05, 3600.0))]
+    #[arg(short, long, value_name = "SECS", default_value = "1", allow_negative_numbers = true,
+          value_parser = secs(0.05, 3600.0))]
     pub interval: f64,
 
     /// Stop after this many seconds, at most a year
-    #[arg(short, long, value_name = "SECS", value_parser = secs(0.001, 31_536_000.0))]
+    #[arg(short, long, value_name = "SECS", allow_negative_numbers = true,
+          value_parser = secs(0.001, 31_536_000.0))]
     pub duration: Option<f64>,
 }
 
@@ -143,8 +175,10 @@ pub struct TopArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CliSort {
-    /// Share of wall time in GC over the last window
+    /// Share of wall time in GC over the last ten windows
     Share,
+    /// Longest pause since the process was first seen
+    Longest,
     /// Pause p99 since the process was first seen
     P99,
     /// Collections per second over the last window
@@ -153,41 +187,53 @@ pub enum CliSort {
 
 #[derive(Debug, Args)]
 pub struct TargetArgs {
+    /// Attach to this running CPython process
+    ///
     /// Attach to this running CPython process (a host PID)
     #[arg(short, long, value_name = "PID", conflicts_with = "command", required_unless_present = "command",
-          value_parser = clap::value_parser!(i32).range(1..=4_194_304))]
+          allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(1..=4_194_304))]
     pub pid: Option<i32>,
 
+    /// Stop after SECS seconds, at most a year
+    ///
     /// Stop after this many seconds, at most a year (the target keeps running)
-    #[arg(short, long, value_name = "SECS", value_parser = secs(0.001, 31_536_000.0))]
+    #[arg(short, long, value_name = "SECS", allow_negative_numbers = true,
+          value_parser = secs(0.001, 31_536_000.0))]
     pub duration: Option<f64>,
 
+    /// Window length, 0.05 to 3600 s
+    ///
     /// Length of a feature window in seconds (0.05 to 3600): the live view refreshes, and the
     /// policy decides, once per window
-    #[arg(short, long, value_name = "SECS", default_value = "1", value_parser = secs(0.05, 3600.0))]
+    #[arg(short, long, value_name = "SECS", default_value = "1", allow_negative_numbers = true,
+          value_parser = secs(0.05, 3600.0))]
     pub interval: f64,
 
     /// Which probes to use
-    #[arg(long, value_enum, default_value_t = CliProbe::Auto)]
+    #[arg(long, value_enum, default_value_t = CliProbe::Auto, hide_short_help = true)]
     pub probe: CliProbe,
 
-    /// Start this command (a CPython interpreter and its arguments) and observe it from its
-    /// first collection
+    /// Start this command and observe it from its first collection
+    ///
+    /// A CPython interpreter and its arguments, started by the agent and observed from its
+    /// first collection; the agent exits with its status
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
 }
 
 #[derive(Debug, Args)]
 pub struct SteerArgs {
+    /// observe, advise or act
+    ///
     /// observe: no model. advise: decide and print what would change, change nothing.
     /// act: apply the decisions to the target (the application's own thresholds come back when
     /// the agent leaves, however it leaves)
-    #[arg(long, value_enum, default_value_t = CliMode::Advise)]
+    #[arg(long, value_enum, default_value_t = CliMode::Advise, hide_possible_values = true)]
     pub mode: CliMode,
 
     /// How act mode changes thresholds. Either way a custodian process puts the application's
     /// values back if the agent dies
-    #[arg(long, value_enum, default_value_t = CliActuator::Hook)]
+    #[arg(long, value_enum, default_value_t = CliActuator::Hook, hide_short_help = true)]
     pub actuator: CliActuator,
 
     #[command(flatten)]
@@ -197,51 +243,64 @@ pub struct SteerArgs {
 /// The model and its guardrails: live, recorded or replayed alike.
 #[derive(Debug, Args)]
 pub struct PolicyArgs {
-    /// Learned ONNX model that corrects the analytic model of the collector, a regular file of at
-    /// most 64 MiB (default: the one embedded in the agent; contract in README), or "none": the
-    /// analytic model alone (no ONNX Runtime needed)
-    #[arg(long, value_name = "PATH|none")]
+    /// ONNX model file, or "none" (default: embedded)
+    ///
+    /// Learned ONNX model that corrects the analytic model of the collector, a regular file of
+    /// at most 64 MiB (default: the one embedded in the agent; contract in README), or "none":
+    /// the analytic model alone (no ONNX Runtime needed)
+    #[arg(long, value_name = "MODEL")]
     pub model: Option<PathBuf>,
 
     /// Where to run the model
-    #[arg(long, value_enum, default_value_t = CliEp::Cpu)]
+    #[arg(long, value_enum, default_value_t = CliEp::Cpu, hide_short_help = true)]
     pub ep: CliEp,
 
     /// How much the learned model's corrections count from the start
-    #[arg(long, value_enum, value_name = "WEIGHT", default_value_t = CliModelWeight::Earned)]
+    #[arg(long, value_enum, value_name = "WEIGHT", default_value_t = CliModelWeight::Earned,
+          hide_short_help = true)]
     pub model_weight: CliModelWeight,
 
     /// Lowest thresholds the agent may set (t0,t1,t2; each 0 to 2147483647)
-    #[arg(long, value_name = "T0,T1,T2", default_value = "100,2,2", value_parser = triple)]
+    #[arg(long, value_name = "T0,T1,T2", default_value = "100,2,2", value_parser = triple,
+          hide_short_help = true)]
     pub threshold_min: [i64; 3],
 
-    /// Highest thresholds the agent may set (t0,t1,t2; each 0 to 2147483647, not below the minimum)
-    #[arg(long, value_name = "T0,T1,T2", default_value = "100000,100,100", value_parser = triple)]
+    /// Highest thresholds the agent may set (t0,t1,t2; each 0 to 2147483647, not below the
+    /// minimum)
+    #[arg(long, value_name = "T0,T1,T2", default_value = "100000,100,100", value_parser = triple,
+          hide_short_help = true)]
     pub threshold_max: [i64; 3],
 
+    /// Memory neurogc's changes may cost
+    ///
     /// Memory budget, first of the budgets: what neurogc's changes cost (deferred and frozen
     /// garbage, as predicted) as a share of the application's own RSS ("15%", 1% to 1000%; at
     /// least 16 MiB), or an absolute RSS ("512MiB", "2GiB"; 16MiB to 1TiB). Over it, neurogc
     /// undoes its freeze and steps thresholds back toward the application's. The cost counted
     /// in a window is at most what RSS grew since neurogc's first change
-    #[arg(long, value_name = "PCT%|SIZE", default_value = "15%", value_parser = memory_budget)]
+    #[arg(long, value_name = "BUDGET", default_value = "15%", value_parser = memory_budget)]
     pub memory_budget: MemoryBudget,
 
+    /// Longest pause allowed, or "off"
+    ///
     /// Pause budget: the longest collection allowed in a window ("10ms"; 100us to 10s, or
     /// "off"). Over it: freeze a warm heap, make full collections rarer, shrink gen0
-    #[arg(long, value_name = "DURATION", default_value = "10ms", value_parser = pause_budget)]
+    #[arg(long, value_name = "TIME", default_value = "10ms", value_parser = pause_budget)]
     pub pause_budget: Budget<u64>,
 
+    /// Share of time in GC allowed
+    ///
     /// GC budget: share of wall time spent collecting ("2%"; 0.1% to 50%), "attach" (no worse
     /// than the application's own setting, measured in the first windows with its full
     /// collections at their predicted rate) or "off"
-    #[arg(long, value_name = "PCT%", default_value = "attach", value_parser = gc_budget)]
+    #[arg(long, value_name = "BUDGET", default_value = "attach", value_parser = gc_budget)]
     pub gc_budget: GcBudget,
 
     /// Seconds to watch before gc.freeze() may be used, unless the heap is seen warm sooner (a
     /// full collection kept no more than the one before it): neurogc freezes once, and a heap
     /// still filling would be frozen in part; 0 to 86400
-    #[arg(long, value_name = "SECONDS", default_value = "5", value_parser = secs(0.0, 86_400.0))]
+    #[arg(long, value_name = "SECONDS", default_value = "5", allow_negative_numbers = true,
+          value_parser = secs(0.0, 86_400.0), hide_short_help = true)]
     pub freeze_after: f64,
 
     /// Never call gc.freeze() in the target
@@ -249,14 +308,17 @@ pub struct PolicyArgs {
     pub no_freeze: bool,
 
     /// Allow a threshold of 0 (which disables that part of the collector)
-    #[arg(long)]
+    #[arg(long, hide_short_help = true)]
     pub allow_disable: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct RecordArgs {
-    /// The trace file to write (created or truncated; its directory must not be writable by
-    /// other users). Readable up to its last block even if the recorder is killed
+    /// The trace file to write
+    ///
+    /// Created or truncated, never followed through a symbolic link; in a directory other
+    /// users can write (/tmp), only a new file or this user's own is written. Readable up to
+    /// its last block even if the recorder is killed
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
 
@@ -416,6 +478,7 @@ impl Cli {
                 t.select.convert(),
                 FleetOutput::Top(match t.sort {
                     CliSort::Share => crate::top::Sort::Share,
+                    CliSort::Longest => crate::top::Sort::Longest,
                     CliSort::P99 => crate::top::Sort::P99,
                     CliSort::Rate => crate::top::Sort::Rate,
                 }),

@@ -166,18 +166,44 @@ fn flush_row(out: &mut impl Write, row: Option<Row>, json: bool, tally: &mut Tal
         writeln!(out)?;
         return Ok(());
     }
-    let t = crate::view::thresholds;
-    let verdict =
-        |d: &Decision| if d.change { format!("change to {}", t(d.thresholds)) } else { "keep".to_owned() };
+    let verdict = |d: &Decision| verdict(d.change, d.thresholds, d.freeze);
     // The row fits 80 columns; the replayed decision's reason goes under it.
     writeln!(
         out,
         "{:>8.1}s  {:<14} {:<24} {}\n{}",
         row.at_s,
-        row.in_force.map_or("unknown".to_owned(), t),
+        row.in_force.map_or("unknown".to_owned(), crate::view::thresholds),
         row.recorded.as_ref().map_or("(observe: none)".to_owned(), verdict),
         verdict(&row.would),
         crate::text::block(&row.would.reason, 11)
     )?;
     Ok(())
+}
+
+/// A decision in a table cell of at most 24 characters: "keep", or the thresholds it changes
+/// to and what it does to the freeze ("2000/10/10 +freeze").
+fn verdict(change: bool, thresholds: [i64; 3], freeze: Option<bool>) -> String {
+    if !change {
+        return "keep".to_owned();
+    }
+    let freeze = match freeze {
+        Some(true) => " +freeze",
+        Some(false) => " +unfreeze",
+        None => "",
+    };
+    format!("{}{freeze}", crate::view::thresholds(thresholds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::verdict;
+
+    #[test]
+    fn a_decision_reads_with_its_freeze() {
+        assert_eq!(verdict(false, [2000, 10, 10], Some(true)), "keep");
+        assert_eq!(verdict(true, [2000, 10, 10], None), "2000/10/10");
+        assert_eq!(verdict(true, [2000, 10, 10], Some(true)), "2000/10/10 +freeze");
+        // The widest fits its column.
+        assert_eq!(verdict(true, [100_000, 100, 100], Some(false)).chars().count(), 24);
+    }
 }

@@ -211,7 +211,10 @@ impl Resolver {
         self.codes.get(&addr)?.code.as_ref()
     }
 
-    /// The line of `instr` in the (cached) code object at `code_addr`; 0 where it has none.
+    /// The line of `instr` in the (cached) code object at `code_addr`. An instruction with no
+    /// line of its own is in the prologue (MAKE_CELL, COPY_FREE_VARS: a cell made there can
+    /// start a collection): it is placed at the `def` line, not at a line 0 that splits one
+    /// function into two sites.
     fn line(&mut self, code_addr: u64, instr: u64) -> Option<u32> {
         let (bytecode, in_units, table) =
             (self.layout.bytecode, self.layout.lasti_in_units, self.layout.table);
@@ -222,7 +225,10 @@ impl Resolver {
             None if in_units => instr.checked_mul(2)?,
             None => instr,
         };
-        Some(lines::line_at(table, &code.table, code.firstlineno, offset).unwrap_or(0))
+        Some(
+            lines::line_at(table, &code.table, code.firstlineno, offset)
+                .unwrap_or(code.firstlineno.max(0) as u32),
+        )
     }
 
     /// The interned frame for `line` of the (cached) code object at `code_addr`.

@@ -29,11 +29,13 @@ pub struct Frame<'a> {
     pub decision: Option<&'a str>,
 }
 
+/// A pause in the unit that reads best, picked after rounding: 999.7 µs is "1.0ms", not
+/// "1000µs".
 pub fn duration(ns: u64) -> String {
     match ns {
         0..1_000 => format!("{ns}ns"),
-        1_000..1_000_000 => format!("{:.0}µs", ns as f64 / 1e3),
-        1_000_000..1_000_000_000 => format!("{:.1}ms", ns as f64 / 1e6),
+        1_000..999_500 => format!("{:.0}µs", ns as f64 / 1e3),
+        999_500..999_950_000 => format!("{:.1}ms", ns as f64 / 1e6),
         _ => format!("{:.2}s", ns as f64 / 1e9),
     }
 }
@@ -186,6 +188,8 @@ pub fn summary(gens: &[GenSummary], stopped: &str, elapsed_s: f64, gc_share: f64
     );
     for g in gens {
         let label = if g.r#gen < 0 { "?".to_owned() } else { g.r#gen.to_string() };
+        // A generation that never ran has no pauses, not pauses of 0ns.
+        let duration = |ns| if g.collections == 0 { "-".to_owned() } else { duration(ns) };
         let _ = writeln!(
             s,
             "{label:<4} {:>11} {:>11} {:>8} {:>9} {:>9} {:>9} {:>11}",
@@ -210,10 +214,31 @@ mod tests {
     fn durations_read_naturally() {
         assert_eq!(duration(850), "850ns");
         assert_eq!(duration(38_400), "38µs");
+        assert_eq!(duration(999_499), "999µs");
+        assert_eq!(duration(999_700), "1.0ms");
+        assert_eq!(duration(999_949_000), "999.9ms");
+        assert_eq!(duration(999_960_000), "1.00s");
         assert_eq!(duration(1_250_000), "1.2ms");
         assert_eq!(duration(2_500_000_000), "2.50s");
         assert_eq!(count(700.0), "700");
         assert_eq!(count(277_100.0), "277.1k");
         assert_eq!(count(7_769_865.0), "7.77M");
+    }
+
+    #[test]
+    fn the_summary_shows_no_pauses_for_a_generation_that_never_ran() {
+        use neurogc_trace::{GenSummary, PauseSummary};
+        let generation = |g: i8, n: u64, ns: u64| GenSummary {
+            r#gen: g,
+            collections: n,
+            collected: 0,
+            uncollectable: 0,
+            pause_ns: PauseSummary { total: ns * n, p50: ns, p99: ns, max: ns },
+        };
+        let s = summary(&[generation(0, 3, 999_700), generation(2, 0, 0)], "detached", 1.0, 0.01, 0);
+        let rows: Vec<&str> = s.lines().skip_while(|l| !l.starts_with("GEN")).skip(1).collect();
+        assert!(rows[0].contains("1.0ms") && !rows[0].contains("µs"), "{s}");
+        assert!(rows[1].split_whitespace().skip(4).all(|c| c == "-"), "{s}");
+        assert!(!s.contains("0ns"), "{s}");
     }
 }

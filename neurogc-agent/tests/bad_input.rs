@@ -45,7 +45,28 @@ fn every_help_fits_80_columns() {
             if let Some(wide) = text.lines().find(|l| l.chars().count() > 80) {
                 panic!("{sub:?} {flag}: a line wider than 80 columns: {wide:?}");
             }
+            // -h is the short help: a screen, the rest is --help's.
+            if flag == "-h" {
+                assert!(text.lines().count() <= 40, "{sub:?} -h: {} lines: {text}", text.lines().count());
+            }
+            // Each example on one line: none wrapped onto the next.
+            let examples =
+                text.lines().skip_while(|l| *l != "Examples:").skip(1).take_while(|l| !l.is_empty());
+            for l in examples {
+                assert!(l.starts_with("  ") && l.contains("neurogc-agent"), "{sub:?} {flag}: {l:?}");
+            }
         }
+    }
+}
+
+#[test]
+fn a_negative_number_is_out_of_range_not_a_flag() {
+    // clap's own answer was a tip to write `-- -5`, which here would make -5 the command.
+    for args in [&["-d", "-5"][..], &["--pid", "-3"], &["top", "-i", "-1"]] {
+        let out = agent().args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(args[args.len() - 1]) && !stderr.contains("tip:"), "{args:?}: {stderr}");
     }
 }
 

@@ -497,6 +497,65 @@ fn findings_agree_with_what_the_trace_measured() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The report of a real recording of `code` (3.11, observe mode, quarter-second windows).
+fn report_of(name: &str, code: &str) -> Value {
+    let py = python("debian-bookworm-3.11");
+    let dir = scratch(name);
+    let trace = dir.join("t.ngc");
+    let out = agent()
+        .args(["record", "-o"])
+        .arg(&trace)
+        .args(["--mode", "observe", "--interval", "0.25", "--duration", "60", "--"])
+        .args(&py.argv)
+        .args(["-c", code])
+        .stdout(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (report, rep) = report_json(&trace, &[]);
+    assert!(rep.status.success(), "{}", String::from_utf8_lossy(&rep.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+    report
+}
+
+/// Requests that leave cyclic garbage, for `churn(seconds)`.
+const CHURN: &str = r#"
+import time
+class N:
+    pass
+def churn(seconds):
+    end = time.time() + seconds
+    while time.time() < end:
+        a, b = N(), N()
+        a.b, b.a = b, a
+"#;
+
+#[test]
+fn rss_growth_is_found_after_warm_up_not_in_it() {
+    // A cache that fills to ~100 MiB in its first second and then holds, while requests churn
+    // cyclic garbage: warm-up, not a leak.
+    // (The churn outlasts the fill by far, so that the trace's midpoint comes after it however
+    // slowly other tests let the fill run.)
+    let warm = format!("{CHURN}cache = [[i] * 8 for i in range(1_000_000)]\nchurn(5)\n");
+    let report = report_of("warm", &warm);
+    let findings = report["findings"].as_array().unwrap();
+    assert!(!findings.iter().any(|f| f["id"] == "rss-growth"), "{findings:?}");
+    // The report's GC share is the agent's own summary's: the same pauses over the same span.
+    let (share, summary) =
+        (report["gc_share"].as_f64().unwrap(), report["summary"]["gc_time_share"].as_f64().unwrap());
+    assert!((share - summary).abs() <= 0.01 * summary, "report {share}, summary {summary}");
+    // Steady for a while, then a list that keeps growing to the end: found, with the median
+    // full collection. (All of the growth is in the second half, however the run is slowed.)
+    let leak = format!(
+        "{CHURN}churn(2)\nkept = []\nfor _ in range(16):\n    kept.append([[i] * 8 for i in range(60_000)])\n    churn(0.05)\n"
+    );
+    let report = report_of("leak", &leak);
+    let findings = report["findings"].as_array().unwrap();
+    let growth = findings.iter().find(|f| f["id"] == "rss-growth").unwrap_or_else(|| panic!("{findings:?}"));
+    let text = growth["text"].as_str().unwrap();
+    assert!(text.contains("after the first half") && text.contains("median full collection"), "{text}");
+}
+
 #[test]
 fn stacks_become_sites_folded_stacks_and_a_flame_graph() {
     let dir = scratch("stacks");

@@ -139,6 +139,32 @@ fn collections_are_attributed_to_the_code_that_triggered_them() {
 }
 
 #[test]
+fn a_collection_in_a_functions_prologue_is_placed_at_its_def_line() {
+    // closure() makes its cell before its first line (3.11+: MAKE_CELL, with no line of its
+    // own); a collection triggered there was placed at line 0, a second row for one function.
+    let lines = marked_lines();
+    let allowed = [lines["closure-def"], lines["closure-def"] + 1, lines["closure-body"]];
+    for_each_python(|py| {
+        let s = match traced(py, "cells", "2") {
+            Ok(lines) => stream(&lines),
+            Err(e) => return vec![e],
+        };
+        let placed: Vec<u64> = s
+            .collections
+            .iter()
+            .filter_map(|(_, frames, _)| frames.iter().find(|f| f.0 == "closure").map(|f| f.1))
+            .collect();
+        if placed.is_empty() {
+            return vec![format!("{}: no collection under closure()", py.name)];
+        }
+        match placed.iter().find(|l| !allowed.contains(l)) {
+            Some(l) => vec![format!("{}: closure() placed at line {l}, not one of {allowed:?}", py.name)],
+            None => Vec::new(),
+        }
+    });
+}
+
+#[test]
 fn a_stack_comes_back_whole_with_its_lines_or_says_it_was_truncated() {
     let lines = marked_lines();
     for_each_python(|py| {

@@ -294,6 +294,12 @@ impl<R: Read> TraceReader<R> {
             return Ok(Some(record));
         }
         if !self.attached {
+            // A recording cut inside its first block is still a recording: say so, not "not one".
+            if self.truncated.is_some() {
+                return invalid(
+                    "the recording ends inside its first block (the recorder was killed, or the disk filled, before it wrote one whole block of records): nothing in it can be read".to_owned(),
+                );
+            }
             return invalid(
                 "no attach record: not a neurogc trace (record one with `neurogc-agent record`)".to_owned(),
             );
@@ -397,9 +403,11 @@ mod tests {
         for cut in (1..bytes.len()).step_by(97) {
             let (records, truncated) = match read_all(&bytes[..cut]) {
                 Ok(r) => r,
-                // Too short to hold the attach record's block: refused, not a panic.
+                // Too short to hold the attach record's block: refused as a cut recording, not
+                // as something else, and not a panic.
+                // (Under 4 bytes not even zstd's magic number is there to tell.)
                 Err(TraceError::Invalid(why)) => {
-                    assert!(why.contains("attach"), "{why}");
+                    assert!(cut < 4 || why.contains("ends inside its first block"), "cut {cut}: {why}");
                     continue;
                 }
                 Err(e) => panic!("cut at {cut}: {e}"),

@@ -3,6 +3,8 @@
     triggers.py ratio SECONDS   alpha() and beta() allocate cyclic garbage 3:1 (random order,
                                 so no threshold can alias the pattern), for SECONDS
     triggers.py depth N         gc.collect() at the bottom of an N-deep recursion
+    triggers.py cells SECONDS   closure() makes a cell in its prologue (no line of its own), and
+                                a list and a function in its body that hold it: cyclic garbage
     triggers.py reuse N         N functions phase_0 … phase_N-1 made one after another with exec,
                                 each allocating for 1.5 s then freed: their code objects reuse
                                 one address (printed as "code ADDRESS")
@@ -41,6 +43,19 @@ def ratio(seconds):
                 beta()
 
 
+# A cycle each call (list, function, cell): net allocations grow, so collections start here.
+def closure():  # line: closure-def
+    held = []
+    held.append(lambda: held)  # line: closure-body
+
+
+def cells(seconds):
+    end = time.time() + seconds
+    while time.time() < end:
+        for _ in range(1000):
+            closure()
+
+
 def deep(n):
     if n == 0:
         gc.collect()  # line: collect
@@ -65,6 +80,8 @@ def main():
     sys.stdin.readline()
     if mode == "ratio":
         ratio(float(arg))
+    elif mode == "cells":
+        cells(float(arg))
     elif mode == "reuse":
         reuse(int(arg))
     else:

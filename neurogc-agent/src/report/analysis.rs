@@ -195,6 +195,9 @@ pub struct Analysis {
     /// Bounded like the windows: a freeze is at most one per window.
     pub freezes: Vec<Freeze>,
     pub stacks: super::sites::Stacks,
+    /// What each full collection found dead, in order (bounded like the windows): the findings
+    /// use its median, as a few large ones make the mean say little.
+    pub full_found: Vec<i64>,
     /// threshold0 in force: the attach sample's, then each window's.
     threshold0: Option<i64>,
     /// Free-threaded collections' running (halted) threads, summed as they come.
@@ -242,6 +245,7 @@ impl Analysis {
             actuations: 0,
             freezes: Vec::new(),
             stacks: Default::default(),
+            full_found: Vec::new(),
             running: Running::default(),
             halted_tids: Default::default(),
             threshold0: None,
@@ -279,7 +283,14 @@ impl Analysis {
                 }
                 self.last_ns = self.last_ns.max(a.ts_ns);
             }
-            Record::Summary(s) => self.summary = Some(s.clone()),
+            Record::Summary(s) => {
+                // The agent's own summary counts its GC share to when it stopped, which can be a
+                // while after the last event: the report's span ends there too, so the two
+                // figures agree (a run's summary said 88.33% where its report said 90%).
+                let stopped = self.start_ns.saturating_add((s.elapsed_s.max(0.0) * 1e9) as u64);
+                self.last_ns = self.last_ns.max(stopped);
+                self.summary = Some(s.clone());
+            }
             Record::Frame(f) => self.stacks.frame(f),
             Record::Stack(s) => self.stacks.stack(s),
             Record::Threads(t) => {
@@ -309,6 +320,9 @@ impl Analysis {
         let d = c.duration_ns;
         self.agg.record(c);
         self.stacks.collection(c, self.threshold0);
+        if c.r#gen == 2 && self.full_found.len() < MAX_WINDOWS {
+            self.full_found.push(c.collected);
+        }
         if let Some(n) = c.running {
             let r = &mut self.running;
             r.collections += 1;

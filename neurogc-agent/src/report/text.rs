@@ -106,26 +106,40 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(s, "\nwhere collections started (innermost Python frame)");
         let _ = writeln!(
             s,
-            "  {:>9} {:>6} {:>9} {:>8} {:>10}  site",
+            "  {:>8} {:>5} {:>8} {:>8} {:>9}  site",
             "count", "gen2", "pause", "p99", "≈allocs/s"
         );
+        // Files by the shortest tail of their path that tells them apart; --json and --folded
+        // carry the whole path.
+        let short = super::sites::short_names(r.sites.iter().map(|site| site.file.as_str()));
         for site in &r.sites {
             let row = format!(
-                "  {:>9} {:>6} {:>9} {:>8} {:>10}  ",
+                "  {:>8} {:>5} {:>8} {:>8} {:>9}  ",
                 site.total_collections(),
                 site.collections[2],
                 duration(site.total_pause_ns()),
                 duration(site.p99_ns),
-                crate::view::count(site.allocations as f64 / r.span_s),
+                site.allocations.map_or("-".to_owned(), |a| crate::view::count(a as f64 / r.span_s)),
             );
-            // The file's own name is enough here: --json and --folded carry the path.
-            let at = crate::stacks::label(&site.name, &site.file, site.line);
-            if row.chars().count() + at.chars().count() <= text::WIDTH {
-                let _ = writeln!(s, "{row}{at}");
+            let at = if site.file.is_empty() {
+                site.name.clone()
             } else {
-                let _ = writeln!(s, "{}\n{}", row.trim_end(), text::block(&at, 6));
-            }
+                format!(" ({}:{})", short[site.file.as_str()], site.line)
+            };
+            let name = if site.file.is_empty() { String::new() } else { site.name.clone() };
+            // One line each: a name too long for the room left is cut at its start.
+            let room = text::WIDTH.saturating_sub(row.chars().count() + at.chars().count());
+            let _ = writeln!(s, "{row}{}{at}", text::tail(&name, room));
         }
+        let _ = writeln!(
+            s,
+            "{}",
+            text::wrap(
+                "  ≈allocs/s: threshold0 net allocations for each young collection a site started \
+                 (- where it started none, or threshold0 was not known)",
+                4
+            )
+        );
         if r.stacks.without > 0 {
             let _ = writeln!(
                 s,
