@@ -340,12 +340,22 @@ fn the_perfetto_export_has_one_slice_per_collection() {
 /// The page as headless Chromium draws it in a 1000-pixel-wide window: its pixels and the
 /// samples per pixel.
 fn screenshot(html: &Path, shot: &Path, height: u32) -> (Vec<u8>, usize) {
+    screenshot_at(html, shot, 1000, height)
+}
+
+/// The same in a window `width` pixels wide.
+fn screenshot_at(html: &Path, shot: &Path, width: u32, height: u32) -> (Vec<u8>, usize) {
     let chromium = ["chromium-headless-shell", "chromium"]
         .into_iter()
         .find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
         .expect("headless Chromium (apt install chromium-headless-shell; .ci/run installs it)");
     let run = Command::new(chromium)
-        .args(["--no-sandbox", "--disable-gpu", "--hide-scrollbars", &format!("--window-size=1000,{height}")])
+        .args([
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            &format!("--window-size={width},{height}"),
+        ])
         .arg(format!("--screenshot={}", shot.display()))
         .arg(format!("file://{}", html.display()))
         .output()
@@ -629,10 +639,32 @@ fn stacks_become_sites_folded_stacks_and_a_flame_graph() {
             .unwrap();
         assert!(graph.starts_with("<svg") && graph.matches("<rect").count() >= 2, "{id}: {graph}");
     }
-    // Drawn, not just declared: the shown graph's warm frames fill a visible area.
-    let (buf, px) = screenshot(&html, &dir.join("shot.png"), 4000);
-    let warm = buf.chunks(px).filter(|p| p[0] > 200 && (60..230).contains(&p[1]) && p[2] < 110).count();
-    assert!(warm > 20_000, "{warm} pixels of flame graph colour in the screenshot");
+    // Drawn, not just declared: the shown graph's warm frames fill a visible area, across the
+    // page's width at 1400 and at 800 pixels.
+    let is_warm = |p: &[u8]| p[0] > 200 && (60..230).contains(&p[1]) && p[2] < 110;
+    for width in [1400u32, 800] {
+        let (buf, px) = screenshot_at(&html, &dir.join("shot.png"), width, 4000);
+        let warm = buf.chunks(px).filter(|p| is_warm(p)).count();
+        assert!(warm > 20_000, "{width} px: {warm} pixels of flame graph colour in the screenshot");
+        let columns: Vec<usize> =
+            buf.chunks(px).enumerate().filter(|(_, p)| is_warm(p)).map(|(i, _)| i % width as usize).collect();
+        let (left, right) = (columns.iter().min().unwrap(), columns.iter().max().unwrap());
+        assert!(
+            (right - left) * 10 >= width as usize * 9,
+            "{width} px: the flame graph spans {left}..{right}"
+        );
+    }
+    // Its labels name the function and the file, not a path's first characters.
+    let labels = page.split("<div class=\"fg fg-all\">").nth(1).unwrap().split("</svg>").next().unwrap();
+    let texts: Vec<&str> =
+        labels.split("<text").skip(1).filter_map(|t| t.split('>').nth(1)?.split('<').next()).collect();
+    assert!(texts.contains(&"main (app.py:9)") && texts.contains(&"render;page (app.py:6)"), "{texts:?}");
+    assert!(!texts.iter().any(|t| t.contains("/srv")), "{texts:?}");
+    // The sites, and the stack each longest pause started in, are on the page.
+    assert!(
+        page.contains("<h2>Where collections started</h2>") && page.contains("cache_put <small>(app.py:3)")
+    );
+    assert!(page.contains("render;page (app.py:6) ← main (app.py:9)"), "no stack beside the longest pauses");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -142,6 +142,7 @@ struct Longest {
     tid: u32,
     r#gen: i8,
     collected: i64,
+    stack: Option<u32>,
 }
 
 #[derive(Serialize, Clone, Copy)]
@@ -152,6 +153,9 @@ pub struct Pause {
     pub r#gen: i8,
     pub duration_ns: u64,
     pub collected: i64,
+    /// The stack it started in (a `StackDef` id), where the build's stacks are read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stack: Option<u32>,
 }
 
 /// neurogc's `gc.freeze()` or `gc.unfreeze()` in the target, from its actuation records.
@@ -331,8 +335,14 @@ impl Analysis {
             r.with_any += u64::from(n > 0);
         }
         self.last_ns = self.last_ns.max(c.ts_ns.saturating_add(d));
-        let entry =
-            Longest { duration_ns: d, ts_ns: c.ts_ns, tid: c.tid, r#gen: c.r#gen, collected: c.collected };
+        let entry = Longest {
+            duration_ns: d,
+            ts_ns: c.ts_ns,
+            tid: c.tid,
+            r#gen: c.r#gen,
+            collected: c.collected,
+            stack: c.stack,
+        };
         if self.longest.len() < 10 {
             self.longest.push(Reverse(entry));
         } else if self.longest.peek().is_some_and(|min| min.0 < entry) {
@@ -398,6 +408,7 @@ impl Analysis {
                 r#gen: l.r#gen,
                 duration_ns: l.duration_ns,
                 collected: l.collected,
+                stack: l.stack,
             })
             .collect()
     }

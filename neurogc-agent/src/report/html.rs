@@ -1,6 +1,8 @@
-//! `report --html`: one self-contained page (inline CSS and SVG, no script, nothing fetched):
-//! the KPIs and findings, a pause timeline by generation, the pause histogram, GC share and RSS
-//! over time, threshold changes marked on the time plots.
+//! `report --html`: one self-contained page (inline CSS, SVG and a small script for the flame
+//! graphs' zoom and search; nothing fetched): the KPIs and findings, where collections started
+//! and the stack of each longest pause, a pause timeline by generation, the pause histogram, GC
+//! share and RSS over time, threshold changes marked on the time plots. Plots take the page's
+//! width.
 use std::fmt::Write;
 
 use super::{
@@ -22,6 +24,31 @@ const PAD_R: f64 = 16.0;
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// A finding's text as HTML: escaped, with `code` in backticks set as code.
+fn rich(s: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in esc(s).split('`').enumerate() {
+        if i % 2 == 1 {
+            let _ = write!(out, "<code>{part}</code>");
+        } else {
+            out.push_str(part);
+        }
+    }
+    out
+}
+
+/// Round tick values from `lo` to `hi`, about `n` of them: steps of 1, 2, 2.5 or 5 times a power
+/// of ten, as people read axes (0, 50, 100 MiB, not 29, 59, 88, 117).
+fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+    let span = (hi - lo).max(1e-12);
+    let raw = span / n.max(1) as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0].iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(10.0 * mag);
+    let first = (lo / step).ceil() as i64;
+    let last = (hi / step + 1e-9).floor() as i64;
+    (first..=last).map(|k| k as f64 * step).collect()
 }
 
 /// A plot area: maps data to SVG coordinates.
@@ -49,8 +76,7 @@ impl Plot {
     /// Frame, the y axis's ticks, and a time axis in seconds since the trace began.
     fn frame(&self, s: &mut String, y_label: impl Fn(f64) -> String, x_label: &str) {
         self.frame_y(s, y_label);
-        for i in 0..=5 {
-            let v = self.x_max * f64::from(i) / 5.0;
+        for v in nice_ticks(0.0, self.x_max, 5) {
             let _ = write!(
                 s,
                 r##"<text x="{:.1}" y="{}" text-anchor="middle">{v:.0} s</text>"##,
@@ -73,7 +99,7 @@ impl Plot {
             let (a, b) = (self.y_lo.log10().floor() as i32, self.y_hi.log10().ceil() as i32);
             (a..=b).map(|e| 10f64.powi(e)).filter(|v| *v >= self.y_lo && *v <= self.y_hi).collect()
         } else {
-            (0..=4).map(|i| self.y_lo + (self.y_hi - self.y_lo) * f64::from(i) / 4.0).collect()
+            nice_ticks(self.y_lo, self.y_hi, 4)
         };
         for v in ticks {
             let y = self.y(v);
@@ -135,7 +161,7 @@ fn x_axis_label(s: &mut String, label: &str) {
 }
 
 fn svg_open(s: &mut String, title: &str) {
-    let _ = write!(s, r#"<h2>{title}</h2><svg viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img">"#);
+    let _ = write!(s, r#"<h2>{title}</h2><svg viewBox="0 0 {W} {H}" width="100%" role="img">"#);
 }
 
 fn timeline_plot(s: &mut String, r: &Report, t: &Timeline) {
@@ -237,6 +263,16 @@ struct Series<'a> {
     points: Vec<(f64, f64)>,
 }
 
+/// How the `i`th of several lines is drawn: each later one thinner and dashed, so that two that
+/// coincide (threshold1 and threshold2 at 10) both show.
+fn stroke(i: usize) -> (f64, &'static str) {
+    match i {
+        0 => (1.5, "none"),
+        1 => (4.0, "none"),
+        _ => (1.5, "6 4"),
+    }
+}
+
 fn line_plot(
     s: &mut String,
     r: &Report,
@@ -255,12 +291,17 @@ fn line_plot(
         Plot { x_max: r.span_s, y_lo: 0.0, y_hi: (peak * 1.1).min(cap), log: false }
     };
     p.frame(s, y_label, &time_axis(r));
-    for line in series {
+    // The wide one first, so the dashed one stays visible on top of it.
+    let mut order: Vec<usize> = (0..series.len()).collect();
+    order.sort_by_key(|&i| if i == 1 { 0 } else { 1 });
+    for i in order {
+        let line = &series[i];
         let path: Vec<String> =
             line.points.iter().map(|&(x, y)| format!("{:.1},{:.1}", p.x(x), p.y(y))).collect();
+        let (width, dash) = if series.len() > 1 { stroke(i) } else { (1.5, "none") };
         let _ = write!(
             s,
-            r##"<polyline fill="none" stroke="{}" stroke-width="1.5" points="{}"/>"##,
+            r##"<polyline fill="none" stroke="{}" stroke-width="{width}" stroke-dasharray="{dash}" points="{}"/>"##,
             line.color,
             path.join(" ")
         );
@@ -290,8 +331,22 @@ impl FlameNode {
 }
 
 const FLAME_ROW: f64 = 17.0;
-/// Frames narrower than this are not drawn (their time is in their caller's box).
-const FLAME_MIN_PX: f64 = 0.5;
+/// Frames narrower than this are left out (their time is in their caller's box); those under
+/// `FLAME_SHOWN_PX` are there for the zoom, and set no depth (a one-collection start-up stack
+/// 30 frames deep made the graph 700 px tall, 400 of them blank).
+const FLAME_MIN_PX: f64 = 0.05;
+const FLAME_SHOWN_PX: f64 = 0.5;
+
+/// "name (/long/path/file.py:12)" as "name (file.py:12)": the graph's labels keep the function.
+fn short_frame(label: &str) -> String {
+    match label.rsplit_once(" (") {
+        Some((name, at)) => {
+            let file = at.rsplit('/').next().unwrap_or(at);
+            format!("{name} ({file}")
+        }
+        None => label.to_owned(),
+    }
+}
 
 /// A warm colour per frame name, the same in every graph of the page.
 fn flame_color(name: &str) -> String {
@@ -306,36 +361,77 @@ fn flame_rows(s: &mut String, node: &FlameNode, total: u64, x: f64, depth: usize
         if w >= FLAME_MIN_PX {
             let y = depth as f64 * FLAME_ROW;
             let pct = 100.0 * child.value as f64 / total as f64;
+            let short = short_frame(name);
             let _ = write!(
                 s,
-                r#"<g><title>{} — {pct:.1}%</title><rect x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{}" fill="{}" rx="2"/>"#,
+                r#"<g data-x="{x:.3}" data-w="{w:.3}" data-n="{}"><title>{} — {pct:.1}%</title><rect x="{x:.1}" y="{y:.1}" width="{w:.2}" height="{}" fill="{}" rx="2"/><text x="{:.1}" y="{:.1}">{}</text></g>"#,
+                esc(&short),
                 esc(name),
                 FLAME_ROW - 1.0,
-                flame_color(name)
+                flame_color(name),
+                x + 3.0,
+                y + 12.0,
+                esc(&fitted(&short, w))
             );
-            // As many characters as fit (about 6.5 px each at 11 px).
-            let fits = ((w - 6.0) / 6.5) as usize;
-            if fits >= 3 {
-                let label: String = if name.chars().count() > fits {
-                    name.chars().take(fits.saturating_sub(1)).chain(['…']).collect()
-                } else {
-                    name.clone()
-                };
-                let _ = write!(s, r#"<text x="{:.1}" y="{:.1}">{}</text>"#, x + 3.0, y + 12.0, esc(&label));
-            }
-            s.push_str("</g>");
             flame_rows(s, child, total, x, depth + 1);
         }
         x += w;
     }
 }
 
-fn flame_depth(node: &FlameNode) -> usize {
-    node.children.values().map(|c| 1 + flame_depth(c)).max().unwrap_or(0)
+/// As many characters of `name` as fit in `w` px (about 6.5 px each at 11 px); none under 3.
+fn fitted(name: &str, w: f64) -> String {
+    let fits = ((w - 6.0) / 6.5).max(0.0) as usize;
+    if fits < 3 {
+        String::new()
+    } else if name.chars().count() > fits {
+        name.chars().take(fits - 1).chain(['…']).collect()
+    } else {
+        name.to_owned()
+    }
 }
 
+/// Rows of frames wide enough to see at first (`FLAME_SHOWN_PX`).
+fn flame_depth(node: &FlameNode, total: u64) -> usize {
+    node.children
+        .values()
+        .filter(|c| c.value as f64 / total as f64 * W >= FLAME_SHOWN_PX)
+        .map(|c| 1 + flame_depth(c, total))
+        .max()
+        .unwrap_or(0)
+}
+
+/// Click a frame to zoom to it, double-click to zoom out; the search box marks the frames
+/// whose name holds what is typed. Each frame's box and label are recomputed from its
+/// `data-x`/`data-w` (the graph's own units).
+const FLAME_SCRIPT: &str = r#"<script>
+for (const svg of document.querySelectorAll('.fg svg')) {
+  const W = +svg.dataset.width, frames = [...svg.querySelectorAll('g[data-x]')];
+  const zoom = (x0, w0) => {
+    for (const g of frames) {
+      const x = (+g.dataset.x - x0) / w0 * W, w = +g.dataset.w / w0 * W;
+      const r = g.querySelector('rect'), t = g.querySelector('text');
+      g.style.display = x + w <= 0.01 || x >= W - 0.01 ? 'none' : '';
+      r.setAttribute('x', x); r.setAttribute('width', Math.max(w, 0));
+      t.setAttribute('x', x + 3);
+      const n = g.dataset.n, fits = Math.floor((w - 6) / 6.5);
+      t.textContent = fits < 3 ? '' : n.length > fits ? n.slice(0, fits - 1) + '…' : n;
+    }
+  };
+  frames.forEach(g => g.addEventListener('click', () => zoom(+g.dataset.x, +g.dataset.w)));
+  svg.addEventListener('dblclick', () => zoom(0, W));
+}
+for (const box of document.querySelectorAll('.flame input[type=search]')) {
+  box.addEventListener('input', () => {
+    for (const g of document.querySelectorAll('.fg g[data-n]')) {
+      g.classList.toggle('hit', box.value !== '' && g.dataset.n.includes(box.value));
+    }
+  });
+}
+</script>"#;
+
 /// Flame graphs of pause time by Python stack (outermost frame on top), one per generation
-/// and one for all, switched by radio buttons and CSS: no script.
+/// and one for all, switched by radio buttons and CSS; zoom and search by `FLAME_SCRIPT`.
 fn flame_graphs(s: &mut String, a: &Analysis) {
     let views: [(&str, &str, &[usize]); 4] = [
         ("all", "all generations", &[0, 1, 2, 3]),
@@ -346,7 +442,8 @@ fn flame_graphs(s: &mut String, a: &Analysis) {
     s.push_str(
         "<h2>Pause time by Python stack</h2><p><small>The stack of the thread that triggered each collection, \
          outermost frame on top, widths in pause time; hover for the share. From 3.12 a collection runs at the \
-         next eval-breaker check, so the innermost line may be just after the allocation.</small></p><div class=\"flame\">",
+         next eval-breaker check, so the innermost line may be just after the allocation. Click a frame to zoom, \
+         double-click to zoom out.</small></p><div class=\"flame\"><input type=\"search\" placeholder=\"search frames\"> ",
     );
     for (i, (id, label, _)) in views.iter().enumerate() {
         let checked = if i == 0 { " checked" } else { "" };
@@ -365,12 +462,43 @@ fn flame_graphs(s: &mut String, a: &Analysis) {
             let _ = write!(s, "<p>No {label} collection with a stack.</p></div>");
             continue;
         }
-        let height = (flame_depth(&root) as f64 * FLAME_ROW).max(FLAME_ROW);
-        let _ = write!(s, r#"<svg viewBox="0 0 {W} {height}" width="{W}" height="{height}" role="img">"#);
+        let height = (flame_depth(&root, root.value) as f64 * FLAME_ROW).max(FLAME_ROW);
+        let _ = write!(
+            s,
+            r#"<svg viewBox="0 0 {W} {height}" width="100%" data-width="{W}" overflow="hidden" role="img">"#
+        );
         flame_rows(s, &root, root.value, 0.0, 0);
         s.push_str("</svg></div>");
     }
     s.push_str("</div>");
+    s.push_str(FLAME_SCRIPT);
+}
+
+/// Where collections started: the report's sites table.
+fn sites_table(s: &mut String, r: &Report) {
+    s.push_str(
+        "<h2>Where collections started</h2><p><small>The innermost Python frame of each collection's stack;          ≈allocs/s: threshold0 net allocations for each young collection a site started (- where it started          none).</small></p><table><tr><th>site</th><th>collections</th><th>gen2</th><th>pause</th><th>p99</th>\
+         <th>≈allocs/s</th></tr>",
+    );
+    let short = super::sites::short_names(r.sites.iter().map(|site| site.file.as_str()));
+    for site in &r.sites {
+        let at = if site.file.is_empty() {
+            esc(&site.name)
+        } else {
+            format!("{} <small>({}:{})</small>", esc(&site.name), esc(&short[site.file.as_str()]), site.line)
+        };
+        let _ = write!(
+            s,
+            "<tr><td title=\"{}\">{at}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&site.file),
+            site.total_collections(),
+            site.collections[2],
+            duration(site.total_pause_ns()),
+            duration(site.p99_ns),
+            site.allocations.map_or("-".to_owned(), |a| crate::view::count(a as f64 / r.span_s.max(1e-9)))
+        );
+    }
+    s.push_str("</table>");
 }
 
 /// At most `n` points, evenly strided.
@@ -385,7 +513,10 @@ pub fn page(r: &Report, a: &Analysis) -> String {
     let _ = write!(
         s,
         r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>neurogc report: {}</title><style>
-body{{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:960px}}
+body{{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1600px}}
+li.Warning{{border-left:4px solid #e6a100;padding-left:6px;margin:4px 0}}li.Critical{{border-left:4px solid #d62728;padding-left:6px;margin:4px 0}}
+li.Info{{border-left:4px solid #9ab;padding-left:6px;margin:4px 0}}.sev{{font-size:11px;text-transform:uppercase;color:#666;margin-right:6px}}
+code{{background:#f3f3f3;padding:0 3px;border-radius:3px}}.fg g.hit rect{{fill:#b300ff}}.fg g{{cursor:pointer}}
 table{{border-collapse:collapse;margin:8px 0}}td,th{{padding:3px 10px;border-bottom:1px solid #ddd;text-align:right}}
 th:first-child,td:first-child{{text-align:left}}svg text{{font-size:11px;fill:#444}}.change{{fill:#2ca02c}}
 .kpi{{display:inline-block;margin:0 24px 8px 0}}.kpi b{{display:block;font-size:22px}}h2{{font-size:16px;margin-top:28px}}
@@ -405,7 +536,8 @@ th:first-child,td:first-child{{text-align:left}}svg text{{font-size:11px;fill:#4
         let _ = write!(s, r#"<div class="kpi">{label}<b>{}</b></div>"#, esc(&value));
     };
     kpi(&mut s, "GC share of wall time", pct(r.gc_share));
-    if let Some(w) = &r.worst_minute {
+    // Only where it is a part of the trace: over all of it, it repeats the GC share.
+    if let Some(w) = r.worst_minute.as_ref().filter(|w| w.length_s < 0.9 * r.span_s) {
         kpi(&mut s, &format!("worst {:.0} s (from +{:.0} s)", w.length_s, w.start_s), pct(w.gc_share));
     }
     kpi(&mut s, "collections/s", format!("{:.1}", r.collections_per_s));
@@ -416,7 +548,13 @@ th:first-child,td:first-child{{text-align:left}}svg text{{font-size:11px;fill:#4
         s.push_str("<li>Nothing stands out: GC cost is low and pauses are short.</li>");
     }
     for f in &r.findings {
-        let _ = write!(s, r#"<li class="{:?}">{}</li>"#, f.severity, esc(&f.text));
+        let _ = write!(
+            s,
+            r#"<li class="{:?}"><span class="sev">{:?}</span>{}</li>"#,
+            f.severity,
+            f.severity,
+            rich(&f.text)
+        );
     }
     s.push_str("</ul><h2>Pauses by generation</h2><table><tr>");
     for c in super::GEN_COLUMNS {
@@ -434,6 +572,9 @@ th:first-child,td:first-child{{text-align:left}}svg text{{font-size:11px;fill:#4
     if r.collections > 0 {
         timeline_plot(&mut s, r, &a.timeline);
         histogram_plot(&mut s, r);
+    }
+    if !r.sites.is_empty() {
+        sites_table(&mut s, r);
     }
     if a.stacks.with > 0 {
         flame_graphs(&mut s, a);
@@ -476,11 +617,18 @@ th:first-child,td:first-child{{text-align:left}}svg text{{font-size:11px;fill:#4
         line_plot(&mut s, r, title, &settings, (true, f64::INFINITY), |v| format!("{v:.0}"));
     }
     if !r.longest.is_empty() {
-        s.push_str("<h2>Longest pauses</h2><table><tr><th>pause</th><th>gen</th><th>at</th><th>thread</th><th>collected</th></tr>");
+        s.push_str(
+            "<h2>Longest pauses</h2><table><tr><th>pause</th><th>gen</th><th>at</th><th>thread</th>\
+             <th>collected</th><th>started in (innermost first)</th></tr>",
+        );
         for p in &r.longest {
+            let stack = p
+                .stack
+                .and_then(|id| a.stacks.innermost(id, 3))
+                .map_or("-".to_owned(), |frames| esc(&frames.join(" ← ")));
             let _ = write!(
                 s,
-                "<tr><td>{}</td><td>{}</td><td>+{:.3} s</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>+{:.3} s</td><td>{}</td><td>{}</td><td style=\"text-align:left\">{stack}</td></tr>",
                 duration(p.duration_ns),
                 p.r#gen,
                 p.at_s,
@@ -520,4 +668,27 @@ th:first-child,td:first-child{{text-align:left}}svg text{{font-size:11px;fill:#4
         esc(r.trace.truncated.as_deref().unwrap_or("complete trace"))
     );
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round() {
+        assert_eq!(nice_ticks(0.0, 117.3, 4), vec![0.0, 50.0, 100.0]);
+        assert_eq!(nice_ticks(0.0, 27.0, 5), vec![0.0, 10.0, 20.0]);
+        assert_eq!(nice_ticks(0.0, 711.6, 4), vec![0.0, 200.0, 400.0, 600.0]);
+        assert_eq!(nice_ticks(0.0, 1.0, 4), vec![0.0, 0.25, 0.5, 0.75, 1.0]);
+    }
+
+    #[test]
+    fn code_in_backticks_is_set_as_code_and_frames_keep_their_names() {
+        assert_eq!(rich("run `neurogc-agent <x>` now"), "run <code>neurogc-agent &lt;x&gt;</code> now");
+        assert_eq!(
+            short_frame("Value.__mul__ (/w/venv/micrograd/engine.py:12)"),
+            "Value.__mul__ (engine.py:12)"
+        );
+        assert_eq!(short_frame("[truncated]"), "[truncated]");
+    }
 }

@@ -187,6 +187,22 @@ impl Stacks {
         sites
     }
 
+    /// The innermost frames of stack `id`, innermost first, each "name (file:line)" with the
+    /// file's own name (an HTML table's cell); None for a stack not in the trace.
+    pub fn innermost(&self, id: u32, n: usize) -> Option<Vec<String>> {
+        let s = self.stacks.get(&id)?;
+        Some(
+            s.frames
+                .iter()
+                .take(n)
+                .map(|&f| {
+                    let (name, file, line) = self.name(f);
+                    crate::stacks::label(&name, &file, line)
+                })
+                .collect(),
+        )
+    }
+
     /// Frames of stack `id`, outermost first, as flame graphs read them; a stack that was cut
     /// short starts with `[truncated]`.
     fn path(&self, id: u32) -> Vec<String> {
