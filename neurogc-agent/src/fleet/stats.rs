@@ -91,11 +91,11 @@ impl Stats {
     /// Mean GC share over the last `n` windows: a sort key that does not reorder the rows at
     /// every window's noise.
     pub fn recent_share(&self, n: usize) -> f64 {
-        let last: Vec<u64> = self.history.iter().rev().take(n).copied().collect();
-        if last.is_empty() {
+        let n = n.min(self.history.len());
+        if n == 0 {
             self.gc_share
         } else {
-            last.iter().sum::<u64>() as f64 / last.len() as f64 / 1000.0
+            self.history.iter().rev().take(n).sum::<u64>() as f64 / n as f64 / 1000.0
         }
     }
 }

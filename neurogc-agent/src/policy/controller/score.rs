@@ -78,6 +78,11 @@ pub(super) struct PauseOdds {
     pub(super) model_share: f64,
 }
 
+/// What `c`'s young generations hold before a gen1 round: threshold0 × (threshold1 + 1).
+fn young_size(c: &Candidate) -> i64 {
+    c.thresholds[0].max(1) * (c.thresholds[1].max(0) + 1)
+}
+
 impl Controller {
     /// Every candidate's prediction: the analytic model's, corrected by the learned model in one
     /// call. The first candidate is the setting in force, which the online correction already
@@ -219,22 +224,20 @@ impl Controller {
         }
     }
 
-    /// How far `c`'s young generations are from the nearest measured (|ln ratio| of what they
-    /// hold before a gen1 round, threshold0 × (threshold1 + 1); 0 where nothing has been).
+    /// How far `c`'s young generations are from the nearest measured (|ln ratio| of
+    /// `young_size`; 0 where nothing has been).
     pub(super) fn young_extrapolation(&self, c: &Candidate) -> f64 {
-        let young = |k: &Candidate| (k.thresholds[0].max(1) * (k.thresholds[1].max(0) + 1)) as f64;
         self.evidence
             .all()
-            .map(|(k, _)| (young(c) / young(k)).ln().abs())
+            .map(|(k, _)| (young_size(c) as f64 / young_size(k) as f64).ln().abs())
             .min_by(f64::total_cmp)
             .unwrap_or(0.0)
     }
 
-    /// Whether `c`'s young generations (threshold0 times threshold1 + 1) are larger than those of
-    /// every setting measured (all of them where none is).
+    /// Whether `c`'s young generations are larger than those of every setting measured (all of
+    /// them where none is).
     pub(super) fn young_beyond_measured(&self, c: &Candidate) -> bool {
-        let young = |k: &Candidate| k.thresholds[0].max(1) * (k.thresholds[1].max(0) + 1);
-        self.evidence.all().all(|(k, _)| young(c) > young(k))
+        self.evidence.all().all(|(k, _)| young_size(c) > young_size(k))
     }
 
     /// Every candidate, with and without neurogc's collection for a freeze, estimated.
