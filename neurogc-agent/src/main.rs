@@ -1,5 +1,6 @@
 //! neurogc-agent: observe every garbage collection of a live CPython process with eBPF.
 mod actuate;
+mod advice;
 mod aggregate;
 mod cli;
 mod error;

@@ -485,6 +485,7 @@ impl Observer<'_> {
                 injection_ms: s.injected_in.map(|d| d.as_secs_f64() * 1e3),
                 restored: restored.as_ref().map(|r| r.0),
                 restore: restored.as_ref().map(|r| r.1.clone()),
+                recommendation: s.advice.recommendation(),
             }),
         };
         if matches!(stop, Stop::OutputClosed) {
@@ -496,6 +497,9 @@ impl Observer<'_> {
                 "{}",
                 view::summary(&summary.generations, &summary.stopped, elapsed_s, summary.gc_time_share, lost)
             )?;
+            if let Some(r) = summary.policy.as_ref().and_then(|p| p.recommendation.as_ref()) {
+                writeln!(out, "{r}")?;
+            }
             if let Stop::TargetExited(Some(ended)) = stop {
                 writeln!(out, "{}", ended.describe())?;
             }

@@ -10,6 +10,7 @@ use neurogc_trace::{Actuation, Decision, LatencySummary, ModelInfo};
 
 use crate::{
     actuate::{self, ActuatorHandle, ActuatorKind, Command, Event, Finish},
+    advice::{Advice, Move},
     features::Window,
     interp::{AttachPlan, layout::GcState},
     policy::{
@@ -82,6 +83,8 @@ pub struct Steering {
     pub failed_to_start: Option<(String, bool)>,
     /// Why act mode waits before its actuator can start, as last said.
     waiting_said: Option<String>,
+    /// Advise mode: the advice window by window, for the recommendation at exit.
+    pub advice: Advice,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -138,6 +141,7 @@ impl Steering {
             last_effect: None,
             failed_to_start: None,
             waiting_said: None,
+            advice: Advice::default(),
             free_threaded: false,
         }
     }
@@ -377,6 +381,14 @@ impl Steering {
             })
         };
         let verdict = controller.decide(&mut learned, &crate::features::reading(window, age));
+        if !act {
+            self.advice.record(verdict.change.then_some(Move {
+                thresholds: verdict.thresholds,
+                from: before,
+                freeze: verdict.freeze == Some(true),
+                collect: verdict.collect,
+            }));
+        }
         decision.thresholds = verdict.thresholds;
         decision.change = verdict.change;
         decision.reason = verdict.reason;

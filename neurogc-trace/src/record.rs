@@ -447,6 +447,9 @@ pub struct PolicySummary {
     /// Act mode: what the restore found and did, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restore: Option<String>,
+    /// Advise mode: the advice that stood at the end, and the Python that makes it so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recommendation: Option<String>,
 }
 
 /// FNV-1a, 64 bits: a model's identity in the attach record (not a security measure).

@@ -191,32 +191,9 @@ fn least_missing<'a>(set: impl Iterator<Item = &'a Scored>) -> Option<&'a Scored
     })
 }
 
-/// "1.00x" of the setting in force, and what stands behind it.
-fn evidence_words(s: &Scored, here: &Scored) -> String {
-    let ratio = (s.ln_cost - here.ln_cost).exp();
-    if s.measured > 0 {
-        format!("{ratio:.2}x the cost, {}", measured_words(s))
-    } else {
-        format!("{ratio:.2}x the cost, predicted")
-    }
-}
-
-/// How much evidence stands behind a setting's estimate.
-fn measured_words(s: &Scored) -> String {
-    if s.measured > 0 {
-        format!("measured over {}", crate::text::plural(s.measured, "collection"))
-    } else {
-        "not measured yet".to_owned()
-    }
-}
-
-fn describe(s: &Scored) -> String {
-    format!(
-        "longest pause {:.1} ms, GC {:.1}%, memory +{:.0} MiB",
-        s.p.pause_max_ns() / 1e6,
-        s.p.share * 100.0,
-        mib(s.p.memory_bytes)
-    )
+/// A setting's cost against the setting in force's ("0.80x the cost").
+fn ratio_words(s: &Scored, here: &Scored) -> String {
+    format!("{:.2}x the cost", (s.ln_cost - here.ln_cost).exp())
 }
 
 impl Controller {
@@ -272,6 +249,45 @@ impl Controller {
 
     fn cfg(&self) -> &GuardConfig {
         self.budgets.config()
+    }
+
+    /// A setting's figures, each said for what it is: measured there (the mean of each window's
+    /// longest pause, the GC share over its windows), or predicted (a setting not tried yet).
+    /// Advice once quoted a prediction as "longest pause 409.0 ms" where the windows measured
+    /// 1.4 ms. `memory_bytes`: what it keeps (for the setting in force, as measured).
+    fn figures(&self, s: &Scored, memory_bytes: f64) -> String {
+        let memory = mib(memory_bytes);
+        match self.evidence.get(&s.c).filter(|st| s.measured > 0 && st.windows() > 0.0) {
+            Some(st) => format!(
+                "measured over {}: longest pause {:.1} ms a window (mean), GC {:.1}%, memory +{memory:.0} MiB",
+                crate::text::plural(s.measured, "collection"),
+                st.pause_max_ms().unwrap_or(0.0),
+                st.gc_share().unwrap_or(s.p.share) * 100.0,
+            ),
+            None => {
+                // A full collection predicted minutes apart holds a pause budget that counts
+                // windows over it however long it is: the figure says how rare it is.
+                let pause = s.p.pause_max_ns();
+                let full = s.p.rate[2] > 0.0
+                    && s.p.pause_ns[2] >= pause
+                    && s.p.rate[2] * self.budgets.window_s() < 0.1;
+                let rare = if full {
+                    format!(" (a full collection every {:.0} s)", 1.0 / s.p.rate[2])
+                } else {
+                    String::new()
+                };
+                format!(
+                    "predicted: longest pause {:.1} ms{rare}, GC {:.1}%, memory +{memory:.0} MiB",
+                    pause / 1e6,
+                    s.p.share * 100.0,
+                )
+            }
+        }
+    }
+
+    /// A move's cost against the setting in force's, and its figures.
+    fn weighed(&self, s: &Scored, here: &Scored) -> String {
+        format!("{}, {}", ratio_words(s, here), self.figures(s, s.p.memory_bytes))
     }
 
     /// Whether a freeze is a move now: the actuator can run it, the application froze nothing
@@ -663,29 +679,24 @@ impl Controller {
                 cheapest(&mut scored.iter().filter(credible)).map(|b| prefer_own(b, &|s| credible(&s)));
             return Ok(match (best, back) {
                 (Some((best, own_note)), _) => {
-                    let why = format!(
-                        "{held} either way; {}: {}{own_note}",
-                        evidence_words(&best, &now),
-                        describe(&best)
-                    );
+                    let why = format!("{held} either way; {}{own_note}", self.weighed(&best, &now));
                     (choice(best, None, why), unholdable)
                 }
                 (None, Some(&own)) => {
                     let why = format!(
                         "{held} either way and {here} is not credibly cheaper ({}): back to the \
-                         application's own {}: {}",
-                        measured_words(&now),
+                         application's own {}, {}",
+                        self.figures(&now, cost_now),
                         own.c,
-                        describe(&own)
+                        self.figures(&own, own.p.memory_bytes)
                     );
                     (choice(own, None, why), unholdable)
                 }
                 (None, None) => {
                     let why = format!(
-                        "{held}; no setting credibly cheaper than {} ({}): {}{}",
+                        "{held}; no setting credibly cheaper than {} ({}){}",
                         here,
-                        measured_words(&now),
-                        describe(&now),
+                        self.figures(&now, cost_now),
                         if aside.contains(&Budget::Pause) { self.freeze_note(r) } else { "" }
                     );
                     (choice(now, None, why), unholdable)
@@ -697,13 +708,12 @@ impl Controller {
             .map(|b| prefer_own(b, &|s| s.misses.none()))
         {
             let why = format!(
-                "{} budget missed at {here} ({}); {} holds {}, {}: {}{own_note}",
+                "{} budget missed at {here} ({}); {} holds {}, {}{own_note}",
                 now.misses.names(),
-                describe(&now),
+                self.figures(&now, cost_now),
                 best.c,
                 if aside.is_empty() { "every budget" } else { "the others" },
-                evidence_words(&best, &now),
-                describe(&best)
+                self.weighed(&best, &now)
             );
             return Ok((choice(best, missed, why), unholdable));
         }
@@ -727,17 +737,17 @@ impl Controller {
                 let why = format!(
                     "{} budget missed at {here} ({}); {} misses less, {}",
                     now.misses.names(),
-                    describe(&now),
+                    self.figures(&now, cost_now),
                     best.c,
-                    evidence_words(&best, &now)
+                    self.weighed(&best, &now)
                 );
                 (choice(best, missed, why), unholdable)
             }
             None => {
                 let why = format!(
-                    "{} budget missed ({}); no setting does better: staying{}",
+                    "{} budget missed at {here} ({}); no setting does better: staying{}",
                     now.misses.names(),
-                    describe(&now),
+                    self.figures(&now, cost_now),
                     self.freeze_note(r)
                 );
                 (choice(now, None, why), unholdable)
@@ -757,7 +767,11 @@ impl Controller {
         }
         self.said = Some(names.clone());
         let least = least_missing(std::iter::once(now).chain(scored))?;
-        Some(format!("no setting holds the {names} budget: the best estimate is {}", describe(least)))
+        Some(format!(
+            "no setting holds the {names} budget: the best is {}, {}",
+            least.c,
+            self.figures(least, least.p.memory_bytes)
+        ))
     }
 
     /// Where a pause budget is missed and a freeze is not a move, why.

@@ -1,0 +1,110 @@
+//! Advise mode's answer at exit: the advice that stood at the end, for how long, and the lines
+//! to paste into the application that would make it so (a user who ran advise mode for a minute
+//! wants the recommendation, not the last window's reason).
+
+/// One window's advice: the setting it would move to (None: stay with the application's).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Move {
+    pub thresholds: [i64; 3],
+    /// The application's thresholds, which the advice is from.
+    pub from: [i64; 3],
+    pub freeze: bool,
+    /// Freeze after a full collection (`gc.collect()` first).
+    pub collect: bool,
+}
+
+/// The advice window by window, as it stood.
+#[derive(Debug, Default)]
+pub struct Advice {
+    windows: u64,
+    /// The advice in force, and the window it was first given in.
+    current: Option<(Option<Move>, u64)>,
+}
+
+impl Advice {
+    /// A window decided: `advised` is what the advice was in it.
+    pub fn record(&mut self, advised: Option<Move>) {
+        self.windows += 1;
+        if self.current.is_none_or(|(a, _)| a != advised) {
+            self.current = Some((advised, self.windows));
+        }
+    }
+
+    /// What to do, in words and the Python that does it; None before any window was decided.
+    pub fn recommendation(&self) -> Option<String> {
+        let (advised, since) = self.current?;
+        let stood = self.windows - since + 1;
+        let held =
+            format!("advised for the last {} of {}", stood, crate::text::plural(self.windows, "window"));
+        let Some(m) = advised else {
+            return Some(format!(
+                "recommendation: keep the application's own settings ({held}): no setting \
+                 was credibly better"
+            ));
+        };
+        let mut what = Vec::new();
+        let mut code = vec!["import gc".to_owned()];
+        if m.freeze {
+            what.push(
+                if m.collect { "collect and freeze after start-up" } else { "freeze after start-up" }
+                    .to_owned(),
+            );
+            if m.collect {
+                code.push("gc.collect()".to_owned());
+            }
+            code.push("gc.freeze()".to_owned());
+        }
+        if m.thresholds != m.from {
+            let [a, b, c] = m.thresholds;
+            what.push(format!("thresholds {}", crate::view::thresholds(m.thresholds)));
+            code.push(format!("gc.set_threshold({a}, {b}, {c})"));
+        }
+        let code: String = code.iter().map(|l| format!("\n    {l}")).collect();
+        Some(format!(
+            "recommendation ({held}): {}\nin the application, once its start-up is done:{code}",
+            what.join(", ")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FREEZE_5K: Move =
+        Move { thresholds: [5000, 20, 10], from: [700, 10, 10], freeze: true, collect: false };
+
+    #[test]
+    fn the_recommendation_is_the_advice_that_stood_at_the_end_with_its_code() {
+        let mut a = Advice::default();
+        assert_eq!(a.recommendation(), None);
+        a.record(None);
+        a.record(Some(Move { freeze: false, ..FREEZE_5K }));
+        for _ in 0..3 {
+            a.record(Some(FREEZE_5K));
+        }
+        let r = a.recommendation().unwrap();
+        assert_eq!(
+            r,
+            "recommendation (advised for the last 3 of 5 windows): freeze after start-up, \
+             thresholds 5000/20/10\nin the application, once its start-up is done:\n    \
+             import gc\n    gc.freeze()\n    gc.set_threshold(5000, 20, 10)"
+        );
+        // A freeze alone, made after a collection: no thresholds to set.
+        a.record(Some(Move { thresholds: [700, 10, 10], collect: true, ..FREEZE_5K }));
+        let r = a.recommendation().unwrap();
+        assert!(r.contains("gc.collect()\n    gc.freeze()") && !r.contains("set_threshold"), "{r}");
+        assert!(r.starts_with("recommendation (advised for the last 1 of 6 windows)"), "{r}");
+    }
+
+    #[test]
+    fn advice_to_stay_says_so() {
+        let mut a = Advice::default();
+        a.record(None);
+        assert_eq!(
+            a.recommendation().unwrap(),
+            "recommendation: keep the application's own settings (advised for the last 1 of 1 \
+             window): no setting was credibly better"
+        );
+    }
+}
