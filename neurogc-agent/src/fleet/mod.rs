@@ -12,7 +12,7 @@ pub mod stats;
 use std::{
     collections::{HashMap, HashSet},
     os::fd::{AsFd, OwnedFd},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use anyhow::{Context, Result};
@@ -111,7 +111,8 @@ struct Fleet {
     resolved_tx: mpsc::UnboundedSender<Resolved>,
     exit_tx: mpsc::UnboundedSender<(i32, u64)>,
     sinks: Vec<Box<dyn Sink>>,
-    window_opened: Instant,
+    /// When the window opened (Unix ns: the collections' clock).
+    window_opened_ns: u64,
     own_pid: i32,
 }
 
@@ -135,10 +136,11 @@ pub async fn run(
     let (exit_tx, mut exit_rx) = mpsc::unbounded_channel();
     let interval = opts.interval;
     let duration = opts.duration;
+    let clock = Clock::new();
     let mut fleet = Fleet {
         kernel,
         opts,
-        clock: Clock::new(),
+        clock,
         sessions: HashMap::new(),
         next_id: 0,
         resolving: HashSet::new(),
@@ -149,7 +151,7 @@ pub async fn run(
         resolved_tx,
         exit_tx,
         sinks,
-        window_opened: Instant::now(),
+        window_opened_ns: clock.now_unix_ns(),
         own_pid: std::process::id() as i32,
     };
     let mut sigint = signal(SignalKind::interrupt())?;
@@ -377,8 +379,8 @@ impl Fleet {
 
     fn window(&mut self) -> Result<()> {
         self.drain();
-        let seconds = self.window_opened.elapsed().as_secs_f64();
-        self.window_opened = Instant::now();
+        let (opened_ns, now_ns) = (self.window_opened_ns, self.clock.now_unix_ns());
+        self.window_opened_ns = now_ns;
         for (pid, s) in &mut self.sessions {
             if s.starting {
                 s.dec.assume_started();
@@ -388,7 +390,7 @@ impl Fleet {
                 release(s, &self.clock, &mut self.sinks);
             }
             let thresholds = s.dec.gc.state().and_then(|g| g.read_settings(*pid).ok()).map(|g| g.thresholds);
-            s.target.stats.close_window(seconds, thresholds);
+            s.target.stats.close_window(opened_ns, now_ns, thresholds);
             s.target.stats.top_trigger = s.stacks.as_mut().and_then(|r| {
                 r.new_window();
                 r.take_top()

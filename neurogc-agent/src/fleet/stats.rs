@@ -19,7 +19,9 @@ pub struct Stats {
     /// The longest pause since attach, exactly (ns).
     max_ns: u64,
     window_collections: u64,
-    window_pause_ns: u64,
+    /// Each collection's start and end this window (Unix ns): its share counts the time of
+    /// each inside the window, as a single target's windows do (`features::Windower`).
+    window_spans: Vec<(u64, u64)>,
     /// Last closed window: share of wall time in GC, and collections per second.
     pub gc_share: f64,
     pub per_s: f64,
@@ -39,7 +41,7 @@ impl Default for Stats {
             full_pauses: Histogram::new_with_bounds(1, 100_000_000, 2).expect("valid histogram"),
             max_ns: 0,
             window_collections: 0,
-            window_pause_ns: 0,
+            window_spans: Vec::new(),
             gc_share: 0.0,
             per_s: 0.0,
             history: VecDeque::with_capacity(HISTORY),
@@ -53,7 +55,7 @@ impl Stats {
     pub fn record(&mut self, c: &Collection) {
         self.collections += 1;
         self.window_collections += 1;
-        self.window_pause_ns += c.duration_ns;
+        self.window_spans.push((c.ts_ns, c.ts_ns.saturating_add(c.duration_ns)));
         self.pauses.saturating_record((c.duration_ns / 1000).max(1));
         self.max_ns = self.max_ns.max(c.duration_ns);
         if c.r#gen == 2 {
@@ -61,11 +63,15 @@ impl Stats {
         }
     }
 
-    pub fn close_window(&mut self, seconds: f64, thresholds: Option<[i32; 3]>) {
-        let seconds = seconds.max(1e-3);
-        self.gc_share = (self.window_pause_ns as f64 / 1e9 / seconds).min(1.0);
+    /// The window from `start_ns` to `end_ns` (Unix ns, the collections' clock) is over.
+    pub fn close_window(&mut self, start_ns: u64, end_ns: u64, thresholds: Option<[i32; 3]>) {
+        let seconds = (end_ns.saturating_sub(start_ns) as f64 / 1e9).max(1e-3);
+        let paused_ns: u64 =
+            self.window_spans.iter().map(|&(a, b)| b.min(end_ns).saturating_sub(a.max(start_ns))).sum();
+        self.gc_share = (paused_ns as f64 / 1e9 / seconds).min(1.0);
         self.per_s = self.window_collections as f64 / seconds;
-        (self.window_collections, self.window_pause_ns) = (0, 0);
+        self.window_collections = 0;
+        self.window_spans.clear();
         if self.history.len() == HISTORY {
             self.history.pop_front();
         }
@@ -97,5 +103,43 @@ impl Stats {
         } else {
             self.history.iter().rev().take(n).sum::<u64>() as f64 / n as f64 / 1000.0
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gc(ts_ns: u64, duration_ns: u64) -> Collection {
+        Collection {
+            ts_ns,
+            pid: 1,
+            tid: 1,
+            r#gen: 2,
+            duration_ns,
+            collected: 0,
+            uncollectable: 0,
+            stack: None,
+            running: None,
+            halted: None,
+        }
+    }
+
+    #[test]
+    fn a_windows_gc_share_counts_only_the_pause_time_inside_it() {
+        // A 600 ms collection that began 400 ms before the window, and a 200 ms one inside
+        // its first second: 400 ms of the window's 2 s (counted whole, 80%; it read 103% live).
+        let mut s = Stats::default();
+        let second = 1_000_000_000;
+        s.record(&gc(10 * second - 400_000_000, 600_000_000));
+        s.record(&gc(10 * second + 500_000_000, 200_000_000));
+        s.close_window(10 * second, 12 * second, Some([700, 10, 10]));
+        assert!((s.gc_share - 0.2).abs() < 1e-9, "{}", s.gc_share);
+        assert!((s.per_s - 1.0).abs() < 1e-9, "{}", s.per_s);
+        assert_eq!(s.history.back(), Some(&200));
+        // The next window starts with nothing of them.
+        s.close_window(12 * second, 13 * second, None);
+        assert_eq!(s.gc_share, 0.0);
+        assert_eq!(s.thresholds, Some([700, 10, 10]));
     }
 }
