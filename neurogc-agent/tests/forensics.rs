@@ -509,6 +509,11 @@ fn findings_agree_with_what_the_trace_measured() {
 
 /// The report of a real recording of `code` (3.11, observe mode, quarter-second windows).
 fn report_of(name: &str, code: &str) -> Value {
+    report_of_in(name, code, &[])
+}
+
+/// The same, with `env` set for the interpreter.
+fn report_of_in(name: &str, code: &str, env: &[(&str, &Path)]) -> Value {
     let py = python("debian-bookworm-3.11");
     let dir = scratch(name);
     let trace = dir.join("t.ngc");
@@ -518,6 +523,7 @@ fn report_of(name: &str, code: &str) -> Value {
         .args(["--mode", "observe", "--interval", "0.25", "--duration", "60", "--"])
         .args(&py.argv)
         .args(["-c", code])
+        .envs(env.iter().copied())
         .stdout(std::process::Stdio::null())
         .output()
         .unwrap();
@@ -526,6 +532,81 @@ fn report_of(name: &str, code: &str) -> Value {
     assert!(rep.status.success(), "{}", String::from_utf8_lossy(&rep.stderr));
     let _ = std::fs::remove_dir_all(&dir);
     report
+}
+
+/// The held-out families' third-party packages from PyPI (`cargo xtask test` installs them and
+/// names the folder).
+fn held_out_site() -> PathBuf {
+    PathBuf::from(
+        std::env::var("NEUROGC_HELDOUT_SITE")
+            .expect("NEUROGC_HELDOUT_SITE names the held-out packages' folder (cargo xtask test sets it)"),
+    )
+}
+
+#[test]
+fn a_pypi_training_loops_sites_and_findings_read_as_its_code_is() {
+    // micrograd (PyPI), code nobody here wrote: every operation's result keeps a closure that
+    // refers back to it, so collections start in its operators, a few hundred a second, and a
+    // training loop's RSS holds steady once its data is loaded.
+    let site = held_out_site();
+    let code = r#"
+import random, time
+from micrograd.nn import MLP
+rng = random.Random(7)
+data = [[rng.uniform(-1, 1) for _ in range(8)] for _ in range(20_000)]
+model = MLP(8, [16, 16, 1])
+end = time.time() + 4
+i = 0
+while time.time() < end:
+    batch = [data[(i * 8 + k) * 7919 % len(data)] for k in range(8)]
+    loss = sum(((model(x) - 1.0) ** 2 for x in batch), start=0)
+    model.zero_grad()
+    loss.backward()
+    for p in model.parameters():
+        p.data -= 0.01 * p.grad
+    i += 1
+"#;
+    let report = report_of_in("micrograd", code, &[("PYTHONPATH", &site)]);
+    let engine = std::fs::read_to_string(site.join("micrograd/engine.py")).unwrap();
+    // A method's lines: from its `def` to the next method's.
+    let lines: Vec<&str> = engine.lines().collect();
+    let body = |method: &str| {
+        let def = lines.iter().position(|l| l.starts_with(&format!("    def {method}(")))?;
+        let end = (def + 1..lines.len()).find(|&i| lines[i].starts_with("    def ")).unwrap_or(lines.len());
+        Some(def as u64 + 1..end as u64 + 1)
+    };
+    let sites = report["sites"].as_array().unwrap();
+    let longest =
+        report["generations"].as_array().unwrap().iter().filter_map(|g| g["max_ns"].as_u64()).max().unwrap();
+    let in_engine: Vec<&Value> = sites
+        .iter()
+        .filter(|s| s["file"].as_str().is_some_and(|f| f.ends_with("micrograd/engine.py")))
+        .collect();
+    assert!(!in_engine.is_empty(), "no site in micrograd's engine: {sites:?}");
+    let mut seen = std::collections::HashSet::new();
+    for s in sites {
+        let (name, file) = (s["name"].as_str().unwrap(), s["file"].as_str().unwrap());
+        // One function, one row, at a line of its own (not line 0, the prologue's).
+        assert!(seen.insert((name, file)), "{name} ({file}) listed twice: {sites:?}");
+        if file.ends_with("micrograd/engine.py") && name.starts_with("Value.") {
+            let method = name.rsplit('.').next().unwrap();
+            let line = s["line"].as_u64().unwrap();
+            assert!(body(method).is_some_and(|b| b.contains(&line)), "{s}: not in {method}");
+        }
+        // A site's p99 is never above its longest pause, nor that above the run's longest.
+        let (p99, max) = (s["p99_ns"].as_u64().unwrap(), s["max_ns"].as_u64().unwrap());
+        assert!(p99 <= max && max <= longest, "{s} (longest {longest})");
+        // Young collections started here stand for the allocations made here: never "0" for a
+        // site that started some (unknown, null, where threshold0 was not read yet: launch mode
+        // reads the GC state once the interpreter has one).
+        if s["collections"][0].as_u64() > Some(0) {
+            assert!(s["allocations"].is_null() || s["allocations"].as_u64() > Some(0), "{s}");
+        }
+    }
+    // A steady training loop is no leak.
+    for f in report["findings"].as_array().unwrap() {
+        assert!(f["id"] != "rss-growth" && !f["text"].as_str().unwrap().contains("leak"), "{f}");
+    }
 }
 
 /// Requests that leave cyclic garbage, for `churn(seconds)`.

@@ -235,7 +235,9 @@ fn test(cargo_args: &[String]) -> Result<()> {
         .args(["test", "--workspace", "--no-fail-fast"])
         .args(cargo_args)
         .env("NEUROGC_PYTHONS", &manifest)
-        .env("ORT_DYLIB_PATH", setup::onnxruntime()?);
+        .env("ORT_DYLIB_PATH", setup::onnxruntime()?)
+        // Third-party code among the recordings the forensics tests read (pip, from PyPI).
+        .env("NEUROGC_HELDOUT_SITE", bench_steer::held_out_site()?);
     let (passed, failed) = run_counting_tests(&mut cargo)?;
     // One closing line for the whole run: cargo's own last line is the (empty) doc-test batch.
     println!("tests: {passed} passed, {failed} failed");
