@@ -19,15 +19,18 @@ pub struct Advice {
     windows: u64,
     /// The advice in force, and the window it was first given in.
     current: Option<(Option<Move>, u64)>,
+    /// Why, as the latest window said it: the measured evidence and the predicted effect.
+    why: String,
 }
 
 impl Advice {
-    /// A window decided: `advised` is what the advice was in it.
-    pub fn record(&mut self, advised: Option<Move>) {
+    /// A window decided: `advised` is what the advice was in it, and `why` its reason.
+    pub fn record(&mut self, advised: Option<Move>, why: &str) {
         self.windows += 1;
         if self.current.is_none_or(|(a, _)| a != advised) {
             self.current = Some((advised, self.windows));
         }
+        why.clone_into(&mut self.why);
     }
 
     /// What to do, in words and the Python that does it; None before any window was decided.
@@ -39,7 +42,8 @@ impl Advice {
         let Some(m) = advised else {
             return Some(format!(
                 "recommendation: keep the application's own settings ({held}): no setting \
-                 was credibly better"
+                 was credibly better\nwhy: {}",
+                self.why
             ));
         };
         let mut what = Vec::new();
@@ -61,8 +65,10 @@ impl Advice {
         }
         let code: String = code.iter().map(|l| format!("\n    {l}")).collect();
         Some(format!(
-            "recommendation ({held}): {}\nin the application, once its start-up is done:{code}",
-            what.join(", ")
+            "recommendation ({held}): {}\nwhy: {}\nin the application, once its start-up is \
+             done:{code}",
+            what.join(", "),
+            self.why
         ))
     }
 }
@@ -78,20 +84,21 @@ mod tests {
     fn the_recommendation_is_the_advice_that_stood_at_the_end_with_its_code() {
         let mut a = Advice::default();
         assert_eq!(a.recommendation(), None);
-        a.record(None);
-        a.record(Some(Move { freeze: false, ..FREEZE_5K }));
+        a.record(None, "staying");
+        a.record(Some(Move { freeze: false, ..FREEZE_5K }), "5000/20/10");
         for _ in 0..3 {
-            a.record(Some(FREEZE_5K));
+            a.record(Some(FREEZE_5K), "pause budget missed at 700/10/10 (measured over 900 …)");
         }
         let r = a.recommendation().unwrap();
         assert_eq!(
             r,
             "recommendation (advised for the last 3 of 5 windows): freeze after start-up, \
-             thresholds 5000/20/10\nin the application, once its start-up is done:\n    \
+             thresholds 5000/20/10\nwhy: pause budget missed at 700/10/10 (measured over 900 …)\n\
+             in the application, once its start-up is done:\n    \
              import gc\n    gc.freeze()\n    gc.set_threshold(5000, 20, 10)"
         );
         // A freeze alone, made after a collection: no thresholds to set.
-        a.record(Some(Move { thresholds: [700, 10, 10], collect: true, ..FREEZE_5K }));
+        a.record(Some(Move { thresholds: [700, 10, 10], collect: true, ..FREEZE_5K }), "freeze");
         let r = a.recommendation().unwrap();
         assert!(r.contains("gc.collect()\n    gc.freeze()") && !r.contains("set_threshold"), "{r}");
         assert!(r.starts_with("recommendation (advised for the last 1 of 6 windows)"), "{r}");
@@ -100,11 +107,11 @@ mod tests {
     #[test]
     fn advice_to_stay_says_so() {
         let mut a = Advice::default();
-        a.record(None);
+        a.record(None, "budgets hold; no setting credibly cheaper");
         assert_eq!(
             a.recommendation().unwrap(),
             "recommendation: keep the application's own settings (advised for the last 1 of 1 \
-             window): no setting was credibly better"
+             window): no setting was credibly better\nwhy: budgets hold; no setting credibly cheaper"
         );
     }
 }

@@ -382,12 +382,13 @@ impl Steering {
         };
         let verdict = controller.decide(&mut learned, &crate::features::reading(window, age));
         if !act {
-            self.advice.record(verdict.change.then_some(Move {
+            let advised = verdict.change.then_some(Move {
                 thresholds: verdict.thresholds,
                 from: before,
                 freeze: verdict.freeze == Some(true),
                 collect: verdict.collect,
-            }));
+            });
+            self.advice.record(advised, &verdict.reason);
         }
         decision.thresholds = verdict.thresholds;
         decision.change = verdict.change;

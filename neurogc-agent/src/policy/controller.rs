@@ -254,31 +254,43 @@ impl Controller {
     /// A setting's figures, each said for what it is: measured there (the mean of each window's
     /// longest pause, the GC share over its windows), or predicted (a setting not tried yet).
     /// Advice once quoted a prediction as "longest pause 409.0 ms" where the windows measured
-    /// 1.4 ms. `memory_bytes`: what it keeps (for the setting in force, as measured).
+    /// 1.4 ms. A pause over the budget says in how many windows: the budget counts windows, so a
+    /// long full collection minutes apart can hold it, and the figure says so rather than
+    /// "holds" beside 714.6 ms. `memory_bytes`: what it keeps (for the setting in force, as
+    /// measured).
     fn figures(&self, s: &Scored, memory_bytes: f64) -> String {
         let memory = mib(memory_bytes);
+        let budget = self.budgets.pause_ns();
+        let over = |pause_ns: f64, share: f64, every: Option<f64>| match budget {
+            Some(b) if pause_ns > b => {
+                let every = every.map_or(String::new(), |e| format!(": a full collection every {e:.0} s"));
+                let pct = share * 100.0;
+                let pct = if pct > 0.0 && pct < 0.1 { format!("{pct:.2}") } else { format!("{pct:.1}") };
+                format!(" (over the {:.0} ms budget in {pct}% of windows{every})", b / 1e6)
+            }
+            _ => String::new(),
+        };
         match self.evidence.get(&s.c).filter(|st| s.measured > 0 && st.windows() > 0.0) {
-            Some(st) => format!(
-                "measured over {}: longest pause {:.1} ms a window (mean), GC {:.1}%, memory +{memory:.0} MiB",
-                crate::text::plural(s.measured, "collection"),
-                st.pause_max_ms().unwrap_or(0.0),
-                st.gc_share().unwrap_or(s.p.share) * 100.0,
-            ),
-            None => {
-                // A full collection predicted minutes apart holds a pause budget that counts
-                // windows over it however long it is: the figure says how rare it is.
-                let pause = s.p.pause_max_ns();
-                let full = s.p.rate[2] > 0.0
-                    && s.p.pause_ns[2] >= pause
-                    && s.p.rate[2] * self.budgets.window_s() < 0.1;
-                let rare = if full {
-                    format!(" (a full collection every {:.0} s)", 1.0 / s.p.rate[2])
-                } else {
-                    String::new()
-                };
+            Some(st) => {
+                let pause = st.pause_max_ms().unwrap_or(0.0);
+                let (n, windows) = st.over_budget();
                 format!(
-                    "predicted: longest pause {:.1} ms{rare}, GC {:.1}%, memory +{memory:.0} MiB",
+                    "measured over {}: longest pause {pause:.1} ms a window (mean){}, GC {:.1}%, \
+                     memory +{memory:.0} MiB",
+                    crate::text::plural(s.measured, "collection"),
+                    over(pause * 1e6, n / windows.max(1e-9), None),
+                    st.gc_share().unwrap_or(s.p.share) * 100.0,
+                )
+            }
+            None => {
+                let pause = s.p.pause_max_ns();
+                let window_s = self.budgets.window_s();
+                let full = s.p.rate[2] > 0.0 && s.p.pause_ns[2] >= pause && s.p.rate[2] * window_s < 0.1;
+                let share = budget.map_or(0.0, |b| s.p.windows_over(b, window_s).0);
+                format!(
+                    "predicted: longest pause {:.1} ms{}, GC {:.1}%, memory +{memory:.0} MiB",
                     pause / 1e6,
+                    over(pause, share, full.then(|| 1.0 / s.p.rate[2])),
                     s.p.share * 100.0,
                 )
             }

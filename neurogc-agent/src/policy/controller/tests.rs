@@ -528,6 +528,39 @@ fn advise_mode_says_what_it_would_do_and_never_measures_an_effect_it_did_not_cau
 }
 
 #[test]
+fn advice_says_which_figures_were_measured_and_which_predicted() {
+    // The service's 250 ms full collection comes every 50 s or so: the application's setting
+    // is measured (no full collection in its windows yet), the move's full collection is
+    // predicted, over the 10 ms pause budget in a share of windows the budget allows.
+    let mut c = Controller::new(GuardConfig { freeze_after_s: None, ..cfg() }, [700, 10, 10], false);
+    let mut reasons = Vec::new();
+    for w in 1..=8 {
+        reasons.push(c.decide(&mut analytic, &SERVICE.reading([700, 10, 10], w)).reason);
+    }
+    for r in &reasons {
+        // Every predicted pause over the budget says how often.
+        for (i, _) in r.match_indices("predicted: longest pause ") {
+            let rest = &r[i + "predicted: longest pause ".len()..];
+            let ms: f64 = rest.split(' ').next().unwrap().parse().unwrap();
+            if ms > 10.0 {
+                assert!(rest.contains(" ms (over the 10 ms budget in "), "{r}");
+            }
+        }
+    }
+    assert!(reasons.iter().any(|r| r.contains("over the 10 ms budget in")), "{reasons:#?}");
+    // Where it stays, the setting in force's figures are what its windows measured.
+    let mut c = Controller::new(pinned(Some(10_000_000)), [700, 10, 10], false);
+    let mut last = String::new();
+    for w in 1..=5 {
+        last = c.decide(&mut analytic, &SERVICE.reading([700, 10, 10], w)).reason;
+    }
+    assert!(
+        last.contains("700/10/10 (measured over ") && last.contains("ms a window (mean), GC 2."),
+        "{last}"
+    );
+}
+
+#[test]
 fn where_no_setting_holds_a_budget_it_says_so_once_and_stays() {
     let mut c = Controller::new(pinned(Some(100_000)), [700, 10, 10], true);
     let mut said = 0;
