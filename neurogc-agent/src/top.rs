@@ -280,18 +280,7 @@ mod tests {
         // A training loop's picture: a thousand 50 µs young collections a second and now and
         // then a 200 ms full one. The all-generation p99 cannot see the full ones.
         let mut t = target(303, "train", 0.3, 1000.0);
-        let gc = |r#gen: i8, duration_ns: u64| neurogc_trace::Collection {
-            ts_ns: 0,
-            pid: 303,
-            tid: 303,
-            r#gen,
-            duration_ns,
-            collected: 0,
-            uncollectable: 0,
-            stack: None,
-            running: None,
-            halted: None,
-        };
+        let gc = |r#gen: i8, duration_ns: u64| crate::fleet::stats::collection(r#gen, 0, duration_ns);
         for i in 0..1000 {
             t.stats.record(&gc(
                 if i % 200 == 199 { 2 } else { 0 },

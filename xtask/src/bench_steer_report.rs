@@ -151,6 +151,16 @@ fn headline(workload: Workload) -> (&'static str, fn(&Run) -> f64) {
 
 /// The oracle: the best of the fixed recipes run on the measure `f` (lower is better), chosen
 /// after the fact, and its median.
+/// The oracle's measure as a share of the defaults' (NaN where either was not run).
+fn reach(of: &Of, f: fn(&Run) -> f64) -> f64 {
+    oracle(of, f).map_or(f64::NAN, |(_, best)| best / of.median(Config::Defaults, f))
+}
+
+/// "held out" or "tuning": which the workload is.
+fn family(workload: Workload) -> &'static str {
+    if workload.held_out() { "held out" } else { "tuning" }
+}
+
 fn oracle(of: &Of, f: fn(&Run) -> f64) -> Option<(Config, f64)> {
     crate::bench_steer::RECIPES
         .iter()
@@ -189,7 +199,7 @@ The oracle is the best, after the fact, of the fixed \
         md += &format!(
             "| {} | {} | {what} | {} {best:.2} | {} | {} | {} | {} | {} |\n",
             workload.name(),
-            if workload.held_out() { "held out" } else { "tuning" },
+            family(*workload),
             oracle.short(),
             times(ratio(Config::Act)),
             times(ratio(Config::Rules)),
@@ -276,13 +286,13 @@ fn convergence(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
         // noise in the longest pauses died down (the web application: defaults' longest pause
         // 0.7-3.8 ms from run to run, its p99 the same under every recipe).
         let (_, f) = headline(*workload);
-        let reached = oracle(&of, f).map_or(f64::NAN, |(_, best)| best / of.median(Config::Defaults, f));
+        let reached = reach(&of, f);
         if reached > NO_GAIN {
             md += &format!(
                 "| {} | {} | — | — | — | does not apply (the best fixed recipe is {reached:.2}× the \
                  defaults) |\n",
                 workload.name(),
-                if workload.held_out() { "held out" } else { "tuning" },
+                family(*workload),
             );
             continue;
         }
@@ -296,7 +306,7 @@ fn convergence(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
         md += &format!(
             "| {} | {} | {} | {} | {} | {} |\n",
             workload.name(),
-            if workload.held_out() { "held out" } else { "tuning" },
+            family(*workload),
             cell(act),
             cell(rules),
             ratio.map_or("—".to_owned(), |r| format!("{r:.2}×")),
@@ -338,7 +348,7 @@ fn targets(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
         let of = Of(runs);
         let name = workload.name();
         let (_, f) = headline(*workload);
-        let reached = oracle(&of, f).map_or(f64::NAN, |(_, best)| best / of.median(Config::Defaults, f));
+        let reached = reach(&of, f);
         let act = of.vs_defaults(Config::Act, f);
         let p99 = |r: &Run| r.quantile(0.99);
         let total = |r: &Run| r.seconds;

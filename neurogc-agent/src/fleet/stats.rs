@@ -106,23 +106,29 @@ impl Stats {
     }
 }
 
+/// A collection of `generation` at `ts_ns` taking `duration_ns` (tests of what reads Stats).
+#[cfg(test)]
+pub fn collection(generation: i8, ts_ns: u64, duration_ns: u64) -> Collection {
+    Collection {
+        ts_ns,
+        pid: 1,
+        tid: 1,
+        r#gen: generation,
+        duration_ns,
+        collected: 0,
+        uncollectable: 0,
+        stack: None,
+        running: None,
+        halted: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn gc(ts_ns: u64, duration_ns: u64) -> Collection {
-        Collection {
-            ts_ns,
-            pid: 1,
-            tid: 1,
-            r#gen: 2,
-            duration_ns,
-            collected: 0,
-            uncollectable: 0,
-            stack: None,
-            running: None,
-            halted: None,
-        }
+        collection(2, ts_ns, duration_ns)
     }
 
     #[test]

@@ -672,16 +672,12 @@ impl Collector {
     /// the model predicts alike (each walks a cycle's promotions): where they run 25 times the
     /// pause budget, that was worth a move at 1.5 times the cost, and back once measured.
     fn pause_ratio_for(&self, c: &Candidate, g: usize) -> f64 {
-        let global = self.in_force().filter(|k| same_freeze_as(k, c, g)).map_or_else(
-            || self.pause_ratio[g].or(1.0),
-            |k| {
-                self.pause_ratio_at
-                    .iter()
-                    .find(|(a, _)| *a == k)
-                    .and_then(|(_, a)| a[g].0)
-                    .unwrap_or(self.pause_ratio[g].or(1.0))
-            },
-        );
+        let in_force = self
+            .in_force()
+            .filter(|k| same_freeze_as(k, c, g))
+            .and_then(|k| self.pause_ratio_at.iter().find(|(a, _)| *a == k))
+            .and_then(|(_, a)| a[g].0);
+        let global = in_force.unwrap_or(self.pause_ratio[g].or(1.0));
         let measured =
             |k: &Candidate, a: &[Avg; 3]| a[g].0.filter(|_| same_freeze_as(k, c, g)).map(|v| (*k, v));
         let mut below: Option<(f64, f64)> = None;

@@ -52,6 +52,26 @@ struct SiteAgg {
     sampled: u64,
 }
 
+impl SiteAgg {
+    fn new() -> SiteAgg {
+        SiteAgg { w: Weights::default(), hist: vec![0; HIST_BUCKETS], max_ns: 0, sampled: 0 }
+    }
+
+    /// Adds another's collections (the same function at another line).
+    fn merge(&mut self, other: &SiteAgg) {
+        for g in 0..GENS {
+            self.w.collections[g] += other.w.collections[g];
+            self.w.pause_ns[g] = self.w.pause_ns[g].saturating_add(other.w.pause_ns[g]);
+        }
+        self.w.allocations += other.w.allocations;
+        self.sampled += other.sampled;
+        self.max_ns = self.max_ns.max(other.max_ns);
+        for (h, &c) in self.hist.iter_mut().zip(&other.hist) {
+            *h += c;
+        }
+    }
+}
+
 /// What `report` reads of stacks while it folds the trace.
 #[derive(Default)]
 pub struct Stacks {
@@ -129,12 +149,7 @@ impl Stacks {
         stack.add(g, c.duration_ns);
         stack.allocations += allocations.unwrap_or(0);
         let leaf = self.stacks[&id].frames.first().copied().unwrap_or(u32::MAX);
-        let site = self.per_site.entry(leaf).or_insert_with(|| SiteAgg {
-            w: Weights::default(),
-            hist: vec![0; HIST_BUCKETS],
-            max_ns: 0,
-            sampled: 0,
-        });
+        let site = self.per_site.entry(leaf).or_insert_with(SiteAgg::new);
         site.w.add(g, c.duration_ns);
         site.w.allocations += allocations.unwrap_or(0);
         site.sampled += u64::from(allocations.is_some());
@@ -160,23 +175,9 @@ impl Stacks {
         for (&frame, agg) in &self.per_site {
             let (name, file, line) = self.name(frame);
             let here = agg.w.collections.iter().sum::<u64>();
-            let (sum, best_line, best) = by_function.entry((name, file)).or_insert_with(|| {
-                (
-                    SiteAgg { w: Weights::default(), hist: vec![0; HIST_BUCKETS], max_ns: 0, sampled: 0 },
-                    line,
-                    0,
-                )
-            });
-            for g in 0..GENS {
-                sum.w.collections[g] += agg.w.collections[g];
-                sum.w.pause_ns[g] = sum.w.pause_ns[g].saturating_add(agg.w.pause_ns[g]);
-            }
-            sum.w.allocations += agg.w.allocations;
-            sum.sampled += agg.sampled;
-            sum.max_ns = sum.max_ns.max(agg.max_ns);
-            for (h, &c) in sum.hist.iter_mut().zip(&agg.hist) {
-                *h += c;
-            }
+            let (sum, best_line, best) =
+                by_function.entry((name, file)).or_insert_with(|| (SiteAgg::new(), line, 0));
+            sum.merge(agg);
             if (here, std::cmp::Reverse(line)) > (*best, std::cmp::Reverse(*best_line)) {
                 (*best_line, *best) = (line, here);
             }
