@@ -497,8 +497,11 @@ impl Observer<'_> {
                 "{}",
                 view::summary(&summary.generations, &summary.stopped, elapsed_s, summary.gc_time_share, lost)
             )?;
+            // The record keeps the recommendation's lines whole; the terminal's fit 80 columns.
             if let Some(r) = summary.policy.as_ref().and_then(|p| p.recommendation.as_ref()) {
-                writeln!(out, "{r}")?;
+                for line in r.lines() {
+                    writeln!(out, "{}", crate::text::wrap(line, 2))?;
+                }
             }
             if let Stop::TargetExited(Some(ended)) = stop {
                 writeln!(out, "{}", ended.describe())?;
