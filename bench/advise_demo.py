@@ -30,7 +30,9 @@ def main():
         except ValueError:
             continue
         if r.get("type") == "decision":
-            advice.append((tuple(r["thresholds"]), r.get("freeze")) if r.get("change") else None)
+            # What it would do, freeze with or without a collection first told apart.
+            advice.append((tuple(r["thresholds"]), r.get("freeze"), "collect" in (r.get("what") or ""))
+                          if r.get("change") else None)
         elif r.get("type") == "summary":
             recommendation = (r.get("policy") or {}).get("recommendation")
     runs = []
@@ -40,7 +42,8 @@ def main():
         else:
             runs.append([a, 1])
     for a, n in runs:
-        what = "stay" if a is None else "/".join(map(str, a[0])) + (" + freeze" if a[1] else "")
+        what = "stay" if a is None else "/".join(map(str, a[0])) + (
+            (" + collect, freeze" if a[2] else " + freeze") if a[1] else "")
         print(f"  {n:3d} window{'s' if n != 1 else ''}: {what}")
     first = next((i for i, (a, _) in enumerate(runs) if a is not None), None)
     changes = 0 if first is None else len(runs) - 1 - first
