@@ -135,7 +135,7 @@ pub struct Controller {
     /// The features of the last move's two ends, while the model has not been asked about it.
     trial_rows: Option<[[f32; FEATURE_COUNT]; 2]>,
     /// The advice last given (advise mode): what a new one must beat by the change's cost.
-    advised: Option<(Candidate, bool)>,
+    advised: Option<Candidate>,
     /// Work per net allocation counted, in the last window that did some (`Reading::work_per_s`):
     /// what turns the collector's allocation rate into the work the costs are per.
     work_per_alloc: f64,
@@ -452,7 +452,7 @@ impl Controller {
         }
         let change = to != here;
         if !self.act {
-            self.advised = change.then_some((to, choice.to.collect));
+            self.advised = change.then_some(to);
         }
         let freeze = (to.frozen != here.frozen).then_some(to.frozen);
         let collect = freeze == Some(true) && choice.to.collect;

@@ -263,7 +263,17 @@ impl Controller {
             let p = &e.p;
             let (ln_cost, sd, measured) = self.cost(c, p, &preds[0].p, slope);
             let freezing = c.frozen && !here.frozen;
-            for collect in if freezing { &[false, true][..] } else { &[false][..] } {
+            // Advice is a freeze the user makes once, at the end of start-up: a collection
+            // first costs the service nothing there and keeps no garbage frozen, so advice
+            // always collects first. Weighed window by window against freezing without it
+            // (whether a full collection is due anyway turns with the sampled pending count),
+            // the demo's advice turned over ten times in a minute.
+            let collects: &[bool] = match (freezing, self.act) {
+                (false, _) => &[false],
+                (true, true) => &[false, true],
+                (true, false) => &[true],
+            };
+            for collect in collects {
                 let mut p = *p;
                 // A setting not measured yet is entered on its memory bounded pessimistically,
                 // as its cost is: the model's bytes per object are an average over what it has
@@ -315,7 +325,7 @@ impl Controller {
                 // neurogc's own collection is a pause like any other: one window in the model's
                 // horizon, in the budget and in the objective.
                 let mut own_over = 0.0;
-                if *collect && !self.collector.full_due_anyway(p.next_full_s) {
+                if *collect && self.act && !self.collector.full_due_anyway(p.next_full_s) {
                     let pause = self.collector.freeze_collection_ns();
                     if budget_ns.is_some_and(|b| pause > b) {
                         own_over = window_s / HORIZON_S;
@@ -358,7 +368,7 @@ impl Controller {
                 // Advice stands until another is better by more than a change costs: the
                 // application's setting stays in force, so without this every near tie between
                 // two candidates would turn the advice over window by window.
-                let advised = !self.act && self.advised == Some((*c, *collect));
+                let advised = !self.act && self.advised == Some(*c);
                 let change = if *c == here || advised {
                     0.0
                 } else if here.frozen && !c.frozen {

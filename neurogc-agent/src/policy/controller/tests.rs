@@ -518,13 +518,38 @@ fn advise_mode_says_what_it_would_do_and_never_measures_an_effect_it_did_not_cau
         if w >= 3 {
             assert!(v.change, "the advice stands every window: {v:?}");
             assert!(v.what.as_deref().is_some_and(|w| w.starts_with("700/10/10 -> ")), "{v:?}");
-            advice.push((v.thresholds, v.freeze));
+            advice.push((v.thresholds, v.freeze, v.what));
         }
     }
     advice.dedup();
     assert_eq!(advice.len(), 1, "{advice:?}");
     assert!(!c.frozen());
     assert_eq!(c.thresholds(), [700, 10, 10]);
+}
+
+#[test]
+fn advice_to_freeze_does_not_turn_over_with_the_pending_count() {
+    // The long-lived generation's pending count swings window by window (a sample taken
+    // between full collections): whether a full collection is due within the next windows
+    // turns with it. The user freezes once, after start-up, where the collection first costs
+    // the service nothing: the advice is one recommendation, not "collect" one window and not
+    // the next (the demo's advice turned over ten times in a minute on this).
+    let gc = GuardConfig { freeze_after_s: Some(0.0), ..cfg() };
+    let mut c = Controller::new(gc, [700, 10, 10], false);
+    c.allow_freeze(true);
+    let mut advice = Vec::new();
+    for w in 1..=16 {
+        let mut r = SERVICE.reading([700, 10, 10], w);
+        r.long_lived = Some([1_000_000, if w % 2 == 0 { 240_000 } else { 100_000 }]);
+        let v = c.decide(&mut analytic, &r);
+        if w >= 3 {
+            advice.push((v.thresholds, v.freeze, v.what.clone()));
+        }
+    }
+    advice.dedup();
+    assert_eq!(advice.len(), 1, "{advice:#?}");
+    let what = advice[0].2.as_deref().unwrap_or_default();
+    assert!(what.ends_with(" + collect, freeze"), "{what}");
 }
 
 #[test]
