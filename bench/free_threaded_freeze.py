@@ -1,4 +1,4 @@
-"""What gc.freeze() does to a free-threaded build's collections (README, "Limits").
+"""What gc.freeze() does to a free-threaded build's collections (docs/limits.md).
 
 A cache of cyclic objects, then N seconds of cyclic garbage; prints the collections, their mean
 pause and the GC share of wall time, timed by gc.callbacks.

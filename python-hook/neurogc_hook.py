@@ -36,7 +36,7 @@ spare what someone else froze), and only once. No count of the frozen heap is ta
 agent asks: gc.get_freeze_count() walks the whole permanent generation with the GIL held (80-95 ms
 for a million objects on the document-search benchmark, a stall every request then in flight
 waited out). So the undo cannot tell a later gc.freeze() of the application's own from neurogc's:
-it releases both (README "Limits").
+it releases both (docs/limits.md).
 
 What stays for the life of the process: the guard class, its record and one os.register_at_fork()
 callback (CPython cannot unregister it), once per process however many agents come. Nothing in

@@ -42,7 +42,7 @@ Examples:
 Act mode changes nothing that the application did not have once the agent is
 gone, however it goes (SIGKILL included): the hook restores every threshold
 that still holds neurogc's value, and a custodian process undoes an injection
-that never ran. See README, \"Act mode\".
+that never ran. See docs/act-mode.md.
 
 Exit status: 0 when observation ended normally (Ctrl-C, SIGTERM, --duration,
 target exit); in launch mode, the command's own status, as time(1) gives it; 2
@@ -72,7 +72,7 @@ pub struct Cli {
     /// JSON lines instead of the live view
     ///
     /// One JSON object per line: an "attach" record, a "gc" record per collection, a "window" record per window, "decision" and "actuation" records
-    /// in advise/act mode, a "summary" record at the end (format: README, "Records"). In
+    /// in advise/act mode, a "summary" record at the end (format: docs/records.md). In
     /// launch mode the command's own standard output then goes to standard error
     #[arg(long)]
     pub json: bool,
@@ -246,7 +246,7 @@ pub struct PolicyArgs {
     /// ONNX model file, or "none" (default: embedded)
     ///
     /// Learned ONNX model that corrects the analytic model of the collector, a regular file of
-    /// at most 64 MiB (default: the one embedded in the agent; contract in README), or "none":
+    /// at most 64 MiB (default: the one embedded in the agent; contract in docs/controller.md), or "none":
     /// the analytic model alone (no ONNX Runtime needed)
     #[arg(long, value_name = "MODEL")]
     pub model: Option<PathBuf>,

@@ -1,7 +1,7 @@
 //! Feature windows: the event stream folded into fixed windows, each closed by a `Sample` of the
 //! target (thresholds and gen0 count from memory, RSS and CPU from /proc). The very same code
 //! runs live and on a recorded `--json` stream (`replay`), so what a model was trained on and
-//! what it is served cannot drift. Schema changes bump `SCHEMA`; README documents the names.
+//! what it is served cannot drift. Schema changes bump `SCHEMA`; docs/controller.md documents the names.
 use neurogc_trace::Collection;
 pub use neurogc_trace::{Sample, Window};
 

@@ -19,7 +19,7 @@ pub struct Frame<'a> {
     pub gc_share: f64,
     /// Thresholds and gen0 count, when read from memory.
     pub settings: Option<([i64; 3], i64)>,
-    /// Net container allocations per second, estimated (see README, "How it works").
+    /// Net container allocations per second, estimated (see docs/how-it-works.md).
     pub alloc_rate: Option<f64>,
     pub lost: u64,
     pub note: Option<&'a str>,

@@ -126,7 +126,7 @@ fn pause_budget_freezes_the_heap_and_every_ending_unfreezes_it() {
         if py.free_threaded {
             // The collector model the controller predicts a freeze's effect with is generational;
             // on 3.13t it does not predict that freezing shortens the (whole-heap) pauses, so it
-            // never freezes there (README, "Limits"). Its guard there is tested in budgets.rs.
+            // never freezes there (docs/limits.md). Its guard there is tested in budgets.rs.
             eprintln!("{}: not tested: the controller does not freeze on free-threaded builds", py.name);
             return Vec::new();
         }

@@ -5,7 +5,7 @@
 //! Offsets were read with `offsetof` compiled against each version's own internal headers
 //! (pyenv 3.8.18–3.13.0, Debian bookworm 3.11.2, trixie 3.13.5, sid 3.14.10 and 3.15.2, whose
 //! `libpython3.X-dev` packages ship them) and cross-checked in the pyenv builds' DWARF; see
-//! README, "How act mode reaches the target". Every layout is checked against the live process
+//! docs/act-mode.md, "How act mode finds the pending-call queue". Every layout is checked against the live process
 //! before a byte is written: a queue that does not look exactly like an idle queue is refused.
 use anyhow::{Result, bail};
 

@@ -1,7 +1,7 @@
 //! The learned model of the collector, run by ONNX Runtime (`ort`, loaded at run time: nothing
 //! is linked at build time, so the agent builds and observes without the library).
 //!
-//! Model contract (README, "Model contract"): the model corrects the analytic model's predictions
+//! Model contract (docs/controller.md, "The learned model and its contract"): the model corrects the analytic model's predictions
 //! (`predict`) with what it learned from many processes' recorded checks.
 //! - input `candidates`, float32 `[N, F]`: one row per candidate action, the features named by
 //!   `predict::FEATURES` (F of them), N any (one call per window scores every candidate).

@@ -45,7 +45,7 @@ pub fn pythons() -> Vec<Python> {
             free_threaded: p["free_threaded"].as_bool().unwrap_or(false),
         })
         .collect();
-    // The builds the project promises to test on (README, "Tested interpreters").
+    // The builds the project promises to test on (docs/interpreters.md).
     for required in
         ["debian-bookworm-3.11", "pyenv-3.11.", "debian-trixie-3.13", "debian-sid-3.14", "source-3.13t"]
     {
