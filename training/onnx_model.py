@@ -1,5 +1,5 @@
 """Writes neurogc's learned model as an ONNX graph from numpy weights (no deep-learning
-framework), following the agent's "corrector/1" contract (neurogc-agent/src/policy/model.rs):
+framework), following the agent's "corrector/1" contract (neurogc-agent/src/steering/policy/model.rs):
 
   candidates [N, F] -> Gemm -> Relu -> ... -> Gemm -> correction [N, 4]
 

@@ -7,12 +7,12 @@ use anyhow::Result;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::{
-    actuate::ActuatorKind,
     bail_user,
     fleet::discover::{Filter, Rule, RuleKey},
     interp::ProbeChoice,
-    policy::{ModelChoice, Policy, budgets::GuardConfig, model::ExecutionProvider},
-    steer::Mode,
+    steering::actuate::ActuatorKind,
+    steering::policy::{ModelChoice, Policy, budgets::GuardConfig, model::ExecutionProvider},
+    steering::steer::Mode,
 };
 
 const AFTER_HELP: &str = "\
@@ -420,13 +420,13 @@ pub enum Task {
     Observe(Options),
     Fleet(crate::fleet::Options, FleetOutput),
     Report(crate::report::Options),
-    Replay(crate::replay::Options),
+    Replay(crate::commands::replay::Options),
 }
 
 /// Where fleet mode's numbers go.
 pub enum FleetOutput {
     Metrics { addr: Option<SocketAddr>, python_names: bool },
-    Top(crate::top::Sort),
+    Top(crate::sinks::top::Sort),
 }
 
 /// Where the records of a live run go.
@@ -477,13 +477,13 @@ impl Cli {
             Some(Sub::Top(t)) => Ok(Task::Fleet(
                 t.select.convert(),
                 FleetOutput::Top(match t.sort {
-                    CliSort::Share => crate::top::Sort::Share,
-                    CliSort::Longest => crate::top::Sort::Longest,
-                    CliSort::P99 => crate::top::Sort::P99,
-                    CliSort::Rate => crate::top::Sort::Rate,
+                    CliSort::Share => crate::sinks::top::Sort::Share,
+                    CliSort::Longest => crate::sinks::top::Sort::Longest,
+                    CliSort::P99 => crate::sinks::top::Sort::P99,
+                    CliSort::Rate => crate::sinks::top::Sort::Rate,
                 }),
             )),
-            Some(Sub::Replay(r)) => Ok(Task::Replay(crate::replay::Options {
+            Some(Sub::Replay(r)) => Ok(Task::Replay(crate::commands::replay::Options {
                 trace: r.trace,
                 json: r.json,
                 policy: r.policy.convert()?,

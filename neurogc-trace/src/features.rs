@@ -1,5 +1,5 @@
 //! The feature schema of "window" records: what each number of `Window::features` is. The agent
-//! computes them (neurogc-agent/src/features.rs); models, report and training read them by name.
+//! computes them (neurogc-agent/src/session/features.rs); models, report and training read them by name.
 /// Bumped whenever a feature is added, removed, reordered or redefined.
 pub const SCHEMA: u32 = 1;
 

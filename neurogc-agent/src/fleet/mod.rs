@@ -29,10 +29,10 @@ use self::{
     stats::Stats,
 };
 use crate::{
-    events::{self, Clock},
     interp::AttachPlan,
-    probes::{Armed, Kernel},
+    kernel::probes::{Armed, Kernel},
     session::Decoder,
+    session::events::{self, Clock},
     wait::{pidfd_open, readable, stop_signals},
 };
 
@@ -77,7 +77,7 @@ struct Session {
     starting: bool,
     exit_watch: tokio::task::JoinHandle<()>,
     /// Names the innermost frame of each collection's stack, for the window's top trigger.
-    stacks: Option<crate::stacks::Resolver>,
+    stacks: Option<crate::session::stacks::Resolver>,
 }
 
 struct Resolved {
@@ -209,8 +209,8 @@ pub async fn run(
     };
     tracing::info!(
         "fleet stopped ({why}): detached from {}, {} lost",
-        crate::text::plural(n as u64, "process"),
-        crate::text::plural(fleet.kernel.lost(), "event")
+        crate::sinks::text::plural(n as u64, "process"),
+        crate::sinks::text::plural(fleet.kernel.lost(), "event")
     );
     Ok(())
 }
@@ -349,7 +349,12 @@ impl Fleet {
             starting: at_exec,
             exit_watch,
             stacks: plan.stack.and(plan.code).map(|(layout, code_type)| {
-                crate::stacks::Resolver::new(pid, layout, code_type, crate::stacks::MAX_CODES_FLEET)
+                crate::session::stacks::Resolver::new(
+                    pid,
+                    layout,
+                    code_type,
+                    crate::session::stacks::MAX_CODES_FLEET,
+                )
             }),
         };
         for sink in &mut self.sinks {
@@ -427,7 +432,7 @@ impl Fleet {
         tracing::info!(
             "{pid} ({}) {why}: {} observed",
             s.target.who.comm,
-            crate::text::plural(s.target.stats.collections, "collection")
+            crate::sinks::text::plural(s.target.stats.collections, "collection")
         );
         for sink in &mut self.sinks {
             sink.gone(&s.target);

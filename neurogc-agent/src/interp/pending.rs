@@ -268,8 +268,8 @@ impl IdleQueue {
 /// The writes that queue `func(arg)` on an idle queue: the expectations that prove it is still
 /// idle, the slot, then the single write that makes the call visible (`last` on a ring,
 /// `npending` after `next` on 3.13+), then the eval breaker.
-pub fn enqueue_steps(q: &IdleQueue, func: u64, arg: u64) -> Vec<crate::actuate::custodian::Step> {
-    use crate::actuate::custodian::Step;
+pub fn enqueue_steps(q: &IdleQueue, func: u64, arg: u64) -> Vec<crate::steering::actuate::custodian::Step> {
+    use crate::steering::actuate::custodian::Step;
     let mut steps = Vec::new();
     let at = |off: u64| q.address + off;
     let i32b = |v: u64| (v as i32).to_le_bytes();

@@ -6,7 +6,7 @@ use std::{cmp::Reverse, collections::BinaryHeap};
 use neurogc_trace::{Attach, Collection, Record, Summary, Window};
 use serde::Serialize;
 
-use crate::aggregate::Aggregate;
+use crate::session::aggregate::Aggregate;
 
 /// GC time per second is kept for this many seconds (48 days); longer traces get no worst minute
 /// beyond it.
@@ -385,7 +385,7 @@ impl Analysis {
             pause_share: f(self.at.gc_share).unwrap_or(0.0),
             max_pause_us,
             alloc_per_s: f(self.at.alloc_per_s).filter(|_| match (w.sample.thresholds, w.sample.count0) {
-                (Some(t), Some(c)) => crate::view::alloc_estimate_holds(t[0], c),
+                (Some(t), Some(c)) => crate::sinks::view::alloc_estimate_holds(t[0], c),
                 _ => true,
             }),
             rss_mib: w.sample.rss_bytes as f64 / 1048576.0,

@@ -10,7 +10,7 @@ use super::{
     analysis::{Analysis, Timeline},
     pct,
 };
-use crate::view::{duration, thresholds};
+use crate::sinks::view::{duration, thresholds};
 
 /// Generation 0, 1, 2 and unknown; the test finds these colours in a screenshot.
 pub const GEN_COLORS: [&str; 4] = ["#1f77b4", "#ff7f0e", "#d62728", "#7f7f7f"];
@@ -495,7 +495,8 @@ fn sites_table(s: &mut String, r: &Report) {
             site.collections[2],
             duration(site.total_pause_ns()),
             duration(site.p99_ns),
-            site.allocations.map_or("-".to_owned(), |a| crate::view::count(a as f64 / r.span_s.max(1e-9)))
+            site.allocations
+                .map_or("-".to_owned(), |a| crate::sinks::view::count(a as f64 / r.span_s.max(1e-9)))
         );
     }
     s.push_str("</table>");
@@ -600,7 +601,7 @@ th:first-child,td:first-child{{text-align:left}}svg text{{font-size:11px;fill:#4
     if !alloc.is_empty() {
         let title = "Allocation rate (net container allocations/s, estimated)";
         line_plot(&mut s, r, title, &one("allocs/s", alloc), (false, f64::INFINITY), |v| {
-            crate::view::count(v)
+            crate::sinks::view::count(v)
         });
     }
     let settings: Vec<Series> = ["threshold0", "threshold1", "threshold2"]

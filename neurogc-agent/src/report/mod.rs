@@ -22,7 +22,7 @@ use self::{
     analysis::{Analysis, ChangedBy, Freeze, HISTOGRAM_BOUNDS_NS, Pause},
     findings::Finding,
 };
-use crate::{aggregate::GenTotals, bail_user, view::duration};
+use crate::{bail_user, session::aggregate::GenTotals, sinks::view::duration};
 
 pub use self::sites::Weight;
 
@@ -143,7 +143,7 @@ pub const GEN_COLUMNS: [&str; 9] = ["gen", "count", "count %", "time %", "p50", 
 
 impl GenReport {
     pub fn cells(&self) -> [String; 9] {
-        let d = crate::view::duration;
+        let d = crate::sinks::view::duration;
         [
             if self.r#gen < 0 { "?".to_owned() } else { self.r#gen.to_string() },
             self.collections.to_string(),
@@ -212,7 +212,7 @@ pub fn run(opts: &Options) -> Result<()> {
     let mut perfetto = match &opts.perfetto {
         Some(p) => Some(perfetto::Writer::new(BufWriter::with_capacity(
             1 << 20,
-            crate::output::create(p, "Perfetto trace")?,
+            crate::sinks::output::create(p, "Perfetto trace")?,
         ))?),
         None => None,
     };
@@ -234,15 +234,15 @@ pub fn run(opts: &Options) -> Result<()> {
     };
     let report = build(&analysis, info);
     if let Some((path, weight)) = &opts.folded {
-        let mut f = crate::output::create(path, "folded stacks")?;
+        let mut f = crate::sinks::output::create(path, "folded stacks")?;
         f.write_all(analysis.stacks.folded(*weight).as_bytes())?;
     }
     if let Some(path) = &opts.html {
         let page = html::page(&report, &analysis);
-        let mut f = crate::output::create(path, "HTML report")?;
+        let mut f = crate::sinks::output::create(path, "HTML report")?;
         f.write_all(page.as_bytes())?;
     }
-    let mut out = crate::output::LineWriter::new(std::io::stdout());
+    let mut out = crate::sinks::output::LineWriter::new(std::io::stdout());
     if opts.json {
         serde_json::to_writer(&mut out, &report)?;
         writeln!(out)?;

@@ -107,7 +107,7 @@ impl<W: Write> Writer<W> {
                 if let Some(t) = w.sample.thresholds
                     && self.thresholds.is_some_and(|old| old != t)
                 {
-                    let name = format!("thresholds {}", crate::view::thresholds(t));
+                    let name = format!("thresholds {}", crate::sinks::view::thresholds(t));
                     self.event(
                         &json!({"name": name, "ph": "i", "s": "p", "pid": pid, "tid": pid, "ts": raw(&ts)}),
                     )?;

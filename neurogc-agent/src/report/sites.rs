@@ -226,7 +226,7 @@ impl Stacks {
                 .take(n)
                 .map(|&f| {
                     let (name, file, line) = self.name(f);
-                    crate::stacks::label(&name, &file, line)
+                    crate::session::stacks::label(&name, &file, line)
                 })
                 .collect(),
         )

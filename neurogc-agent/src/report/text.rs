@@ -3,8 +3,8 @@ use std::fmt::Write;
 
 use super::{Report, pct};
 use crate::{
-    text,
-    view::{duration, thresholds},
+    sinks::text,
+    sinks::view::{duration, thresholds},
 };
 
 fn bound(ns: u64) -> String {
@@ -119,7 +119,7 @@ pub fn render(r: &Report) -> String {
                 site.collections[2],
                 duration(site.total_pause_ns()),
                 duration(site.p99_ns),
-                site.allocations.map_or("-".to_owned(), |a| crate::view::count(a as f64 / r.span_s)),
+                site.allocations.map_or("-".to_owned(), |a| crate::sinks::view::count(a as f64 / r.span_s)),
             );
             let at = if site.file.is_empty() {
                 site.name.clone()
@@ -145,7 +145,10 @@ pub fn render(r: &Report) -> String {
                 s,
                 "{}",
                 text::wrap(
-                    &format!("  {} without a stack", crate::text::plural(r.stacks.without, "collection")),
+                    &format!(
+                        "  {} without a stack",
+                        crate::sinks::text::plural(r.stacks.without, "collection")
+                    ),
                     4
                 )
             );

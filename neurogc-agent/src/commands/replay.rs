@@ -16,11 +16,11 @@ use anyhow::Result;
 use neurogc_trace::{Decision, Record};
 
 use crate::{
-    actuate::ActuatorKind,
     bail_user,
-    features::{self, Windower},
-    policy::Policy,
-    steer::{Mode, Steering},
+    session::features::{self, Windower},
+    steering::actuate::ActuatorKind,
+    steering::policy::Policy,
+    steering::steer::{Mode, Steering},
 };
 
 pub struct Options {
@@ -57,7 +57,7 @@ pub fn run(opts: &Options) -> Result<()> {
     // Advise mode: the live agent's own model-then-guard step, with no actuator behind it.
     let mut steer = Steering::new(Mode::Advise, model, opts.policy.guard.clone(), ActuatorKind::Hook);
     let source = steer.describe().0.source;
-    let mut out = BufWriter::new(crate::output::LineWriter::new(std::io::stdout()));
+    let mut out = BufWriter::new(crate::sinks::output::LineWriter::new(std::io::stdout()));
     let mut windower: Option<Windower> = None;
     let mut start_ns = 0;
     let mut row: Option<Row> = None;
@@ -126,7 +126,7 @@ pub fn run(opts: &Options) -> Result<()> {
         tracing::warn!("{}: {why}", opts.trace.display());
     }
     if !opts.json {
-        let plural = crate::text::plural;
+        let plural = crate::sinks::text::plural;
         let summary = format!(
             "{}: {} recomputed identical to the recorded ones; the replayed policy would change the \
              thresholds {} (the recorded run: {} of {}); same thresholds as the recorded decision in {} of {}",
@@ -141,14 +141,14 @@ pub fn run(opts: &Options) -> Result<()> {
             tally.agree,
             tally.recorded_decisions
         );
-        writeln!(out, "{}", crate::text::wrap(&summary, 2))?;
+        writeln!(out, "{}", crate::sinks::text::wrap(&summary, 2))?;
     }
     out.flush()?;
     if tally.identical < tally.windows {
         tracing::warn!(
             "{} of {} differ from the recorded ones: recorded by another agent version, or collections were lost",
             tally.windows - tally.identical,
-            crate::text::plural(tally.windows, "window")
+            crate::sinks::text::plural(tally.windows, "window")
         );
     }
     Ok(())
@@ -172,10 +172,10 @@ fn flush_row(out: &mut impl Write, row: Option<Row>, json: bool, tally: &mut Tal
         out,
         "{:>8.1}s  {:<14} {:<24} {}\n{}",
         row.at_s,
-        row.in_force.map_or("unknown".to_owned(), crate::view::thresholds),
+        row.in_force.map_or("unknown".to_owned(), crate::sinks::view::thresholds),
         row.recorded.as_ref().map_or("(observe: none)".to_owned(), verdict),
         verdict(&row.would),
-        crate::text::block(&row.would.reason, 11)
+        crate::sinks::text::block(&row.would.reason, 11)
     )?;
     Ok(())
 }
@@ -191,7 +191,7 @@ fn verdict(change: bool, thresholds: [i64; 3], freeze: Option<bool>) -> String {
         Some(false) => " +unfreeze",
         None => "",
     };
-    format!("{}{freeze}", crate::view::thresholds(thresholds))
+    format!("{}{freeze}", crate::sinks::view::thresholds(thresholds))
 }
 
 #[cfg(test)]

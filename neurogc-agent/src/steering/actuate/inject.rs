@@ -29,8 +29,8 @@ use crate::{
     memory::ProcMem,
 };
 
-const BOOT: &str = include_str!("../../../python-hook/boot.py");
-const ACTION: &str = include_str!("../../../python-hook/action.py");
+const BOOT: &str = include_str!("../../../../python-hook/boot.py");
+const ACTION: &str = include_str!("../../../../python-hook/action.py");
 /// The stub's fixed beginning: how a region holding one (live, or disarmed by a NUL over its
 /// first byte) is recognised.
 const STUB_HEAD: &str = "try:\n import builtins as _neurogc\n";

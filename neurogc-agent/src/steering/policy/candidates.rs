@@ -118,7 +118,7 @@ impl Space<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::budgets::test_config;
+    use crate::steering::policy::budgets::test_config;
 
     fn space(cfg: &GuardConfig, here: [i64; 3], may_freeze: bool) -> Vec<Candidate> {
         Space {

@@ -15,7 +15,7 @@ use std::{
 
 use anyhow::{Context, Result};
 
-const HOOK_SOURCE: &str = include_str!("../../../python-hook/neurogc_hook.py");
+const HOOK_SOURCE: &str = include_str!("../../../../python-hook/neurogc_hook.py");
 /// What the hook answers per line at most: anything longer is not the hook talking.
 const MAX_LINE: u64 = 4096;
 

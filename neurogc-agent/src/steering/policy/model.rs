@@ -26,7 +26,7 @@ use crate::bail_user;
 const MAX_MODEL_BYTES: u64 = 64 << 20;
 
 /// The trained default model, so the main job needs no file (see models/MODEL_CARD.md).
-pub const DEFAULT_MODEL: &[u8] = include_bytes!("../../../models/default.onnx");
+pub const DEFAULT_MODEL: &[u8] = include_bytes!("../../../../models/default.onnx");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExecutionProvider {

@@ -36,7 +36,7 @@ use super::{
     predict::{Candidate, Collector, Correction, FEATURE_COUNT, HORIZON_S, Prediction, Reading},
     trust::{Trial, Trust},
 };
-use crate::view::thresholds;
+use crate::sinks::view::thresholds;
 
 mod score;
 
@@ -277,7 +277,7 @@ impl Controller {
                 format!(
                     "measured over {}: longest pause {pause:.1} ms a window (mean){}, GC {:.1}%, \
                      memory +{memory:.0} MiB",
-                    crate::text::plural(s.measured, "collection"),
+                    crate::sinks::text::plural(s.measured, "collection"),
                     over(pause * 1e6, n / windows.max(1e-9), None),
                     st.gc_share().unwrap_or(s.p.share) * 100.0,
                 )

@@ -37,8 +37,11 @@ impl Advice {
     pub fn recommendation(&self) -> Option<String> {
         let (advised, since) = self.current?;
         let stood = self.windows - since + 1;
-        let held =
-            format!("advised for the last {} of {}", stood, crate::text::plural(self.windows, "window"));
+        let held = format!(
+            "advised for the last {} of {}",
+            stood,
+            crate::sinks::text::plural(self.windows, "window")
+        );
         let Some(m) = advised else {
             return Some(format!(
                 "recommendation: keep the application's own settings ({held}): no setting \
@@ -60,7 +63,7 @@ impl Advice {
         }
         if m.thresholds != m.from {
             let [a, b, c] = m.thresholds;
-            what.push(format!("thresholds {}", crate::view::thresholds(m.thresholds)));
+            what.push(format!("thresholds {}", crate::sinks::view::thresholds(m.thresholds)));
             code.push(format!("gc.set_threshold({a}, {b}, {c})"));
         }
         let code: String = code.iter().map(|l| format!("\n    {l}")).collect();

@@ -9,11 +9,11 @@ use hdrhistogram::Histogram;
 use neurogc_trace::{Actuation, Decision, LatencySummary, ModelInfo};
 
 use crate::{
-    actuate::{self, ActuatorHandle, ActuatorKind, Command, Event, Finish},
-    advice::{Advice, Move},
-    features::Window,
     interp::{AttachPlan, layout::GcState},
-    policy::{
+    session::features::Window,
+    steering::actuate::{self, ActuatorHandle, ActuatorKind, Command, Event, Finish},
+    steering::advice::{Advice, Move},
+    steering::policy::{
         budgets::{self, GuardConfig},
         controller::Controller,
         model::Model,
@@ -266,7 +266,7 @@ impl Steering {
             (Event::AppChanged { now }, h) => {
                 let why = format!(
                     "the application set its own thresholds ({}): neurogc stops steering and leaves them",
-                    crate::view::thresholds(now)
+                    crate::sinks::view::thresholds(now)
                 );
                 tracing::warn!("{why}");
                 rec.event = "app-changed".to_owned();
@@ -380,7 +380,7 @@ impl Steering {
                 Vec::new()
             })
         };
-        let verdict = controller.decide(&mut learned, &crate::features::reading(window, age));
+        let verdict = controller.decide(&mut learned, &crate::session::features::reading(window, age));
         if !act {
             let advised = verdict.change.then_some(Move {
                 thresholds: verdict.thresholds,

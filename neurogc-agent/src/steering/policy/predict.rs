@@ -14,7 +14,7 @@
 //! G1's pause predictor does (decaying averages): cost per object of young and full collections,
 //! the young survivors per round, the objects each gen1 round promotes into the old generation, the garbage found there, the bytes an object holds. Priors (measured
 //! on CPython 3.11, x86-64) stand in until the process shows its own.
-use crate::view::thresholds;
+use crate::sinks::view::thresholds;
 
 /// A young collection's cost per object walked, before the process shows its own (ns).
 const PRIOR_YOUNG_NS: f64 = 40.0;

@@ -15,7 +15,7 @@ use neurogc_common::{GlobalConfig, RING_BYTES, TargetConfig, counter};
 use crate::{
     bail_user,
     interp::{AttachPlan, Sites},
-    perf_uprobe::{self, UprobeLink},
+    kernel::perf_uprobe::{self, UprobeLink},
 };
 
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/neurogc-probes"));

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use neurogc_trace::GenSummary;
 
-use crate::{aggregate::Aggregate, text};
+use crate::{session::aggregate::Aggregate, sinks::text};
 
 pub struct Frame<'a> {
     pub pid: i32,

@@ -129,7 +129,7 @@ fn bars(history: impl DoubleEndedIterator<Item = u64> + ExactSizeIterator, width
 }
 
 fn pause(us: u64) -> String {
-    if us == 0 { "-".into() } else { crate::view::duration(us * 1000) }
+    if us == 0 { "-".into() } else { crate::sinks::view::duration(us * 1000) }
 }
 
 impl<B: Backend> Top<B> {

@@ -12,16 +12,16 @@ use neurogc_trace::{Attach, PolicySummary, Record, Summary, TraceWriter};
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::{
-    aggregate::Aggregate,
-    events::{self, Clock},
-    features::{self, Sample, Window, Windower},
+    commands::launch::Launched,
     interp::{AttachPlan, process},
-    launch::Launched,
-    output::LineWriter,
-    probes::Probes,
+    kernel::probes::Probes,
+    session::aggregate::Aggregate,
+    session::events::{self, Clock},
+    session::features::{self, Sample, Window, Windower},
     session::{Decoder, GcStatus},
-    steer::{Events, Mode, Steering, latency},
-    view,
+    sinks::output::LineWriter,
+    sinks::view,
+    steering::steer::{Events, Mode, Steering, latency},
     wait::{pidfd_open, readable, stop_signals},
 };
 
@@ -71,9 +71,9 @@ struct Observer<'a> {
     /// The actuator's events (act mode, once the GC state is known and the actuator started).
     events: Option<Events>,
     /// Names the frames of each collection's stack (builds whose stacks are read).
-    stacks: Option<crate::stacks::Resolver>,
+    stacks: Option<crate::session::stacks::Resolver>,
     /// The sets of threads free-threaded collections halted.
-    halted: crate::halted::Interner,
+    halted: crate::session::halted::Interner,
 }
 
 enum Stop {
@@ -84,7 +84,7 @@ enum Stop {
     Duration,
     Signal(&'static str),
     /// How a launched command ended (None: attached, or not reaped).
-    TargetExited(Option<crate::launch::Ended>),
+    TargetExited(Option<crate::commands::launch::Ended>),
     OutputClosed,
 }
 
@@ -107,7 +107,7 @@ pub async fn run(
     launched: Option<Launched>,
     mut steer: Option<Steering>,
     mut opts: Options,
-) -> Result<Option<crate::launch::Ended>> {
+) -> Result<Option<crate::commands::launch::Ended>> {
     let pid = plan.pid;
     let exit_watch = readable(pidfd_open(pid)?)?;
     let mut ring = readable(Ring(probes))?;
@@ -137,7 +137,7 @@ pub async fn run(
         steer,
         events: None,
         stacks: plan.stack.and(plan.code).map(|(layout, code_type)| {
-            crate::stacks::Resolver::new(pid, layout, code_type, crate::stacks::MAX_CODES)
+            crate::session::stacks::Resolver::new(pid, layout, code_type, crate::session::stacks::MAX_CODES)
         }),
         halted: Default::default(),
     };
@@ -213,7 +213,7 @@ pub async fn run(
 }
 
 /// The actuator's next event, or never when there is no actuator.
-async fn next_event(events: &mut Option<Events>) -> Option<crate::actuate::Event> {
+async fn next_event(events: &mut Option<Events>) -> Option<crate::steering::actuate::Event> {
     match events {
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,
@@ -266,7 +266,7 @@ impl Observer<'_> {
         }
     }
 
-    fn actuation(&mut self, ev: crate::actuate::Event) -> Result<()> {
+    fn actuation(&mut self, ev: crate::steering::actuate::Event) -> Result<()> {
         let Some(steer) = self.steer.as_mut() else { return Ok(()) };
         let rec = steer.on_event(ev, self.clock.now_unix_ns());
         if rec.event == "finished" {
@@ -500,7 +500,7 @@ impl Observer<'_> {
             // The record keeps the recommendation's lines whole; the terminal's fit 80 columns.
             if let Some(r) = summary.policy.as_ref().and_then(|p| p.recommendation.as_ref()) {
                 for line in r.lines() {
-                    writeln!(out, "{}", crate::text::wrap(line, 2))?;
+                    writeln!(out, "{}", crate::sinks::text::wrap(line, 2))?;
                 }
             }
             if let Stop::TargetExited(Some(ended)) = stop {

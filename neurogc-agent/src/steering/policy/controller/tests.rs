@@ -1,6 +1,6 @@
 use super::*;
 
-use crate::policy::budgets::test_config as cfg;
+use crate::steering::policy::budgets::test_config as cfg;
 
 /// A process whose collector behaves as the analytic model says: `alloc` net allocations per
 /// second, young rounds walking 40 ns per object, gen1 rounds also walking 1,000 survivors of
@@ -413,7 +413,7 @@ fn a_freeze_whose_collection_would_miss_the_pause_budget_is_made_without_it() {
 
 #[test]
 fn the_learned_model_corrects_every_candidate_in_one_call_once_it_has_come_true_here() {
-    let d_ln_t0 = crate::policy::predict::FEATURES.iter().position(|f| *f == "d_ln_t0").unwrap();
+    let d_ln_t0 = crate::steering::policy::predict::FEATURES.iter().position(|f| *f == "d_ln_t0").unwrap();
     let first_move = |learned: Learned, borne_out: usize| {
         let mut c = Controller::new(cost_only(), [700, 10, 10], true);
         // Moves made earlier in which the model's corrections came true.
@@ -444,7 +444,7 @@ fn the_learned_model_corrects_every_candidate_in_one_call_once_it_has_come_true_
 
 #[test]
 fn a_move_made_without_the_model_asks_it_afterwards_what_the_move_will_check() {
-    let d_ln_t0 = crate::policy::predict::FEATURES.iter().position(|f| *f == "d_ln_t0").unwrap();
+    let d_ln_t0 = crate::steering::policy::predict::FEATURES.iter().position(|f| *f == "d_ln_t0").unwrap();
     let asked = std::cell::RefCell::new(Vec::new());
     let mut learned = |rows: &[[f32; FEATURE_COUNT]]| -> Vec<Correction> {
         asked.borrow_mut().push(rows.len());
@@ -474,7 +474,7 @@ fn a_learned_model_whose_corrections_do_not_come_true_here_loses_its_weight() {
     // model does, for a process where it is not so and the application slows too: each far
     // setting looks cheap until measured. After a move or two measured against it, its
     // corrections fade and the run costs about what staying would.
-    let d_ln_t0 = crate::policy::predict::FEATURES.iter().position(|f| *f == "d_ln_t0").unwrap();
+    let d_ln_t0 = crate::steering::policy::predict::FEATURES.iter().position(|f| *f == "d_ln_t0").unwrap();
     let mut promise = |rows: &[[f32; FEATURE_COUNT]]| -> Vec<Correction> {
         rows.iter().map(|f| [-1.5 * f[d_ln_t0].max(0.0), 0.0, 0.0, 0.0]).collect()
     };

@@ -32,7 +32,7 @@ use crate::{
     bail_user,
     interp::{AttachPlan, cpython::GcStateLocation, layout::GcState, pending::PendingLayout, process},
     memory::{ProcMem, read_bytes, read_u64},
-    view::thresholds,
+    sinks::view::thresholds,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -601,13 +601,13 @@ impl Worker {
                 ),
                 (n, 0) => format!(
                     "not frozen: the call was queued {} and did not run within {ACTION_WAIT:?} ({})",
-                    crate::text::plural(n as u64, "time"),
+                    crate::sinks::text::plural(n as u64, "time"),
                     inject::main_thread_state(self.plan.pid)
                 ),
                 (n, inside) => format!(
                     "not frozen: the call was queued {} and ran only inside collections ({} of \
                      them) within {ACTION_WAIT:?}",
-                    crate::text::plural(n as u64, "time"),
+                    crate::sinks::text::plural(n as u64, "time"),
                     inside
                 ),
             };

@@ -2,15 +2,20 @@
 //! and the events that wait for it. Decoding an event needs to know whether the layout is
 //! trusted, so events are held (in order) until it is proven or refuted: each is decoded the same
 //! way whatever the timing.
+pub mod aggregate;
+pub mod events;
+pub mod features;
+pub mod halted;
+pub mod stacks;
 use neurogc_common::GcEvent;
 use neurogc_trace::Collection;
 
 use crate::{
-    events::{self, Clock},
     interp::{
         layout::{GcLocator, GcState},
         process,
     },
+    session::events::Clock,
 };
 
 pub enum GcStatus {

@@ -115,11 +115,11 @@ fn feature(window: &Window, name: &str) -> f64 {
 
 /// The window as the model of the collector reads it. `age_s`: the process's age at the
 /// window's end, where known.
-pub fn reading(window: &Window, age_s: Option<f64>) -> crate::policy::predict::Reading {
+pub fn reading(window: &Window, age_s: Option<f64>) -> crate::steering::policy::predict::Reading {
     let per_gen =
         |name: &str, scale: f64| [0, 1, 2].map(|g| feature(window, &format!("gen{g}_{name}")) * scale);
     let s = &window.sample;
-    crate::policy::predict::Reading {
+    crate::steering::policy::predict::Reading {
         ts_ns: window.end_ns,
         secs: (window.end_ns.saturating_sub(window.start_ns) as f64 / 1e9).max(1e-3),
         collections: window.collections,
