@@ -1,19 +1,12 @@
-//! The command line, and its conversion into the domain's options. Nothing below `main` sees a
-//! clap type. Every number is range-checked here: out-of-range input is exit code 2 with one
-//! line, never a panic deeper down (`Duration::from_secs_f64(1e300)` would be one).
-use std::{ffi::OsString, net::SocketAddr, path::PathBuf, time::Duration};
+//! The command line as clap reads it; `options.rs` converts it into the domain's options, so
+//! nothing below `main` sees a clap type. Every number is range-checked here: out-of-range input
+//! is exit code 2 with one line, never a panic deeper down (`Duration::from_secs_f64(1e300)`
+//! would be one).
+use std::{ffi::OsString, net::SocketAddr, path::PathBuf};
 
-use anyhow::Result;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::{
-    bail_user,
-    fleet::discover::{Filter, Rule, RuleKey},
-    interp::ProbeChoice,
-    steering::actuate::ActuatorKind,
-    steering::policy::{ModelChoice, Policy, budgets::GuardConfig, model::ExecutionProvider},
-    steering::steer::Mode,
-};
+use crate::fleet::discover::{Rule, RuleKey};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -415,94 +408,6 @@ pub enum CliProbe {
     Uprobe,
 }
 
-/// What to do, in the domain's terms.
-pub enum Task {
-    Observe(Options),
-    Fleet(crate::fleet::Options, FleetOutput),
-    Report(crate::report::Options),
-    Replay(crate::commands::replay::Options),
-}
-
-/// Where fleet mode's numbers go.
-pub enum FleetOutput {
-    Metrics { addr: Option<SocketAddr>, python_names: bool },
-    Top(crate::sinks::top::Sort),
-}
-
-/// Where the records of a live run go.
-pub enum Output {
-    /// The live view only.
-    View,
-    /// JSON lines, to standard output (None) or a file.
-    Json(Option<PathBuf>),
-    /// A `.ngc` recording.
-    Recording(PathBuf),
-}
-
-pub struct Options {
-    pub pid: Option<i32>,
-    pub command: Vec<OsString>,
-    pub output: Output,
-    pub duration: Option<f64>,
-    pub interval: f64,
-    pub mode: Mode,
-    pub actuator: ActuatorKind,
-    pub policy: Policy,
-    pub probe: ProbeChoice,
-}
-
-impl Cli {
-    /// Checks what clap cannot check field by field, and converts.
-    pub fn task(self) -> Result<Task> {
-        match self.sub {
-            None => {
-                let output = match (self.json, self.output) {
-                    (false, _) => Output::View,
-                    (true, file) => Output::Json(file),
-                };
-                observe(self.target, output, self.steer)
-            }
-            Some(Sub::Record(r)) => observe(r.target, Output::Recording(r.output), r.steer),
-            Some(Sub::Report(r)) => Ok(Task::Report(crate::report::Options {
-                trace: r.trace,
-                json: r.json,
-                html: r.html,
-                perfetto: r.perfetto,
-                folded: r.folded.map(|f| (f, r.weight)),
-            })),
-            Some(Sub::Fleet(f)) => Ok(Task::Fleet(
-                f.select.convert(),
-                FleetOutput::Metrics { addr: f.metrics_addr, python_names: f.python_gc_names },
-            )),
-            Some(Sub::Top(t)) => Ok(Task::Fleet(
-                t.select.convert(),
-                FleetOutput::Top(match t.sort {
-                    CliSort::Share => crate::sinks::top::Sort::Share,
-                    CliSort::Longest => crate::sinks::top::Sort::Longest,
-                    CliSort::P99 => crate::sinks::top::Sort::P99,
-                    CliSort::Rate => crate::sinks::top::Sort::Rate,
-                }),
-            )),
-            Some(Sub::Replay(r)) => Ok(Task::Replay(crate::commands::replay::Options {
-                trace: r.trace,
-                json: r.json,
-                policy: r.policy.convert()?,
-            })),
-        }
-    }
-}
-
-impl SelectArgs {
-    fn convert(self) -> crate::fleet::Options {
-        crate::fleet::Options {
-            filter: Filter { include: self.include, exclude: self.exclude },
-            max_targets: self.max_targets as usize,
-            duration: self.duration.map(Duration::from_secs_f64),
-            interval: Duration::from_secs_f64(self.interval),
-        }
-    }
-}
-
 /// `comm=gunicorn*`, `cgroup=*kubepods*`, `container=3f2a*`.
 fn rule(s: &str) -> Result<Rule, String> {
     let (key, pattern) = s.split_once('=').ok_or("expected KEY=PATTERN, e.g. comm=gunicorn")?;
@@ -522,81 +427,6 @@ fn rule(s: &str) -> Result<Rule, String> {
 fn listen_addr(s: &str) -> Result<SocketAddr, String> {
     let full = if s.starts_with(':') { format!("0.0.0.0{s}") } else { s.to_owned() };
     full.parse().map_err(|_| format!("{s:?} is not HOST:PORT or :PORT (e.g. :9464, 127.0.0.1:9464)"))
-}
-
-fn observe(target: TargetArgs, output: Output, steer: SteerArgs) -> Result<Task> {
-    Ok(Task::Observe(Options {
-        pid: target.pid,
-        command: target.command,
-        output,
-        duration: target.duration,
-        interval: target.interval,
-        mode: match steer.mode {
-            CliMode::Observe => Mode::Observe,
-            CliMode::Advise => Mode::Advise,
-            CliMode::Act => Mode::Act,
-        },
-        actuator: match steer.actuator {
-            CliActuator::Hook => ActuatorKind::Hook,
-            CliActuator::Memory => ActuatorKind::Memory,
-        },
-        policy: steer.policy.convert()?,
-        probe: match target.probe {
-            CliProbe::Auto => ProbeChoice::Auto,
-            CliProbe::Usdt => ProbeChoice::Usdt,
-            CliProbe::Uprobe => ProbeChoice::Uprobe,
-        },
-    }))
-}
-
-impl PolicyArgs {
-    fn convert(self) -> Result<Policy> {
-        for g in 0..3 {
-            if self.threshold_min[g] > self.threshold_max[g] {
-                bail_user!(
-                    "--threshold-min {} is above --threshold-max {} for generation {g}: the minimum must not exceed the maximum",
-                    fmt(self.threshold_min),
-                    fmt(self.threshold_max)
-                );
-            }
-        }
-        Ok(Policy {
-            model: match self.model {
-                None => ModelChoice::Embedded,
-                Some(p) if p.as_os_str() == "none" => ModelChoice::Analytic,
-                Some(p) => ModelChoice::File(p),
-            },
-            ep: match self.ep {
-                CliEp::Cpu => ExecutionProvider::Cpu,
-                CliEp::Cuda => ExecutionProvider::Cuda,
-            },
-            guard: GuardConfig {
-                min: self.threshold_min,
-                max: self.threshold_max,
-                memory_budget: match self.memory_budget {
-                    MemoryBudget::Growth(f) => f,
-                    MemoryBudget::Bytes(_) => 0.0,
-                },
-                memory_limit_bytes: match self.memory_budget {
-                    MemoryBudget::Bytes(b) => Some(b),
-                    MemoryBudget::Growth(_) => None,
-                },
-                pause_budget_ns: self.pause_budget.0,
-                gc_budget: match self.gc_budget {
-                    GcBudget::Share(f) => Some(f),
-                    _ => None,
-                },
-                gc_at_attach: self.gc_budget == GcBudget::AtAttach,
-                freeze_after_s: (!self.no_freeze).then_some(self.freeze_after),
-                allow_disable: self.allow_disable,
-                model_full_weight: self.model_weight == CliModelWeight::Full,
-            },
-        })
-    }
-}
-
-fn fmt(t: [i64; 3]) -> String {
-    format!("{},{},{}", t[0], t[1], t[2])
 }
 
 fn triple(s: &str) -> Result<[i64; 3], String> {

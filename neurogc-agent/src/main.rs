@@ -7,6 +7,7 @@ mod input;
 mod interp;
 mod kernel;
 mod memory;
+mod options;
 mod own_env;
 mod report;
 mod session;
@@ -20,8 +21,9 @@ use anyhow::Result;
 use clap::Parser;
 
 use crate::{
-    cli::{Cli, FleetOutput, Task},
+    cli::Cli,
     commands::launch,
+    options::{FleetOutput, Task},
     steering::actuate,
 };
 
@@ -37,7 +39,7 @@ fn main() {
     let args =
         std::env::args_os().enumerate().map(|(i, a)| if i == 1 && a == "--all" { "fleet".into() } else { a });
     let cli = Cli::parse_from(args);
-    let task = cli.task();
+    let task = Task::from_cli(cli);
     // The live view owns the terminal: log lines would tear it.
     let quiet = matches!(task, Ok(Task::Fleet(_, FleetOutput::Top(_))));
     tracing_subscriber::fmt()

@@ -2,8 +2,8 @@
 use anyhow::Result;
 
 use crate::{
-    cli::FleetOutput,
     fleet,
+    options::FleetOutput,
     sinks::{metrics, top},
 };
 

@@ -7,13 +7,13 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::{
-    cli::{Options, Output},
     commands::{
         launch::{self, Launched},
         observe,
     },
     interp,
     kernel::probes::Probes,
+    options::{Options, Output},
     sinks::output,
     steering::steer::{Mode, Steering},
 };
