@@ -1,11 +1,11 @@
 """The learned model's inputs, one row per candidate action: their names and order are
-`FEATURES` in neurogc-agent/src/steering/policy/predict.rs, read from there (one source, so training and
+`FEATURES` in neurogc-agent/src/steering/policy/predict/inputs.rs, read from there (one source, so training and
 the agent cannot disagree). The agent computes them; the checks in `replay --json` decisions
 carry them for training."""
 import os
 import re
 
-SOURCE = os.path.join(os.path.dirname(__file__), "..", "neurogc-agent", "src", "steering", "policy", "predict.rs")
+SOURCE = os.path.join(os.path.dirname(__file__), "..", "neurogc-agent", "src", "steering", "policy", "predict", "inputs.rs")
 
 
 def _read():

@@ -274,7 +274,7 @@ def main():
         "",
         "## What it is",
         "The learned half of neurogc's model of the collector. The agent's analytic model",
-        "(neurogc-agent/src/steering/policy/predict.rs) predicts, for every candidate action, the GC share and",
+        "(neurogc-agent/src/steering/policy/predict/) predicts, for every candidate action, the GC share and",
         "each generation's pause from CPython's own accounting, fitted online to the process, and",
         "corrected online to what the action in force measures. This model predicts what the",
         "analytic model gets wrong when it moves to another action: the agent applies each",

@@ -12,8 +12,13 @@ use super::{
 };
 use crate::sinks::view::{duration, thresholds};
 
+mod flame;
+
+use flame::flame_graphs;
+
 /// Generation 0, 1, 2 and unknown; the test finds these colours in a screenshot.
 pub const GEN_COLORS: [&str; 4] = ["#1f77b4", "#ff7f0e", "#d62728", "#7f7f7f"];
+
 const W: f64 = 900.0;
 const H: f64 = 240.0;
 const PAD_L: f64 = 70.0;
@@ -314,166 +319,6 @@ fn line_plot(
     s.push_str("</svg>");
 }
 
-/// A flame graph node: a frame, the weight of every stack through it, and its callees.
-#[derive(Default)]
-struct FlameNode {
-    value: u64,
-    children: std::collections::BTreeMap<String, FlameNode>,
-}
-
-impl FlameNode {
-    fn add(&mut self, path: &[String], v: u64) {
-        self.value += v;
-        if let Some((first, rest)) = path.split_first() {
-            self.children.entry(first.clone()).or_default().add(rest, v);
-        }
-    }
-}
-
-const FLAME_ROW: f64 = 17.0;
-/// Frames narrower than this are left out (their time is in their caller's box); those under
-/// `FLAME_SHOWN_PX` are there for the zoom, and set no depth (a one-collection start-up stack
-/// 30 frames deep made the graph 700 px tall, 400 of them blank).
-const FLAME_MIN_PX: f64 = 0.05;
-const FLAME_SHOWN_PX: f64 = 0.5;
-
-/// "name (/long/path/file.py:12)" as "name (file.py:12)": the graph's labels keep the function.
-fn short_frame(label: &str) -> String {
-    match label.rsplit_once(" (") {
-        Some((name, at)) => {
-            let file = at.rsplit('/').next().unwrap_or(at);
-            format!("{name} ({file}")
-        }
-        None => label.to_owned(),
-    }
-}
-
-/// A warm colour per frame name, the same in every graph of the page.
-fn flame_color(name: &str) -> String {
-    let h = name.bytes().fold(2166136261u32, |h, b| (h ^ u32::from(b)).wrapping_mul(16777619));
-    format!("hsl({},{}%,{}%)", 10 + h % 45, 70 + (h >> 8) % 25, 52 + (h >> 16) % 12)
-}
-
-fn flame_rows(s: &mut String, node: &FlameNode, total: u64, x: f64, depth: usize) {
-    let mut x = x;
-    for (name, child) in &node.children {
-        let w = child.value as f64 / total as f64 * W;
-        if w >= FLAME_MIN_PX {
-            let y = depth as f64 * FLAME_ROW;
-            let pct = 100.0 * child.value as f64 / total as f64;
-            let short = short_frame(name);
-            let _ = write!(
-                s,
-                r#"<g data-x="{x:.3}" data-w="{w:.3}" data-n="{}"><title>{} — {pct:.1}%</title><rect x="{x:.1}" y="{y:.1}" width="{w:.2}" height="{}" fill="{}" rx="2"/><text x="{:.1}" y="{:.1}">{}</text></g>"#,
-                esc(&short),
-                esc(name),
-                FLAME_ROW - 1.0,
-                flame_color(name),
-                x + 3.0,
-                y + 12.0,
-                esc(&fitted(&short, w))
-            );
-            flame_rows(s, child, total, x, depth + 1);
-        }
-        x += w;
-    }
-}
-
-/// As many characters of `name` as fit in `w` px (about 6.5 px each at 11 px); none under 3.
-fn fitted(name: &str, w: f64) -> String {
-    let fits = ((w - 6.0) / 6.5).max(0.0) as usize;
-    if fits < 3 {
-        String::new()
-    } else if name.chars().count() > fits {
-        name.chars().take(fits - 1).chain(['…']).collect()
-    } else {
-        name.to_owned()
-    }
-}
-
-/// Rows of frames wide enough to see at first (`FLAME_SHOWN_PX`).
-fn flame_depth(node: &FlameNode, total: u64) -> usize {
-    node.children
-        .values()
-        .filter(|c| c.value as f64 / total as f64 * W >= FLAME_SHOWN_PX)
-        .map(|c| 1 + flame_depth(c, total))
-        .max()
-        .unwrap_or(0)
-}
-
-/// Click a frame to zoom to it, double-click to zoom out; the search box marks the frames
-/// whose name holds what is typed. Each frame's box and label are recomputed from its
-/// `data-x`/`data-w` (the graph's own units).
-const FLAME_SCRIPT: &str = r#"<script>
-for (const svg of document.querySelectorAll('.fg svg')) {
-  const W = +svg.dataset.width, frames = [...svg.querySelectorAll('g[data-x]')];
-  const zoom = (x0, w0) => {
-    for (const g of frames) {
-      const x = (+g.dataset.x - x0) / w0 * W, w = +g.dataset.w / w0 * W;
-      const r = g.querySelector('rect'), t = g.querySelector('text');
-      g.style.display = x + w <= 0.01 || x >= W - 0.01 ? 'none' : '';
-      r.setAttribute('x', x); r.setAttribute('width', Math.max(w, 0));
-      t.setAttribute('x', x + 3);
-      const n = g.dataset.n, fits = Math.floor((w - 6) / 6.5);
-      t.textContent = fits < 3 ? '' : n.length > fits ? n.slice(0, fits - 1) + '…' : n;
-    }
-  };
-  frames.forEach(g => g.addEventListener('click', () => zoom(+g.dataset.x, +g.dataset.w)));
-  svg.addEventListener('dblclick', () => zoom(0, W));
-}
-for (const box of document.querySelectorAll('.flame input[type=search]')) {
-  box.addEventListener('input', () => {
-    for (const g of document.querySelectorAll('.fg g[data-n]')) {
-      g.classList.toggle('hit', box.value !== '' && g.dataset.n.includes(box.value));
-    }
-  });
-}
-</script>"#;
-
-/// Flame graphs of pause time by Python stack (outermost frame on top), one per generation
-/// and one for all, switched by radio buttons and CSS; zoom and search by `FLAME_SCRIPT`.
-fn flame_graphs(s: &mut String, a: &Analysis) {
-    let views: [(&str, &str, &[usize]); 4] = [
-        ("all", "all generations", &[0, 1, 2, 3]),
-        ("g0", "gen0", &[0]),
-        ("g1", "gen1", &[1]),
-        ("g2", "gen2", &[2]),
-    ];
-    s.push_str(
-        "<h2>Pause time by Python stack</h2><p><small>The stack of the thread that triggered each collection, \
-         outermost frame on top, widths in pause time; hover for the share. From 3.12 a collection runs at the \
-         next eval-breaker check, so the innermost line may be just after the allocation. Click a frame to zoom, \
-         double-click to zoom out.</small></p><div class=\"flame\"><input type=\"search\" placeholder=\"search frames\"> ",
-    );
-    for (i, (id, label, _)) in views.iter().enumerate() {
-        let checked = if i == 0 { " checked" } else { "" };
-        let _ = write!(
-            s,
-            r#"<input type="radio" name="flame" id="fg-{id}"{checked}><label for="fg-{id}">{label}</label> "#
-        );
-    }
-    for (id, label, gens) in views {
-        let mut root = FlameNode::default();
-        for (path, v) in a.stacks.weighted(super::Weight::Pause, gens) {
-            root.add(&path, v);
-        }
-        let _ = write!(s, r#"<div class="fg fg-{id}">"#);
-        if root.value == 0 {
-            let _ = write!(s, "<p>No {label} collection with a stack.</p></div>");
-            continue;
-        }
-        let height = (flame_depth(&root, root.value) as f64 * FLAME_ROW).max(FLAME_ROW);
-        let _ = write!(
-            s,
-            r#"<svg viewBox="0 0 {W} {height}" width="100%" data-width="{W}" overflow="hidden" role="img">"#
-        );
-        flame_rows(s, &root, root.value, 0.0, 0);
-        s.push_str("</svg></div>");
-    }
-    s.push_str("</div>");
-    s.push_str(FLAME_SCRIPT);
-}
-
 /// Where collections started: the report's sites table.
 fn sites_table(s: &mut String, r: &Report) {
     s.push_str(
@@ -687,9 +532,9 @@ mod tests {
     fn code_in_backticks_is_set_as_code_and_frames_keep_their_names() {
         assert_eq!(rich("run `neurogc-agent <x>` now"), "run <code>neurogc-agent &lt;x&gt;</code> now");
         assert_eq!(
-            short_frame("Value.__mul__ (/w/venv/micrograd/engine.py:12)"),
+            flame::short_frame("Value.__mul__ (/w/venv/micrograd/engine.py:12)"),
             "Value.__mul__ (engine.py:12)"
         );
-        assert_eq!(short_frame("[truncated]"), "[truncated]");
+        assert_eq!(flame::short_frame("[truncated]"), "[truncated]");
     }
 }

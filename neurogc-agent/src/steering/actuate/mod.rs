@@ -13,7 +13,9 @@
 //! [`Command`]s and receives [`Event`]s.
 pub mod channel;
 pub mod custodian;
+mod freeze;
 mod inject;
+mod record;
 
 use std::{
     sync::mpsc,
@@ -26,7 +28,9 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use self::{
     channel::Listener,
     custodian::{Custodian, Step},
+    freeze::{Freezer, REARM, undo_detail},
     inject::{Deferred, Injection, Queueing},
+    record::Record,
 };
 use crate::{
     bail_user,
@@ -535,181 +539,12 @@ impl Worker {
         self.custodian().on_exit_then_queue(steps, queue)
     }
 
-    /// `gc.freeze()` in the target: the undo (the guard's unfreeze()) is placed first, and owed
-    /// from the moment the freeze is queued; the freeze stub then runs on the main thread.
-    fn freeze(
-        &mut self,
-        f: &Fields,
-        ours: [i64; 3],
-        r: Record,
-        fz: &mut Freezer,
-        collect: bool,
-        objects: Option<i64>,
-    ) -> Result<()> {
-        let t = Instant::now();
-        let layout =
-            PendingLayout::for_interpreter(&self.plan.interpreter).context("no pending-call layout")?;
-        let (plan, mem) = (&self.plan, &self.mem);
-        let custodian = self.custodian.as_mut().expect("custodian");
-        let undo = Injection::place(plan, mem, custodian, &inject::unfreeze_stub())?;
-        let exit = [f.restore_steps(&[ours]), r.release_steps()].concat();
-        let code = inject::freeze_stub(collect, objects.is_none());
-        // Queued again while the guard finds a collection running (the call ran inside one,
-        // from a gc.callbacks function or a finalizer, where gc.collect() does nothing).
-        let (mut count, mut injection) = (0, None);
-        let (busy_at_start, mut queued_times) = (r.busy(&self.mem)?, 0u32);
-        while count == 0 && t.elapsed() <= ACTION_WAIT {
-            let busy = r.busy(&self.mem)?;
-            let custodian = self.custodian.as_mut().expect("custodian");
-            // Once the call has run inside a collection it is queued again at once, without
-            // the quarter second that tells a running main thread: the collection it ran in has
-            // just ended. Waiting had it land in the next one, every time, on the training
-            // benchmark (GC 80% of its time in 300 ms full collections, timed by gc.callbacks).
-            let main_running = queued_times > 0;
-            let queued = loop {
-                let with = Queueing { exit: exit.clone(), then: Some(&undo), main_running };
-                match Injection::try_queue(plan, mem, custodian, layout, &code, with)? {
-                    Ok(injection) => break Some(injection),
-                    Err(_) if t.elapsed() > ACTION_WAIT => break None,
-                    Err(_) => std::thread::sleep(RETRY),
-                }
-            };
-            let Some(queued) = queued else { break };
-            queued_times += 1;
-            let ran = Instant::now();
-            count = r.frozen(&self.mem)?;
-            let mut again = false;
-            while count == 0 && !again && ran.elapsed() < ACTION_WAIT {
-                std::thread::sleep(Duration::from_millis(1));
-                count = r.frozen(&self.mem)?;
-                again = r.busy(&self.mem)? != busy;
-            }
-            if count == 0 && !again {
-                injection = Some(queued);
-                break;
-            }
-            custodian.run(queued.retire_steps())?;
-        }
-        if count == 0 && injection.is_none() {
-            self.custodian().run(undo.retire_steps())?;
-            self.arm(f, &[ours], Some(r), fz)?;
-            let inside = r.busy(&self.mem)?.wrapping_sub(busy_at_start);
-            let detail = match (queued_times, inside) {
-                (0, _) => format!(
-                    "not frozen: the call could not be queued within {ACTION_WAIT:?} ({})",
-                    inject::main_thread_state(self.plan.pid)
-                ),
-                (n, 0) => format!(
-                    "not frozen: the call was queued {} and did not run within {ACTION_WAIT:?} ({})",
-                    crate::sinks::text::plural(n as u64, "time"),
-                    inject::main_thread_state(self.plan.pid)
-                ),
-                (n, inside) => format!(
-                    "not frozen: the call was queued {} and ran only inside collections ({} of \
-                     them) within {ACTION_WAIT:?}",
-                    crate::sinks::text::plural(n as u64, "time"),
-                    inside
-                ),
-            };
-            self.emit(Event::Freeze { outcome: "not-frozen", count: None, latency: t.elapsed(), detail });
-            return Ok(());
-        }
-        fz.undo = Some(undo);
-        if let Some(injection) = injection {
-            // Not run yet: disarmed, so it cannot freeze later behind the agent's back (the undo
-            // stays owed all the same, in case it was already running).
-            self.custodian().run(injection.disarm_steps())?;
-            count = r.frozen(&self.mem)?;
-        }
-        self.arm(f, &[ours], Some(r), fz)?;
-        let frozen = count > 0;
-        // The record holds the guard's count only where it was asked to take one.
-        let (count, about) = match objects {
-            Some(n) if frozen => (n.max(1), "about "),
-            _ => (count, ""),
-        };
-        self.emit(Event::Freeze {
-            outcome: if frozen { "frozen" } else { "not-frozen" },
-            count: Some(count),
-            latency: t.elapsed(),
-            detail: if frozen {
-                let first = if collect { "gc.collect(), then " } else { "" };
-                format!(
-                    "{first}gc.freeze(): {about}{count} objects moved to the permanent generation, \
-                     then gc.collect() of what was left"
-                )
-            } else {
-                format!(
-                    "not frozen: the main thread did not run the call within {ACTION_WAIT:?} ({})",
-                    inject::main_thread_state(self.plan.pid)
-                )
-            },
-        });
-        Ok(())
-    }
-
-    /// Queues the undo of neurogc's freeze and waits (bounded) for it to run: (queued, ran).
-    fn unfreeze(&mut self, undo: &Injection, r: Record) -> Result<(bool, bool)> {
-        let t = Instant::now();
-        let layout =
-            PendingLayout::for_interpreter(&self.plan.interpreter).context("no pending-call layout")?;
-        // No wait for the main thread to use CPU (as for the hook): a server's main thread idles in
-        // select() between requests, and the undo is owed now. Queued regardless, as the
-        // custodian would queue it, it runs when the main thread next runs Python.
-        loop {
-            if let Ok(queue) = inject::read_queue(&self.plan, &self.mem, layout)? {
-                let steps = undo.enqueue_steps(&self.plan, &queue)?;
-                if self.custodian().run_atomic(steps)? {
-                    break;
-                }
-            }
-            if t.elapsed() > ACTION_WAIT {
-                return Ok((false, false));
-            }
-            std::thread::sleep(RETRY);
-        }
-        let ran = Instant::now();
-        while ran.elapsed() < ACTION_WAIT {
-            if r.undone(&self.mem)? {
-                self.custodian().run(undo.retire_steps())?;
-                return Ok((true, true));
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        Ok((true, false))
-    }
-
     /// The next command, waiting at most [`POLL`]; a dropped handle means stop.
     fn next_command(&self) -> Option<Command> {
         match self.commands.recv_timeout(POLL) {
             Ok(cmd) => Some(cmd),
             Err(mpsc::RecvTimeoutError::Timeout) => None,
             Err(mpsc::RecvTimeoutError::Disconnected) => Some(Command::Stop),
-        }
-    }
-}
-
-/// How long a freeze or its undo waits to be queued, and then to run.
-const ACTION_WAIT: Duration = Duration::from_secs(2);
-/// How often the exit program's queue expectations are refreshed while a freeze is owed.
-const REARM: Duration = Duration::from_secs(1);
-
-/// neurogc's freeze: the placed undo stub while one is owed, and the queue program that
-/// would run it.
-#[derive(Default)]
-struct Freezer {
-    undo: Option<Injection>,
-    queue: Vec<Step>,
-    /// Frozen and undone once (or failed): not again.
-    spent: bool,
-}
-
-fn undo_detail(queued: bool, ran: bool) -> String {
-    match (queued, ran) {
-        (_, true) => "neurogc's gc.freeze() undone".to_owned(),
-        (true, false) => "gc.unfreeze() is queued and runs when the main thread next runs Python".to_owned(),
-        (false, _) => {
-            "gc.unfreeze() could not be queued yet (the queue is busy or the main thread blocked)".to_owned()
         }
     }
 }
@@ -722,97 +557,4 @@ fn release(record: Option<Record>) -> Vec<Step> {
 fn is_agent(pid: i32) -> bool {
     process::exists(pid)
         && std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "neurogc-agent")
-}
-
-/// The fork guard's record: the buffer of a 64-byte bytearray the hook created (layout in
-/// python-hook/neurogc_hook.py). Found from the object's `id()` and checked before any write:
-/// its type must be `PyByteArray_Type`, its size 64 and its buffer must start with the magic.
-#[derive(Debug, Clone, Copy)]
-struct Record {
-    buffer: u64,
-}
-
-/// `PyVarObject` then `ob_alloc`, `ob_bytes`, `ob_start`: the same in every 3.8–3.15 default
-/// build; each `header_extra` later on a free-threaded one.
-const BYTEARRAY_TYPE: u64 = 8;
-const BYTEARRAY_SIZE: u64 = 16;
-const BYTEARRAY_START: u64 = 40;
-const RECORD_LEN: i64 = 64;
-const RECORD_MAGIC: &[u8; 4] = b"NGC8";
-
-impl Record {
-    fn locate(mem: &ProcMem, plan: &AttachPlan, id: u64) -> Result<Record> {
-        let elf = plan.reopen()?;
-        let bytearray_type = elf
-            .symbol_address("PyByteArray_Type")
-            .map(|a| a + plan.bias)
-            .context("the interpreter does not export PyByteArray_Type")?;
-        let extra = plan.interpreter.header_extra();
-        let object = mem.read(id, (48 + extra) as usize)?;
-        let (ty, size, buffer) = (
-            crate::memory::u64_at(&object, (BYTEARRAY_TYPE + extra) as usize),
-            crate::memory::i64_at(&object, (BYTEARRAY_SIZE + extra) as usize),
-            crate::memory::u64_at(&object, (BYTEARRAY_START + extra) as usize),
-        );
-        anyhow::ensure!(
-            ty == bytearray_type && size == RECORD_LEN,
-            "the hook's record at {id:#x} is not a {RECORD_LEN}-byte bytearray (type {ty:#x}, size {size})"
-        );
-        anyhow::ensure!(
-            mem.read(buffer, 4)? == RECORD_MAGIC,
-            "the hook's record at {buffer:#x} lacks its magic"
-        );
-        Ok(Record { buffer })
-    }
-
-    fn triple(t: [i64; 3]) -> Vec<u8> {
-        t.iter().flat_map(|&v| Fields::bytes(v)).collect()
-    }
-
-    fn original(&self, mem: &ProcMem) -> Result<[i64; 3]> {
-        let b = mem.read(self.buffer + 40, 12)?;
-        Ok([0, 1, 2].map(|i| i64::from(crate::memory::i32_at(&b, 4 * i))))
-    }
-
-    /// Non-zero once neurogc's freeze ran (the guard's count where it was asked for one, else 1);
-    /// 0: not frozen by neurogc.
-    fn frozen(&self, mem: &ProcMem) -> Result<i64> {
-        Ok(i64::from(u32::from_le_bytes(mem.read(self.buffer + 52, 4)?.try_into().expect("4 bytes"))))
-    }
-
-    /// How many times the guard's freeze() found a collection running and did nothing.
-    fn busy(&self, mem: &ProcMem) -> Result<u32> {
-        Ok(u32::from_le_bytes(mem.read(self.buffer + 60, 4)?.try_into().expect("4 bytes")))
-    }
-
-    /// The undo (the guard's unfreeze()) ran.
-    fn undone(&self, mem: &ProcMem) -> Result<bool> {
-        Ok(mem.read(self.buffer + 56, 4)? != [0; 4])
-    }
-
-    /// Marks the record as steered by this agent, with the application's values.
-    fn activate_steps(&self, agent: u32, original: [i64; 3], now: [i64; 3]) -> Vec<Step> {
-        vec![
-            Step::expect(self.buffer, RECORD_MAGIC),
-            Step::write(
-                self.buffer + 16,
-                &[Self::triple(now), Self::triple(now), Self::triple(original)].concat(),
-            ),
-            Step::write(self.buffer + 56, &[0; 4]),
-            Step::write(self.buffer + 8, &agent.to_le_bytes()),
-            Step::write(self.buffer + 4, &1u32.to_le_bytes()),
-        ]
-    }
-
-    /// The values neurogc may have in force: `a` and `b` (the old and the new during a change).
-    fn values_steps(&self, a: [i64; 3], b: [i64; 3]) -> Vec<Step> {
-        vec![
-            Step::expect(self.buffer, RECORD_MAGIC),
-            Step::write(self.buffer + 16, &[Self::triple(a), Self::triple(b)].concat()),
-        ]
-    }
-
-    fn release_steps(&self) -> Vec<Step> {
-        vec![Step::replace(self.buffer + 4, &1u32.to_le_bytes(), &0u32.to_le_bytes())]
-    }
 }

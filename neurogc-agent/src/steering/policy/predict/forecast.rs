@@ -1,0 +1,280 @@
+//! The model's form: what an action brings (`Prediction`), from the collector's parameters as
+//! estimated so far, before the learned model's correction.
+use super::*;
+
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Prediction {
+    /// Each generation's pause (ns) when it runs.
+    pub pause_ns: [f64; 3],
+    /// Collections per second that stop at each generation (a gen1 round is not also a gen0
+    /// one); for full collections, the long-run rate.
+    pub rate: [f64; 3],
+    /// Share of wall time in collections.
+    pub share: f64,
+    /// Bytes the action holds over the application's own settings (deferred and frozen garbage).
+    pub memory_bytes: f64,
+    /// The same, were the garbage reaching the old generation not to thin out with rarer gen1
+    /// rounds (`Collector::raw`): the bound a setting not yet measured is entered on.
+    pub memory_upper_bytes: f64,
+    /// When the next full collection is due (s), where the counters tell.
+    pub next_full_s: Option<f64>,
+    /// The first full collection after a freeze, where it has not run yet: a one-off pause
+    /// (ns) larger than the ones after it (`Full`); 0 where none is due.
+    pub first_full_ns: f64,
+}
+
+/// Full collections under an action.
+#[derive(Debug, Clone, Copy)]
+struct Full {
+    /// The pause of each one (ns), and how many a second in the long run.
+    pause_ns: f64,
+    rate: f64,
+    /// When the next is due (s), where the counters tell.
+    due_s: Option<f64>,
+    /// The first after a freeze, where it has not run: its pause (ns), or 0.
+    first_ns: f64,
+}
+
+impl Prediction {
+    /// The prediction with a learned correction applied.
+    pub fn corrected(mut self, k: &Correction) -> Prediction {
+        let f = |x: f32| f64::from(x.clamp(-MAX_CORRECTION, MAX_CORRECTION)).exp();
+        self.share = (self.share * f(k[0])).min(1.0);
+        for g in 0..3 {
+            self.pause_ns[g] *= f(k[g + 1]);
+        }
+        self.first_full_ns *= f(k[3]);
+        self
+    }
+
+    /// The longest pause among the generations that run (the first full collection after a
+    /// freeze included).
+    pub fn pause_max_ns(&self) -> f64 {
+        (0..3).filter(|&g| self.rate[g] > 0.0).map(|g| self.pause_ns[g]).fold(self.first_full_ns, f64::max)
+    }
+
+    /// How long the wait behind collections is that 1% of wall time waits longer than (ns): a
+    /// request arriving at a random moment waits out the rest of any pause it lands in, so this
+    /// is about what collections add to a service's p99 (0 where they take under 1% of the
+    /// time). Computed from each generation's pause and rate, so in collections, not seconds:
+    /// a slower machine scales it, and the order of settings stays.
+    pub fn wait_p99_ns(&self) -> f64 {
+        const TAIL: f64 = 0.01;
+        let time_over =
+            |l: f64| -> f64 { (0..3).map(|g| self.rate[g] * (self.pause_ns[g] - l).max(0.0) / 1e9).sum() };
+        if time_over(0.0) <= TAIL {
+            return 0.0;
+        }
+        // Decreasing and piecewise linear in the wait: bisect to well under a microsecond.
+        let (mut lo, mut hi) = (0.0, self.pause_max_ns());
+        for _ in 0..48 {
+            let mid = 0.5 * (lo + hi);
+            if time_over(mid) > TAIL {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        hi
+    }
+
+    /// The share of `window_s` windows that hold a pause over `budget_ns`, and the longest such
+    /// pause: a pause budget holds in 99% of windows when the share is at most 1%.
+    /// The first full collection after a freeze is one window in the horizon, as neurogc's own
+    /// collection before one is.
+    pub fn windows_over(&self, budget_ns: f64, window_s: f64) -> (f64, f64) {
+        let first = if self.first_full_ns > budget_ns {
+            (window_s / HORIZON_S, self.first_full_ns)
+        } else {
+            (0.0, 0.0)
+        };
+        (0..3).filter(|&g| self.pause_ns[g] > budget_ns && self.rate[g] > 0.0).fold(
+            first,
+            |(share, worst), g| {
+                ((share + self.rate[g] * window_s).min(1.0), f64::max(worst, self.pause_ns[g]))
+            },
+        )
+    }
+}
+
+impl Collector {
+    /// The model's form alone.
+    pub(super) fn raw(&self, c: &Candidate, frozen_now: bool) -> Prediction {
+        let Some(r) = self.last else { return Prediction::default() };
+        let [t0, t1, t2] = c.thresholds.map(|t| t.max(1) as f64);
+        let alloc = self.alloc.or(0.0);
+        let young = self.young_cost(t0);
+        // Young rounds: every t0 net allocations; gen1 every t1 + 1 of them.
+        let r0 = alloc / t0;
+        let r1 = r0 / (t1 + 1.0);
+        let survivors = self.working_set.or(0.0);
+        let p0 = young * t0;
+        let p1 = young * (t0 + t1 * survivors);
+        let bytes = self.object_bytes.or(PRIOR_OBJECT_BYTES);
+        let full = self.full(c, frozen_now, r1, t2, &r);
+        let (p2, r2) = (full.pause_ns, full.rate.min(r1));
+        let rate = [(r0 - r1).max(0.0), (r1 - r2).max(0.0), r2];
+        let share = (rate[0] * p0 + rate[1] * p1 + rate[2] * p2) / 1e9;
+        // Memory: garbage waiting in a larger young generation, garbage that full collections
+        // find later, and garbage among frozen objects (never found).
+        let original = self.original.unwrap_or(c.thresholds);
+        // A larger young generation holds more only as fast as net allocations fill it.
+        let deferred_young = (t0 - original[0] as f64).max(0.0).min(alloc * HORIZON_S);
+        let young_cost = deferred_young * self.young_bytes.or(bytes * self.young_garbage.or(0.5));
+        let per_round = self.old_garbage.or(0.0) / self.gen1_rate.or(0.0).max(1e-3);
+        let garbage = per_round * r1;
+        let own = Candidate { thresholds: original, frozen: false };
+        let own_r1 = alloc / original[0].max(1) as f64 / (original[1].max(1) as f64 + 1.0);
+        let r2_own = self.full(&own, false, own_r1, original[2].max(1) as f64, &r).rate;
+        let period = |rate: f64| if rate > 0.0 { (1.0 / rate).min(HORIZON_S) } else { HORIZON_S };
+        // Garbage waits for the next full collection: after a freeze, the first one comes only
+        // once a quarter of the frozen objects' count is promoted (`Full::due_s`), however often
+        // the ones after it come.
+        let wait = if full.first_ns > 0.0 {
+            period(r2).max(full.due_s.unwrap_or(HORIZON_S).min(HORIZON_S))
+        } else {
+            period(r2)
+        };
+        let held_longer = (wait - period(r2_own)).max(0.0) * bytes;
+        let deferred = garbage * held_longer;
+        // Rarer gen1 rounds thin out what they promote only where it is in flight at a round;
+        // garbage that outlives several rounds is promoted whatever their cadence (micrograd's
+        // graph of a step: 2,000/10/10 frozen, predicted +8 MiB so, promoted as much garbage a
+        // second as 700/10/10 and held 15 MiB more, for the rest of the run). Its upper bound
+        // keeps the flow full collections find now.
+        let deferred_upper = garbage.max(self.old_garbage.or(0.0)) * held_longer;
+        // A frozen heap keeps the old objects that die later; freezing now also keeps the garbage
+        // among the objects promoted since the last full collection, unless one runs first
+        // (the controller adds it to the freeze), and a freeze made so keeps it while it holds
+        // (the training loop's 12 MiB, which the budget had counted once spent).
+        let frozen_cost = if c.frozen {
+            self.old_deaths.or(0.0) * HORIZON_S * bytes + if frozen_now { self.frozen_garbage } else { 0.0 }
+        } else {
+            0.0
+        };
+        Prediction {
+            pause_ns: [p0, p1, p2],
+            rate,
+            share,
+            memory_bytes: young_cost + deferred + frozen_cost,
+            memory_upper_bytes: young_cost + deferred_upper + frozen_cost,
+            next_full_s: full.due_s,
+            first_full_ns: full.first_ns,
+        }
+    }
+
+    /// A full collection's cost per object walked; in a frozen heap, as measured there, else the
+    /// unfrozen heap's. (A gen1 round's cost per object it walked, tried as the frozen prior, put
+    /// the test profile's frozen full collections at 94 ms where they measured 2 ms, and its
+    /// freeze lost to thresholds that only put the 300 ms full collection off.)
+    pub(super) fn full_cost(&self, frozen: bool) -> f64 {
+        let unfrozen = self.full_ns.or(PRIOR_FULL_NS);
+        if frozen { self.frozen_full_ns.or(unfrozen) } else { unfrozen }
+    }
+
+    /// Full collections under `c` (see `Full`).
+    fn full(&self, c: &Candidate, frozen_now: bool, r1: f64, t2: f64, r: &Reading) -> Full {
+        // Objects reaching the old generation per second under `c`.
+        let retention = self.promoted.or(0.0) * r1;
+        let cost = self.full_cost(c.frozen);
+        let rounds_left = r.older_counts.map_or(t2 + 1.0, |[_, c2]| (t2 + 1.0 - c2 as f64).max(0.0));
+        let by_rounds = if r1 > 0.0 { rounds_left / r1 } else { f64::INFINITY };
+        match r.long_lived {
+            Some([total, pending]) => {
+                let (total, pending) = (total as f64, pending as f64);
+                let by_pending = if pending > total / 4.0 {
+                    0.0
+                } else if retention > 0.0 {
+                    (total / 4.0 - pending) / retention
+                } else {
+                    f64::INFINITY
+                };
+                let due = by_rounds.max(by_pending);
+                let pending_then = pending + retention * due.min(HORIZON_S);
+                // Frozen objects are not walked: after a freeze the old generation holds only
+                // what was promoted since.
+                // Unfreezing puts every frozen object back in the old generation: the next full
+                // collection walks them all.
+                let thawed = if !c.frozen && frozen_now && !self.frozen_uncollected {
+                    r.freeze_count.unwrap_or(0).max(0) as f64
+                } else {
+                    0.0
+                };
+                // neurogc's freeze resets the counters (`froze`); the application's does not.
+                let freezes = c.frozen && !frozen_now;
+                let first_after_freeze = c.frozen && frozen_now && self.frozen_uncollected;
+                let walked = thawed
+                    + if freezes {
+                        0.0
+                    } else if first_after_freeze {
+                        (total + pending_then - r.freeze_count.unwrap_or(0) as f64)
+                            .max(pending_then - pending)
+                    } else {
+                        total + pending_then
+                    };
+                // Then one every `t2 + 1` gen1 rounds once a quarter of the old generation is
+                // new (the counters go on counting frozen objects until a full collection).
+                let rounds = (t2 + 1.0) / r1.max(1e-9);
+                let due_s = due.is_finite().then_some(due);
+                if retention <= 0.0 {
+                    return Full { pause_ns: cost * walked, rate: 0.0, due_s, first_ns: 0.0 };
+                }
+                if freezes {
+                    // After neurogc's freeze and the collection that follows it, the old
+                    // generation holds what was in flight (a gen1 round's promotions) and what
+                    // is promoted since; a full collection comes every `t2 + 1` gen1 rounds once
+                    // a quarter of that is new.
+                    let kept = self.promoted.or(0.0);
+                    let cycle = rounds.max(kept / 4.0 / retention);
+                    // `due_s` stays when the application's own would come: whether neurogc's
+                    // collection before the freeze is one that was due anyway.
+                    let pause_ns = cost * (kept + retention * cycle);
+                    return Full { pause_ns, rate: 1.0 / cycle, due_s, first_ns: 0.0 };
+                }
+                if first_after_freeze {
+                    // The first full collection after a freeze is a one-off: the counters still
+                    // count the frozen objects, so it waits for a quarter of them to be promoted
+                    // and walks all that. It leaves in the old generation only what is in flight
+                    // (a gen1 round's promotions: a heap that still grows shows it once this one
+                    // has run, and the setting is judged by that), and the next ones come every
+                    // `t2 + 1` gen1 rounds over little. Taken as the first's size and cadence,
+                    // the ETL batch's 700/10/10 frozen looked like a 14 ms pause every few
+                    // seconds, where it measured 2.4 ms eleven times a second.
+                    let kept = self.promoted.or(0.0).min(walked);
+                    let cycle = rounds.max(kept / 4.0 / retention);
+                    let steady = kept + retention * cycle;
+                    return Full {
+                        pause_ns: cost * steady,
+                        rate: 1.0 / cycle,
+                        due_s,
+                        first_ns: cost * walked,
+                    };
+                }
+                // Each full collection walks what the last one left and what a cycle promotes.
+                // The pending count sampled now says when the next one comes, not its size: where
+                // several come a window, it only says where in its cycle the window ended
+                // (micrograd frozen read 0 to 215,000 pending from one window to the next, its
+                // full collections 180 to 260 ms in every one). Taken as the size of each, it
+                // swung every candidate's pause by 4x a window, and the controller moved to
+                // whichever setting the last sample flattered.
+                let cycle = rounds.max(total / 4.0 / retention);
+                let walked = thawed + total + retention * cycle;
+                Full { pause_ns: cost * walked, rate: 1.0 / rounds.max(due).max(cycle), due_s, first_ns: 0.0 }
+            }
+            None => {
+                // No counters: what full collections have cost, at the rate the thresholds allow.
+                let own = r.thresholds.map_or(t2, |t| t[2].max(1) as f64);
+                let rate = self.full_rate.or(0.0) * (own + 1.0) / (t2 + 1.0);
+                let t0 = c.thresholds[0].max(1) as f64;
+                let young = self.young_cost(t0) * t0;
+                let pause = match (c.frozen, self.full_pause_ns.0) {
+                    // A frozen heap is not walked: what is left is young.
+                    (true, _) if !frozen_now => young,
+                    (_, Some(p)) => p,
+                    (_, None) => 0.0,
+                };
+                Full { pause_ns: pause, rate, due_s: None, first_ns: 0.0 }
+            }
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! What the model reads: one window of the process (`Reading`, built by `features::reading`),
+//! and an action to predict for (`Candidate`).
+use crate::sinks::view::thresholds;
+
+/// One window as the model sees it (built by `features::reading`).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Reading {
+    pub ts_ns: u64,
+    pub secs: f64,
+    pub collections: [u64; 3],
+    /// Per generation: median and longest pause in the window (ns).
+    pub pause_p50_ns: [f64; 3],
+    pub pause_max_ns: [f64; 3],
+    pub collected_per: [f64; 3],
+    /// Share of this window's wall time spent in collections.
+    pub gc_share: f64,
+    /// Net container allocations per second (the gen0 count's movement).
+    pub alloc_per_s: f64,
+    /// The process's CPU time in the window over its length (threads summed).
+    pub cpu_share: f64,
+    /// The threads' wait for a CPU in the window over its length (0 where the kernel does not
+    /// keep it).
+    pub runq_share: f64,
+    pub rss: u64,
+    /// Thresholds in force at the window's end (the target's own reading, when located).
+    pub thresholds: Option<[i64; 3]>,
+    /// Generations 1 and 2's counts.
+    pub older_counts: Option<[i64; 2]>,
+    pub long_lived: Option<[i64; 2]>,
+    pub freeze_count: Option<i64>,
+    /// Neither collected nor ran (see `features::idle`).
+    pub idle: bool,
+    /// Seconds since the process started.
+    pub age_s: Option<f64>,
+}
+
+impl Reading {
+    /// The work done in the window, per second: net container allocations, or the objects its
+    /// collections freed where those are more. The gen0 count misses what the free lists hand
+    /// out: lists, dicts and tuples a collection frees go onto them, and the next ones the
+    /// application makes come back off them uncounted (up to 80 lists and 80 dicts, and
+    /// thousands of tuples, per collection). The more often it collects, the less the count
+    /// says of the same work: an ETL step read 132.5 allocations at threshold0 700 and 160.4 at
+    /// 10,000, while its collections freed 162 at both (docs/steering.md). What the collector
+    /// frees was allocated, whichever list it came from.
+    pub fn work_per_s(&self) -> f64 {
+        let freed: f64 = (0..3).map(|g| self.collections[g] as f64 * self.collected_per[g].max(0.0)).sum();
+        self.alloc_per_s.max(freed / self.secs.max(1e-3))
+    }
+
+    /// Whether the window's allocations could be counted at all: the gen0 count shows them only
+    /// as it fills between collections, while every object freed by reference counting takes one
+    /// off again. A young generation that does not fill within the window (a service whose
+    /// requests free what they allocate: the document search's 275 young collections a second
+    /// at threshold0 700 became one in three seconds at 5000) reads as next to no work, and its
+    /// setting as 200 times the cost per unit of it. Two collections bound one whole round.
+    pub fn work_counted(&self) -> bool {
+        self.collections.iter().sum::<u64>() >= 2
+    }
+
+    /// The longest pause in the window and its generation.
+    pub fn worst(&self) -> (usize, f64) {
+        (0..3).fold(
+            (0, 0.0),
+            |best, g| if self.pause_max_ns[g] > best.1 { (g, self.pause_max_ns[g]) } else { best },
+        )
+    }
+
+    /// How much of the window the process wanted a CPU: its CPU time plus its threads' wait for
+    /// one, at most 1. Near 1, it always has work (a batch job, or a service with requests
+    /// queued): what its collections cost it is throughput. Below, it waits for work, and what
+    /// arrives while it collects waits out the pause. CPU time alone cannot tell a batch job
+    /// sharing its CPU (half of it run, the rest waited for) from a service idle half the time.
+    pub fn demand(&self) -> f64 {
+        (self.cpu_share + self.runq_share).clamp(0.0, 1.0)
+    }
+
+    /// The longest young pause in the window (generations 0 and 1): what the young generations'
+    /// size decides.
+    pub fn young_pause_max_ns(&self) -> f64 {
+        self.pause_max_ns[0].max(self.pause_max_ns[1])
+    }
+}
+
+/// An action: thresholds, and whether neurogc's freeze is in force after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Candidate {
+    pub thresholds: [i64; 3],
+    pub frozen: bool,
+}
+
+impl std::fmt::Display for Candidate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{}", thresholds(self.thresholds), if self.frozen { " frozen" } else { "" })
+    }
+}
