@@ -1,14 +1,7 @@
 //! `cargo xtask …`: neurogc's developer tasks. Each step is idempotent, so CI and a fresh clone
 //! run the same commands as a developer's warm machine.
 mod bench;
-mod bench_fleet;
-mod bench_locust;
-mod bench_plot;
-mod bench_report;
-mod bench_steer;
-mod bench_steer_report;
 mod deploy;
-mod measure;
 mod pythons;
 mod setup;
 mod train;
@@ -147,7 +140,7 @@ fn fuzz(seconds: u32) -> Result<()> {
     let dir = workspace_root().join("neurogc-trace/fuzz");
     let corpus = workspace_root().join("target/fuzz-corpus/read_trace");
     std::fs::create_dir_all(&corpus)?;
-    bench_report::seed_corpus(&corpus)?;
+    bench::report::seed_corpus(&corpus)?;
     let status = Command::new("cargo")
         .args(["+nightly", "fuzz", "run", "read_trace"])
         .arg(&corpus)
@@ -237,7 +230,7 @@ fn test(cargo_args: &[String]) -> Result<()> {
         .env("NEUROGC_PYTHONS", &manifest)
         .env("ORT_DYLIB_PATH", setup::onnxruntime()?)
         // Third-party code among the recordings the forensics tests read (pip, from PyPI).
-        .env("NEUROGC_HELDOUT_SITE", bench_steer::held_out_site()?);
+        .env("NEUROGC_HELDOUT_SITE", bench::steer::held_out_site()?);
     let (passed, failed) = run_counting_tests(&mut cargo)?;
     // One closing line for the whole run: cargo's own last line is the (empty) doc-test batch.
     println!("tests: {passed} passed, {failed} failed");

@@ -12,9 +12,8 @@ use std::{
 use anyhow::{Context, Result, bail};
 
 use crate::{
-    build_release_agent,
-    measure::{cpu_model, cpu_ns, http_get, median, status_kib},
-    workspace_root,
+    bench::measure::{cpu_model, cpu_ns, http_get, median, status_kib},
+    build_release_agent, workspace_root,
 };
 
 pub struct Options {

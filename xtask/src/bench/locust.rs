@@ -8,10 +8,9 @@ use std::{path::Path, process::Command};
 use anyhow::{Context, Result};
 
 use crate::{
-    bench_steer::{Config, Workload, collections, start_agent, start_workload, stats, stop},
-    build_release_agent,
-    measure::median,
-    run, workspace_root,
+    bench::measure::median,
+    bench::steer::{Config, Workload, collections, start_agent, start_workload, stats, stop},
+    build_release_agent, run, workspace_root,
 };
 
 const PACKAGES: [&str; 1] = ["locust==2.47.0"];

@@ -90,7 +90,49 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() { f64::NAN } else { v[v.len() / 2] }
 }
 
+/// Two configurations measured round by round, interleaved: the geometric mean of their ratios
+/// (`a[i] / b[i]`, round `i` against round `i`) and its 90% interval (Student's t over the ln
+/// ratios). A machine's drift between rounds falls on both sides of each ratio; a family is
+/// credibly worse only where the whole interval is above 1. None under two usable pairs.
+pub fn paired_ratio(a: &[f64], b: &[f64]) -> Option<(f64, f64, f64)> {
+    let ln: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .filter(|(x, y)| x.is_finite() && y.is_finite() && **x > 0.0 && **y > 0.0)
+        .map(|(x, y)| (x / y).ln())
+        .collect();
+    let n = ln.len();
+    if n < 2 {
+        return None;
+    }
+    let mean = ln.iter().sum::<f64>() / n as f64;
+    let var = ln.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    // Two-sided 90%: t at 0.95 for n - 1 degrees of freedom.
+    const T95: [f64; 10] = [6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812];
+    let t = T95.get(n - 2).copied().unwrap_or(1.645);
+    let half = t * (var / n as f64).sqrt();
+    Some((mean.exp(), (mean - half).exp(), (mean + half).exp()))
+}
+
 /// "1 run", "5 runs".
 pub fn plural(n: usize, noun: &str) -> String {
     if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::paired_ratio;
+
+    #[test]
+    fn a_paired_ratio_sees_through_drift_between_rounds() {
+        // The machine slows down round by round; b is 10% slower in every round.
+        let a = [10.0, 12.0, 15.0, 19.0, 24.0];
+        let b: Vec<f64> = a.iter().map(|x| x * 1.1).collect();
+        let (geo, lo, hi) = paired_ratio(&a, &b).unwrap();
+        assert!((geo - 1.0 / 1.1).abs() < 1e-9 && (hi - lo).abs() < 1e-9, "{geo} {lo} {hi}");
+        // Noise both ways: the interval spans 1, so neither is credibly worse.
+        let (geo, lo, hi) = paired_ratio(&[4.4, 4.5, 4.3, 4.6], &[4.5, 4.2, 4.4, 4.3]).unwrap();
+        assert!(lo < 1.0 && hi > 1.0 && geo > 1.0, "{geo} {lo} {hi}");
+        assert_eq!(paired_ratio(&[1.0], &[2.0]), None);
+    }
 }

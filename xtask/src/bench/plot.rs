@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::Result;
 use plotters::{coord::types::RangedCoordf64, prelude::*};
 
-use crate::bench_steer::{CONFIGS, Config, Run, Workload};
+use crate::bench::steer::{CONFIGS, Config, Run, Workload};
 
 fn colour(c: Config) -> RGBColor {
     match c {
@@ -57,7 +57,7 @@ fn latency(path: &Path, workload: Workload, runs: &[(Config, Run)]) -> Result<()
             .map(|i| {
                 let x = top * i as f64 / 400.0;
                 let q = 1.0 - 10f64.powf(-x);
-                (x, crate::bench_steer::quantile(&pooled, q).max(0.01))
+                (x, crate::bench::steer::quantile(&pooled, q).max(0.01))
             })
             .collect();
         curves.push((c, points));

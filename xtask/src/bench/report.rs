@@ -17,7 +17,7 @@ use neurogc_trace::{
     Attach, Collection, FrameDef, Record, Sample, StackDef, StackStatus, TraceWriter, Window, features::NAMES,
 };
 
-use crate::{build_release_agent, measure::wait_rusage, workspace_root};
+use crate::{bench::measure::wait_rusage, build_release_agent, workspace_root};
 
 struct Rng(u64);
 

@@ -12,6 +12,14 @@
 //! measured from that due time (coordinated omission corrected): a request that waited behind a
 //! stop-the-world collection counts the wait. The workload is pinned to CPU 0, the load generator
 //! and the agent to CPU 1.
+mod convergence;
+pub mod report;
+mod workloads;
+
+pub use convergence::{Gain, Timeline};
+
+pub use workloads::{CONFIGS, Config, Phase, RECIPES, WORKLOADS, Workload, held_out_site};
+
 use std::{
     io::{BufRead, BufReader, Write},
     os::unix::process::CommandExt,
@@ -30,259 +38,9 @@ use neurogc_trace::{Record, TraceReader};
 use serde_json::Value;
 
 use crate::{
-    build_release_agent,
-    measure::{http_get, lines, wait_for},
-    workspace_root,
+    bench::measure::{http_get, lines, wait_for},
+    build_release_agent, workspace_root,
 };
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
-pub enum Config {
-    /// CPython's defaults
-    Defaults,
-    /// The static recipe: gc.freeze() after warm-up and 50000/20/20
-    Static,
-    /// GC disabled (a bound, not a recommendation)
-    GcOff,
-    /// gc.freeze() alone after warm-up (an oracle candidate)
-    Freeze,
-    /// gc.freeze() and threshold0 5,000 after warm-up (an oracle candidate)
-    #[value(name = "freeze-5k")]
-    Freeze5k,
-    /// gc.freeze() and threshold0 20,000 after warm-up (an oracle candidate)
-    #[value(name = "freeze-20k")]
-    Freeze20k,
-    /// The agent observing (its cost)
-    Observe,
-    /// The agent steering with the learned model
-    Act,
-    /// The agent steering on the analytic model alone, `--model none` (the ablation)
-    Rules,
-}
-
-pub const CONFIGS: [Config; 9] = [
-    Config::Defaults,
-    Config::Static,
-    Config::GcOff,
-    Config::Freeze,
-    Config::Freeze5k,
-    Config::Freeze20k,
-    Config::Observe,
-    Config::Act,
-    Config::Rules,
-];
-
-/// The fixed recipes the best per workload is chosen from after the fact (the oracle).
-pub const RECIPES: [Config; 5] =
-    [Config::Defaults, Config::Static, Config::Freeze, Config::Freeze5k, Config::Freeze20k];
-
-impl Config {
-    pub fn label(self) -> &'static str {
-        match self {
-            Config::Defaults => "CPython defaults",
-            Config::Static => "static recipe (freeze + 50000/20/20)",
-            Config::GcOff => "GC disabled (bound)",
-            Config::Freeze => "freeze alone",
-            Config::Freeze5k => "freeze + threshold0 5000",
-            Config::Freeze20k => "freeze + threshold0 20000",
-            Config::Observe => "neurogc-agent --mode observe",
-            Config::Act => "neurogc-agent --mode act",
-            Config::Rules => "act, no learned model (--model none)",
-        }
-    }
-
-    pub fn short(self) -> &'static str {
-        match self {
-            Config::Defaults => "defaults",
-            Config::Static => "static",
-            Config::GcOff => "gc-off",
-            Config::Freeze => "freeze",
-            Config::Freeze5k => "freeze-5k",
-            Config::Freeze20k => "freeze-20k",
-            Config::Observe => "observe",
-            Config::Act => "act",
-            Config::Rules => "rules",
-        }
-    }
-
-    fn recipe(self) -> &'static str {
-        match self {
-            Config::Static => "static",
-            Config::GcOff => "gc-off",
-            Config::Freeze | Config::Freeze5k | Config::Freeze20k => self.short(),
-            _ => "none",
-        }
-    }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
-pub enum Workload {
-    /// HTTP, ≈1.2M long-lived tracked objects, cyclic garbage per request
-    Cache,
-    /// Training-loop-like steps building autograd-like graphs over ≈0.9M long-lived objects
-    Batch,
-    /// HTTP, a small heap, cyclic garbage carrying 8 KiB untracked payloads
-    Memory,
-    /// HTTP whose load changes shape: steady, burst (3× garbage per request), idle, steady
-    Phases,
-    /// A memory-risky ETL batch: cyclic records holding untracked payloads over ≈0.6M-container
-    /// reference tables (a tuning family)
-    Etl,
-    /// Held out: a bottle (PyPI) web application, ≈1M-container session state, acyclic
-    /// per-request documents alive until rendered
-    Web,
-    /// Held out: training an MLP with micrograd (PyPI), a pure-Python autograd library whose
-    /// every operation leaves a cycle, over a ≈0.45M-container dataset
-    Autograd,
-    /// Held out: graph analytics with networkx (PyPI) over a 60,000-node graph kept in memory
-    Graph,
-    /// Held out (written after the controller's rules, run once): a document search service, a
-    /// ≈1.2M-container sortedcontainers index (PyPI), Jinja2-rendered (PyPI) acyclic result pages
-    Docs,
-}
-
-pub const WORKLOADS: [Workload; 9] = [
-    Workload::Cache,
-    Workload::Batch,
-    Workload::Memory,
-    Workload::Phases,
-    Workload::Etl,
-    Workload::Web,
-    Workload::Autograd,
-    Workload::Graph,
-    Workload::Docs,
-];
-
-/// The third-party packages of the held-out families, pinned; installed for any CPython 3 by
-/// pip into a folder of their own (both are pure Python).
-const HELD_OUT_PACKAGES: [&str; 5] =
-    ["bottle==0.13.4", "micrograd==0.1.0", "networkx==3.4.2", "sortedcontainers==2.4.0", "jinja2==3.1.4"];
-
-/// The folder the held-out families' packages are installed in (installed when missing).
-pub fn held_out_site() -> Result<PathBuf> {
-    let dir = crate::pythons::cache_dir().join("heldout-site");
-    let stamp = dir.join(".packages");
-    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(&HELD_OUT_PACKAGES.join(" ")) {
-        crate::run(
-            Command::new("python3")
-                .args(["-m", "pip", "install", "--quiet", "--upgrade", "--target"])
-                .arg(&dir)
-                .args(HELD_OUT_PACKAGES),
-        )?;
-        std::fs::write(&stamp, HELD_OUT_PACKAGES.join(" "))?;
-    }
-    Ok(dir)
-}
-
-/// One stretch of the measured load: its share of the run, rate relative to the workload's, path.
-pub struct Phase {
-    pub name: &'static str,
-    pub share: f64,
-    pub rate: f64,
-    pub path: &'static str,
-}
-
-impl Workload {
-    pub fn name(self) -> &'static str {
-        match self {
-            Workload::Cache => "cache",
-            Workload::Batch => "batch",
-            Workload::Memory => "memory",
-            Workload::Phases => "phases",
-            Workload::Etl => "etl",
-            Workload::Web => "web",
-            Workload::Autograd => "autograd",
-            Workload::Graph => "graph",
-            Workload::Docs => "docs",
-        }
-    }
-
-    /// Written only to evaluate: never run while the controller was tuned.
-    pub fn held_out(self) -> bool {
-        matches!(self, Workload::Web | Workload::Autograd | Workload::Graph | Workload::Docs)
-    }
-
-    /// Steps the batch-like workloads run per second of `--seconds` (about that long under
-    /// CPython's defaults on the benchmark machine).
-    pub fn steps_per_s(self) -> f64 {
-        match self {
-            Workload::Autograd => 25.0,
-            Workload::Graph => 100.0,
-            Workload::Etl => 6000.0,
-            _ => 500.0,
-        }
-    }
-
-    pub fn title(self) -> &'static str {
-        match self {
-            Workload::Cache => "cache service",
-            Workload::Batch => "training-loop-like batch job",
-            Workload::Memory => "memory risk",
-            Workload::Phases => "phases",
-            Workload::Etl => "memory-risky ETL batch (tuning)",
-            Workload::Web => "web application on bottle (held out, PyPI)",
-            Workload::Autograd => "micrograd training loop (held out, PyPI)",
-            Workload::Graph => "networkx graph analytics (held out, PyPI)",
-            Workload::Docs => "document search on sortedcontainers + Jinja2 (held out, PyPI)",
-        }
-    }
-
-    pub fn is_batch(self) -> bool {
-        matches!(self, Workload::Batch | Workload::Autograd | Workload::Graph | Workload::Etl)
-    }
-
-    fn command(self, python: &Path, config: Config, site: &Path) -> Command {
-        let mut c = Command::new("taskset");
-        let script = match self {
-            Workload::Batch => "bench/batch_job.py",
-            Workload::Etl => "bench/etl_batch.py",
-            Workload::Web => "bench/heldout/web_service.py",
-            Workload::Autograd => "bench/heldout/autograd_train.py",
-            Workload::Graph => "bench/heldout/graph_batch.py",
-            Workload::Docs => "bench/heldout/docs_service.py",
-            _ => "bench/cache_service.py",
-        };
-        c.args(["-c", "0"])
-            .arg(python)
-            .arg(workspace_root().join(script))
-            .args(["--recipe", config.recipe()]);
-        match self {
-            Workload::Memory => c.args(["--entries", "150000", "--garbage", "100", "--payload", "8192"]),
-            Workload::Phases => c.args(["--entries", "250000", "--garbage", "200"]),
-            Workload::Web | Workload::Autograd | Workload::Graph | Workload::Docs => {
-                c.env("PYTHONPATH", site)
-            }
-            Workload::Cache | Workload::Batch | Workload::Etl => &mut c,
-        };
-        c
-    }
-
-    /// Requests per second at the load multiplier 1: below what the service sustains under CPython
-    /// defaults on the benchmark machine (2 cores: every run served the offered rate without an
-    /// error). The 50–70% of capacity is not measured: capacity itself is not.
-    fn rate(self) -> f64 {
-        match self {
-            Workload::Cache => 100.0,
-            Workload::Memory => 150.0,
-            Workload::Phases => 100.0,
-            Workload::Web => 300.0,
-            Workload::Docs => 150.0,
-            Workload::Batch | Workload::Autograd | Workload::Graph | Workload::Etl => 0.0,
-        }
-    }
-
-    pub fn phases(self) -> Vec<Phase> {
-        let p = |name, share, rate, path| Phase { name, share, rate, path };
-        match self {
-            Workload::Phases => vec![
-                p("steady", 0.35, 1.0, "/work"),
-                p("burst", 0.25, 1.5, "/burst"),
-                p("idle", 0.2, 0.0, "/work"),
-                p("steady", 0.2, 1.0, "/work"),
-            ],
-            _ => vec![p("steady", 1.0, 1.0, "/work")],
-        }
-    }
-}
 
 /// Per generation: collections, total pause (ms), longest pause (ms), from bench/workload.py.
 pub type Pauses = [(u64, f64, f64); 3];
@@ -304,84 +62,6 @@ pub struct Held {
     /// The agent's CPU over the measured part, % of one core (its own process: the custodian
     /// sleeps between writes).
     pub cpu_pct: f64,
-}
-
-pub struct Timeline {
-    /// (seconds since the run's start, generation, pause ms)
-    pub pauses: Vec<(f64, i8, f64)>,
-    /// (seconds since the run's start, what changed)
-    pub changes: Vec<(f64, String)>,
-    /// Every decision's time (seconds since the run's start): the agent's windows end there.
-    pub windows: Vec<f64>,
-}
-
-/// Share of the final gain that counts as converged.
-const CONVERGED: f64 = 0.9;
-
-/// What a workload's convergence is measured on, with its level under CPython's defaults (the
-/// interleaved defaults runs), since the first windows after attach show too few full
-/// collections to stand for the level before the agent acted.
-#[derive(Clone, Copy)]
-pub enum Gain {
-    /// A service's p99 comes from its longest pauses: converged from the first window after
-    /// which no window's longest pause is above the goal.
-    LongestPause { defaults_ms: f64 },
-    /// A batch job's time: GC time per unit of the application's own time (share / (1 −
-    /// share)), smoothed over 3 windows; converged at the first window that reaches the goal.
-    GcPerWork { defaults: f64 },
-}
-
-impl Timeline {
-    fn per_window(&self, f: impl Fn(&[f64], f64) -> f64) -> Vec<f64> {
-        self.windows
-            .windows(2)
-            .map(|w| {
-                let ms: Vec<f64> =
-                    self.pauses.iter().filter(|p| p.0 >= w[0] && p.0 < w[1]).map(|p| p.2).collect();
-                f(&ms, (w[1] - w[0]).max(1e-3))
-            })
-            .collect()
-    }
-
-    /// Windows from attach until the run has 90% of its final gain over CPython's defaults; the
-    /// final level is the last third's (its longest pause, or its mean). None where the run
-    /// gained nothing over the defaults or has under 9 windows.
-    pub fn windows_to_converge(&self, gain: Gain) -> Option<usize> {
-        let (series, defaults, stays) = match gain {
-            Gain::LongestPause { defaults_ms } => {
-                (self.per_window(|ms, _| ms.iter().copied().fold(0.0, f64::max)), defaults_ms, true)
-            }
-            Gain::GcPerWork { defaults } => {
-                let odds = self.per_window(|ms, s| {
-                    let share = (ms.iter().sum::<f64>() / 1e3 / s).min(0.99);
-                    share / (1.0 - share)
-                });
-                let smooth = odds.windows(3).map(|w| w.iter().sum::<f64>() / 3.0).collect();
-                (smooth, defaults, false)
-            }
-        };
-        if series.len() < 9 {
-            return None;
-        }
-        let tail = &series[series.len() * 2 / 3..];
-        let last = if stays {
-            tail.iter().copied().fold(0.0, f64::max)
-        } else {
-            tail.iter().sum::<f64>() / tail.len() as f64
-        };
-        if defaults.is_nan() || defaults <= last {
-            return None;
-        }
-        let goal = last + (1.0 - CONVERGED) * (defaults - last);
-        let k = if stays {
-            (0..series.len()).find(|&k| series[k..].iter().all(|&v| v <= goal))
-        } else {
-            (0..series.len()).find(|&k| series[k] <= goal)
-        };
-        // The agent's first decision closes window 1 after attach, so the span from decision k
-        // to k + 1 (for a smoothed level, the first of its three) is window k + 2.
-        k.map(|k| k + 2)
-    }
 }
 
 #[derive(Default)]
@@ -483,7 +163,7 @@ fn sample_rss(pid: u32, start: Instant, done: Arc<AtomicBool>) -> std::thread::J
     std::thread::spawn(move || {
         let mut out = Vec::new();
         while !done.load(Ordering::Relaxed) {
-            if let Some(kib) = crate::measure::status_kib(pid, "VmRSS:") {
+            if let Some(kib) = crate::bench::measure::status_kib(pid, "VmRSS:") {
                 out.push((start.elapsed().as_secs_f64(), kib as f64 / 1024.0));
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -751,14 +431,14 @@ fn one_run_at_speed(workload: Workload, config: Config, agent: &Path, opts: &Opt
     let (mut from_s, mut from_ns, mut cpu_from) = (0.0, 0, 0);
     let mut mark = || {
         (from_s, from_ns) = (start.elapsed().as_secs_f64(), epoch_ns());
-        cpu_from = agent_pid.map_or(0, crate::measure::cpu_ns);
+        cpu_from = agent_pid.map_or(0, crate::bench::measure::cpu_ns);
     };
     let measured = match port {
         Some(port) => measure_http(port, workload, opts, &mut mark),
         None => measure_batch(workload, &mut service, &mut stdout, opts, &mut mark),
     };
     let agent_cpu_pct = agent_pid.map(|p| {
-        let cpu_s = crate::measure::cpu_ns(p).saturating_sub(cpu_from) as f64 / 1e9;
+        let cpu_s = crate::bench::measure::cpu_ns(p).saturating_sub(cpu_from) as f64 / 1e9;
         100.0 * cpu_s / (start.elapsed().as_secs_f64() - from_s).max(1e-3)
     });
     done.store(true, Ordering::Relaxed);
@@ -807,7 +487,7 @@ pub struct Options {
     pub half_speed: bool,
 }
 
-/// Every workload's runs, per configuration; `bench_steer_report::write` makes the report.
+/// Every workload's runs, per configuration; `report::write` makes the report.
 pub type Results = Vec<(Workload, Vec<(Config, Run)>)>;
 
 pub fn run(opts: &Options) -> Result<Results> {

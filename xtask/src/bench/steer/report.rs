@@ -1,11 +1,11 @@
 //! The steering benchmark's report: per workload a table of medians (min–max over rounds), the
-//! issue's targets checked against them, and the plots (bench_plot.rs), all in one folder.
+//! issue's targets checked against them, and the plots (plot.rs), all in one folder.
 use anyhow::Result;
 
 use crate::{
-    bench_plot,
-    bench_steer::{CONFIGS, Config, Gain, Held, Options, Run, Workload},
-    measure::median,
+    bench::measure::{median, paired_ratio},
+    bench::plot,
+    bench::steer::{CONFIGS, Config, Gain, Held, Options, Run, Workload},
 };
 
 /// "median (min–max)".
@@ -124,7 +124,7 @@ fn table(workload: Workload, of: &Of) -> String {
                  model call {:.0} µs, window to decision {:.0} µs; agent CPU {:.2}% of a core (median).\n",
                 c.label(),
                 h.windows,
-                crate::measure::plural(h.runs, "run"),
+                crate::bench::measure::plural(h.runs, "run"),
                 h.pause,
                 h.gc,
                 h.memory,
@@ -162,7 +162,7 @@ fn family(workload: Workload) -> &'static str {
 }
 
 fn oracle(of: &Of, f: fn(&Run) -> f64) -> Option<(Config, f64)> {
-    crate::bench_steer::RECIPES
+    crate::bench::steer::RECIPES
         .iter()
         .map(|&c| (c, of.median(c, f)))
         .filter(|(_, v)| v.is_finite())
@@ -212,14 +212,19 @@ The oracle is the best, after the fact, of the fixed \
 }
 
 /// What the learned model earns: act with it against act on the analytic model alone, on each
-/// workload's headline measure (ratios of medians; below 1, the model helps).
+/// workload's headline measure: ratios of medians, and round by round (the rounds are
+/// interleaved, so each pair ran under the same load on the machine); below 1, the model helps.
 fn ablation(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
     let mut md = String::from(
         "## What the learned model earns\n\nAct with the learned model against act on the analytic model \
-         alone (`--model none`), same rounds, interleaved. Below 1×, the model helps.\n\n\
-         | workload | measure | act | rules only | act / rules |\n|---|---|---|---|---|\n",
+         alone (`--model none`), same rounds, interleaved. Below 1×, the model helps. Paired: the \
+         geometric mean of each round's ratio and its 90% interval; a family is lost where the \
+         whole interval is above 1×.\n\n\
+         | workload | measure | act | rules only | act / rules | paired (90% interval) |\n\
+         |---|---|---|---|---|---|\n",
     );
     let mut held_out = Vec::new();
+    let mut lost = Vec::new();
     for (workload, runs) in results {
         let of = Of(runs);
         let (what, f) = headline(*workload);
@@ -227,18 +232,29 @@ fn ablation(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
         if !(act.is_finite() && rules.is_finite()) {
             continue;
         }
+        let paired = paired_ratio(&of.values(Config::Act, f), &of.values(Config::Rules, f));
         if workload.held_out() {
             held_out.push(act / rules);
+            if paired.is_some_and(|(_, lo, _)| lo > 1.0) {
+                lost.push(workload.name());
+            }
         }
-        md += &format!("| {} | {what} | {act:.2} | {rules:.2} | {:.3}× |\n", workload.name(), act / rules);
+        let paired = paired.map_or("-".to_owned(), |(g, lo, hi)| format!("{g:.3}× ({lo:.3}–{hi:.3})"));
+        md += &format!(
+            "| {} | {what} | {act:.2} | {rules:.2} | {:.3}× | {paired} |\n",
+            workload.name(),
+            act / rules
+        );
     }
     if !held_out.is_empty() {
         let geo = (held_out.iter().map(|r| r.ln()).sum::<f64>() / held_out.len() as f64).exp();
-        let lost = held_out.iter().filter(|r| **r > 1.0).count();
+        let worse = held_out.iter().filter(|r| **r > 1.0).count();
         md += &format!(
-            "\nHeld-out families: geometric mean {geo:.3}×; the model loses on {lost} of {} ({}).\n",
+            "\nHeld-out families: geometric mean {geo:.3}×; medians worse with the model on {worse} of \
+             {}, credibly worse (paired) on {} ({}).\n",
             held_out.len(),
-            verdict(geo < 1.0 && lost == 0)
+            if lost.is_empty() { "none".to_owned() } else { lost.join(", ") },
+            verdict(geo < 1.0 && lost.is_empty())
         );
     }
     md
@@ -297,7 +313,9 @@ fn convergence(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
             continue;
         }
         let cell = |w: Option<(f64, usize)>| {
-            w.map_or("—".to_owned(), |(m, n)| format!("{m:.0} ({})", crate::measure::plural(n, "run")))
+            w.map_or("—".to_owned(), |(m, n)| {
+                format!("{m:.0} ({})", crate::bench::measure::plural(n, "run"))
+            })
         };
         let ratio = act.zip(rules).map(|(a, r)| a.0 / r.0.max(1.0));
         if let Some(r) = ratio.filter(|_| workload.held_out()) {
@@ -418,7 +436,7 @@ fn sha256(path: &std::path::Path) -> String {
 
 pub fn write(opts: &Options, results: &[(Workload, Vec<(Config, Run)>)]) -> Result<()> {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    let cpu = crate::measure::cpu_model();
+    let cpu = crate::bench::measure::cpu_model();
     let mut md = format!(
         "# neurogc steering benchmark\n\n{} · {} · {cpu} · {} CPUs{} · {} × {:.0} s after {:.0} s of the same load, \
          interleaved · model: {} (sha256 {}) · medians (min–max)\n\nWorkloads in bench/; none of them is a training profile. \
@@ -458,7 +476,7 @@ pub fn write(opts: &Options, results: &[(Workload, Vec<(Config, Run)>)]) -> Resu
             md += &format!("Measured part: {}.\n\n", p.join(", "));
         }
         md += &table(*workload, &of);
-        for (file, what) in bench_plot::plots(&opts.out, *workload, runs)? {
+        for (file, what) in plot::plots(&opts.out, *workload, runs)? {
             md += &format!("\n![{what}]({file})\n");
         }
     }
@@ -535,8 +553,8 @@ mod tests {
     }
 
     /// A timeline of one-second windows, with one pause of `ms[k]` in window k.
-    fn timeline(ms: &[f64]) -> crate::bench_steer::Timeline {
-        crate::bench_steer::Timeline {
+    fn timeline(ms: &[f64]) -> crate::bench::steer::Timeline {
+        crate::bench::steer::Timeline {
             pauses: ms.iter().enumerate().map(|(k, &m)| (k as f64 + 1.5, 2, m)).collect(),
             changes: Vec::new(),
             windows: (0..=ms.len()).map(|k| k as f64 + 1.0).collect(),
