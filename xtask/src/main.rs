@@ -35,6 +35,9 @@ enum Task {
     },
     /// Fetch and list the real CPython builds the tests run against
     Pythons,
+    /// Measure where each test interpreter keeps its GC state's counters
+    /// (xtask/layouts/gc_counters.py), to check against interp/versions.rs
+    Layouts,
     /// Validate deploy/ (the DaemonSet against the Kubernetes API schemas, the dashboard as JSON)
     DeployCheck,
     /// Set up, fetch the test interpreters, check formatting and lints, run every test
@@ -93,6 +96,7 @@ fn main() -> Result<()> {
         Task::Setup => setup::run(),
         Task::Demo { seconds } => demo(seconds),
         Task::Pythons => pythons::ensure().map(|m| pythons::print(&m)),
+        Task::Layouts => pythons::ensure().and_then(|m| pythons::measure_layouts(&m)),
         Task::DeployCheck => deploy::check(),
         Task::Test { cargo_args } => test(&cargo_args),
         Task::Train { python, seconds, repeats, family, retrain } => {

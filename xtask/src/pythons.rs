@@ -167,3 +167,33 @@ pub fn print(manifest: &Path) {
         );
     }
 }
+
+/// Runs xtask/layouts/gc_counters.py with every default-build test interpreter (in its root's
+/// own /proc where it has one) and prints what it found; the agent's unit test
+/// `interp::versions` checks the table against the same runs.
+pub fn measure_layouts(manifest: &Path) -> Result<()> {
+    let value: Value = serde_json::from_str(&std::fs::read_to_string(manifest)?)?;
+    let script = workspace_root().join("xtask/layouts/gc_counters.py");
+    for p in value["pythons"].as_array().into_iter().flatten() {
+        if p["free_threaded"].as_bool() == Some(true) {
+            continue;
+        }
+        let argv: Vec<&str> = p["argv"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        let mut cmd = match p["root"].as_str() {
+            Some(root) => {
+                let mut c = Command::new("unshare");
+                c.args(["--pid", "--fork", "--kill-child", &format!("--mount-proc={root}/proc")]).args(&argv);
+                c
+            }
+            None => {
+                let mut c = Command::new(argv[0]);
+                c.args(&argv[1..]);
+                c
+            }
+        };
+        let out = cmd.arg("-").stdin(std::fs::File::open(&script)?).output()?;
+        let text = String::from_utf8_lossy(if out.status.success() { &out.stdout } else { &out.stderr });
+        println!("{:<22} {}", p["name"].as_str().unwrap_or(""), text.trim());
+    }
+    Ok(())
+}

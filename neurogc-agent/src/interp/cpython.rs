@@ -1,9 +1,13 @@
-//! Per-version facts about CPython's collector (shared/notes/cpython-gc.md §1, §4): which function
-//! collects, and where the GC state lives. Every layout here is validated against the live
-//! process before it is trusted (see `layout`).
+//! What an interpreter file says about itself (version, build, the offsets `_Py_DebugOffsets`
+//! publishes), and through its row in `versions` which function collects and where the GC state
+//! lives and how it is shaped. Every layout is validated against the live process before it is
+//! trusted (see `layout`).
 use std::fmt;
 
-use super::elf::Elf;
+use super::{
+    elf::Elf,
+    versions::{self, Build, Gc, Row, StateAt},
+};
 use crate::memory::{i64_at, u64_at};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -195,16 +199,18 @@ impl Interpreter {
             let hex = u64_at(dbg, 8);
             let minor = ((hex >> 16) & 0xff) as u32;
             let micro = ((hex >> 8) & 0xff) as u32;
+            let free_threaded = i64_at(dbg, 16) != 0;
+            let row = versions::row(minor, versions::build(minor, Some(micro), free_threaded));
             // The interpreter-state block grew a field (threads_main) in 3.14.
-            let gc_field = if minor >= 14 { 88 } else { 80 };
+            let gc_field = row.map_or(80, |r| r.debug_gc_field) as usize;
             return Some(Interpreter {
                 version: PyVersion { minor, micro: Some(micro) },
-                free_threaded: i64_at(dbg, 16) != 0,
+                free_threaded,
                 runtime,
                 code_type,
                 debug_offsets: Some((u64_at(dbg, 40), u64_at(dbg, gc_field))),
-                remote_debug: if minor >= 14 { RemoteDebugOffsets::find(dbg) } else { None },
-                gc_debug: if minor >= 15 { GcDebugOffsets::read(dbg) } else { None },
+                remote_debug: row.filter(|r| r.remote_debug).and_then(|_| RemoteDebugOffsets::find(dbg)),
+                gc_debug: row.filter(|r| r.gc_debug).and_then(|_| GcDebugOffsets::read(dbg)),
                 frame_debug: FrameDebugOffsets::find(dbg),
                 // `interpreter_state {size, id, next, threads_head, …}` from byte 48.
                 threads_head: Some(u64_at(dbg, 72)).filter(|&v| (64..1 << 20).contains(&v)),
@@ -262,18 +268,20 @@ impl Interpreter {
         if self.free_threaded { 16 } else { 0 }
     }
 
-    /// 3.14.0–3.14.4 shipped the incremental collector (young/old[2] lists, `_PyGC_Collect`).
-    pub fn incremental_gc(&self) -> bool {
-        self.version.minor == 14 && self.version.micro.is_some_and(|m| m < 5)
+    /// Which build of its minor version this is (3.14.0–3.14.4 shipped the incremental
+    /// collector: a build of its own).
+    pub fn build(&self) -> Build {
+        versions::build(self.version.minor, self.version.micro, self.free_threaded)
+    }
+
+    /// Every layout this build is read through (`versions`); None for versions never measured.
+    pub fn row(&self) -> Option<Row> {
+        versions::row(self.version.minor, self.build())
     }
 
     /// Names of the collector function, best first. All are `static`: `.symtab` only.
     pub fn collector_names(&self) -> &'static [&'static str] {
-        match self.version.minor {
-            8 | 9 => &["collect"],
-            14 if self.incremental_gc() => &["_PyGC_Collect"],
-            _ => &["gc_collect_main"],
-        }
+        self.row().map_or(&["gc_collect_main"], |r| r.collector)
     }
 
     /// Translation units the collector lives in (to tell CPython's `collect` from any other).
@@ -286,78 +294,32 @@ impl Interpreter {
     /// Both are link-time addresses; the caller adds the load bias to the pointer address.
     pub fn gc_state_location(&self) -> Option<GcStateLocation> {
         let rt = self.runtime;
-        let (main_ptr, gc_offset) = match (self.version.minor, self.debug_offsets) {
-            (8, _) => return Some(GcStateLocation::Static { address: rt + 344 }),
-            (9 | 10, _) => (rt + 40, 616),
-            (11, _) => (rt + 48, 648),
-            (12, _) => (rt + 48, 112),
-            (13.., Some((interpreters_head, gc))) => (rt + interpreters_head + 8, gc),
-            _ => return None,
-        };
-        Some(GcStateLocation::MainInterpreter { main_ptr, gc_offset })
+        Some(match (self.row()?.state, self.debug_offsets) {
+            (StateAt::Runtime(at), _) => GcStateLocation::Static { address: rt + at },
+            (StateAt::MainInterp { main_ptr, gc }, _) => {
+                GcStateLocation::MainInterpreter { main_ptr: rt + main_ptr, gc_offset: gc }
+            }
+            (StateAt::Published, Some((interpreters_head, gc))) => {
+                GcStateLocation::MainInterpreter { main_ptr: rt + interpreters_head + 8, gc_offset: gc }
+            }
+            (StateAt::Published, None) => return None,
+        })
     }
 
     /// None: the GC state's shape is not known for this build (3.15+ without a usable
     /// `_Py_DebugOffsets.gc`, free-threaded builds other than 3.13t): probe arguments only.
     pub fn gc_layout(&self) -> Option<GcLayout> {
-        let inline = |at| StatsAt::Inline(at);
-        if self.free_threaded {
-            // 3.13t keeps the GIL build's `struct _gc_runtime_state` (offsetof against 3.13.5t's
-            // own headers: generations +24, generation_stats +128, long_lived_total +224) plus
-            // `immortalize`, but never links objects into the generations: no list heads.
-            return (self.version.minor == 13).then_some(GcLayout {
-                stats: inline(128),
-                gen0_ptr: None,
-                generations: 24,
-                size: 248,
-                long_lived: Some(224),
-                lists: false,
-            });
-        }
-        Some(match self.version.minor {
-            // `long_lived_total` and `long_lived_pending` follow `callbacks`: measured on every
-            // test build by xtask/layouts/gc_counters.py (threshold0 + 184, or + 188 where
-            // Debian's 3.13 puts the generations at +20; the counters stay at +224).
-            8..=13 => GcLayout {
-                stats: inline(128),
-                gen0_ptr: Some(96),
-                generations: 24,
-                size: 240,
-                long_lived: Some(224),
-                lists: true,
-            },
-            _ if self.incremental_gc() => GcLayout {
-                stats: inline(120),
-                gen0_ptr: None,
-                generations: 24,
-                size: 240,
-                long_lived: None,
-                lists: true,
-            },
-            // 3.14.5+ went back to 3.13's collector; its counters moved behind the stats
-            // (gc_counters.py on 3.14.10: threshold0 + 200).
-            14 => GcLayout {
-                stats: inline(120),
-                gen0_ptr: Some(256),
-                generations: 24,
-                size: 264,
-                long_lived: Some(240),
-                lists: true,
-            },
-            // 3.15+: generations[3] and the permanent generation from +8 (after `enabled`,
-            // `debug`); where the stats rings' pointer is, the state's size and the rings' size
-            // are published (3.15.2: 104, 176, 1120). The long-lived counters are not: where
-            // the state is 3.15.2's size they are where gc_counters.py found them there
-            // (threshold0 + 128).
-            _ => {
+        Some(match self.row()?.gc? {
+            Gc::Known(layout) => layout,
+            Gc::Published { generations, long_lived } => {
                 let dbg = self.gc_debug?;
                 let (young_slots, old_slots) = dbg.ring_slots()?;
                 GcLayout {
                     stats: StatsAt::Rings { pointer: dbg.generation_stats, young_slots, old_slots },
                     gen0_ptr: None,
-                    generations: 8,
+                    generations,
                     size: dbg.size,
-                    long_lived: (self.version.minor == 15 && dbg.size == 176).then_some(152),
+                    long_lived: long_lived.and_then(|(size, at)| (dbg.size == size).then_some(at)),
                     lists: true,
                 }
             }

@@ -1,6 +1,6 @@
-//! Where the collecting thread's Python frames are, per CPython version: what the kernel follows
-//! to copy the stack at a collection's start (`StackLocator`), and what user space reads to name a
-//! frame (`CodeLayout`). Offsets were measured on every test build (the thread state and GIL ones
+//! Where the collecting thread's Python frames are: what the kernel follows to copy the stack at
+//! a collection's start (`StackLocator`), and what user space reads to name a frame
+//! (`CodeLayout`); each version's offsets are its row in `versions`. Offsets were measured on every test build (the thread state and GIL ones
 //! by locating the running thread's state in `_PyRuntime` and the interpreter state; the code
 //! object ones from `PyCode_Type`'s member table), and the stack tests check them against each
 //! build's own lines. From 3.13 the frame and code offsets `_Py_DebugOffsets` publishes are used
@@ -49,80 +49,32 @@ pub enum LineTable {
     Locations,
 }
 
-/// Offsets in the thread state, the interpreter state and frames, per minor version.
-struct Walk {
-    via: u32,
+/// Offsets in the thread state, the interpreter state and frames (the rows: `versions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Walk {
+    pub via: u32,
     /// 3.8–3.11: `gilstate.tstate_current` in `_PyRuntime`; 3.12+: ignored (the main
     /// interpreter's pointer is the GC state's).
-    tstate_in_runtime: u64,
-    gil_at: u64,
-    frame_at: u32,
-    cframe_at: u32,
-    previous_at: u32,
-    code_at: u32,
-    instr_at: u32,
-    owner_at: u32,
-}
-
-fn walk(minor: u32) -> Option<Walk> {
-    const NONE: u32 = u32::MAX;
-    let frame_object = |tstate_in_runtime, lasti| Walk {
-        via: tstate_via::RUNTIME,
-        tstate_in_runtime,
-        gil_at: 0,
-        frame_at: 24,
-        cframe_at: NONE,
-        previous_at: 24,
-        code_at: 32,
-        instr_at: lasti,
-        owner_at: NONE,
-    };
-    let interpreter_frame = |gil_at, owner_at| Walk {
-        via: tstate_via::GIL_HOLDER,
-        tstate_in_runtime: 0,
-        gil_at,
-        frame_at: 72,
-        cframe_at: NONE,
-        previous_at: 8,
-        code_at: 0,
-        instr_at: 56,
-        owner_at,
-    };
-    Some(match minor {
-        8 => frame_object(1368, 104),
-        9 => frame_object(568, 104),
-        10 => frame_object(568, 96),
-        // `_PyInterpreterFrame`s behind `tstate->cframe->current_frame`; no owner byte yet.
-        11 => Walk {
-            via: tstate_via::RUNTIME,
-            tstate_in_runtime: 576,
-            gil_at: 0,
-            frame_at: 56,
-            cframe_at: 8,
-            previous_at: 48,
-            code_at: 32,
-            instr_at: 56,
-            owner_at: NONE,
-        },
-        12 => Walk { frame_at: 56, cframe_at: 0, ..interpreter_frame(384, 70) },
-        13 => interpreter_frame(16, 70),
-        14 | 15 => interpreter_frame(16, 74),
-        _ => return None,
-    })
+    pub tstate_in_runtime: u64,
+    pub gil_at: u64,
+    pub frame_at: u32,
+    pub cframe_at: u32,
+    pub previous_at: u32,
+    pub code_at: u32,
+    pub instr_at: u32,
+    pub owner_at: u32,
 }
 
 /// What the kernel follows on this build, at run-time addresses (`bias` added). None where the
 /// stack cannot be read: versions never measured, and free-threaded builds other than 3.13t or
 /// whose collector is not seen taking its thread state (`tstate_arg`: USDT probes).
 pub fn stack_locator(interp: &Interpreter, bias: u64, tstate_arg: bool) -> Option<StackLocator> {
-    let mut w = walk(interp.version.minor)?;
-    if interp.free_threaded {
-        // No GIL holder to ask: the collector's own argument names the collecting thread. Only
-        // 3.13t was measured, and only its published offsets are used.
-        if !tstate_arg || interp.version.minor != 13 {
-            return None;
-        }
-        w.via = tstate_via::COLLECTOR_ARG;
+    let row = interp.row()?;
+    let mut w = row.walk?;
+    // Where no GIL holder can be asked, the collector's own argument names the collecting
+    // thread: a USDT probe does not see it.
+    if w.via == tstate_via::COLLECTOR_ARG && !tstate_arg {
+        return None;
     }
     // What the interpreter publishes wins over the table (they agree on every tested build; a
     // patch release that moved a field is then still read right).
@@ -138,7 +90,7 @@ pub fn stack_locator(interp: &Interpreter, bias: u64, tstate_arg: bool) -> Optio
             published = true;
         }
     }
-    if interp.free_threaded && !published {
+    if row.walk_published_only && !published {
         return None;
     }
     let tstate_ptr = match w.via {
@@ -161,7 +113,7 @@ pub fn stack_locator(interp: &Interpreter, bias: u64, tstate_arg: bool) -> Optio
         instr_at: w.instr_at,
         owner_at: w.owner_at,
         // 3.8–3.10's frame objects are large; 3.11+'s frames can end soon after their header.
-        frame_bytes: if minor_reads_frame_objects(interp.version.minor) {
+        frame_bytes: if row.frame_objects {
             neurogc_common::FRAME_READ_BYTES as u32
         } else {
             neurogc_common::FRAME_READ_BYTES_SHORT as u32
@@ -181,71 +133,24 @@ pub fn stack_locator(interp: &Interpreter, bias: u64, tstate_arg: bool) -> Optio
     })
 }
 
-fn minor_reads_frame_objects(minor: u32) -> bool {
-    minor <= 10
-}
-
 pub fn code_layout(interp: &Interpreter) -> Option<CodeLayout> {
-    let minor = interp.version.minor;
-    // Free-threaded objects' headers are 16 bytes longer (`ob_tid`, `ob_ref_local`…): only
-    // 3.13t's strings were measured (`sizeof` against its own headers), and its code objects are
-    // read at the offsets it publishes.
-    if interp.free_threaded && (minor != 13 || interp.frame_debug.is_none()) {
+    let row = interp.row()?;
+    // Where only published offsets are trusted (3.13t), nothing is read without them.
+    if row.walk_published_only && interp.frame_debug.is_none() {
         return None;
     }
-    let (ascii_data, compact_data) = match minor {
-        ..=11 => (48, 72),
-        _ if interp.free_threaded => (56, 72),
-        _ => (40, 56),
-    };
-    let base = CodeLayout {
-        filename: 112,
-        name: 128,
-        firstlineno: 68,
-        linetable: 136,
-        table: LineTable::Locations,
-        bytecode: None,
-        lasti_in_units: false,
-        ascii_data,
-        compact_data,
-        tag_mask: 0,
-        owner_not_python: (minor >= 12).then_some(3),
-        header_extra: interp.header_extra(),
-    };
-    Some(match minor {
-        8 | 9 => CodeLayout {
-            filename: 104,
-            name: 112,
-            firstlineno: 40,
-            linetable: 120,
-            table: LineTable::Lnotab,
-            ..base
-        },
-        10 => CodeLayout {
-            filename: 104,
-            name: 112,
-            firstlineno: 40,
-            linetable: 120,
-            table: LineTable::Ranges310,
-            lasti_in_units: true,
-            ..base
-        },
-        11 => CodeLayout { firstlineno: 72, bytecode: Some(184), ..base },
-        12 => CodeLayout { bytecode: Some(192), ..base },
-        13 => CodeLayout { bytecode: Some(200), ..base },
-        14 | 15 => CodeLayout { bytecode: Some(208), tag_mask: 7, ..base },
-        _ => return None,
-    })
-    .map(|layout| match interp.frame_debug {
-        // Published (3.13+): as for the frames, it wins over the table.
-        Some(d) if d.linetable < 4096 && d.code_adaptive < 4096 => CodeLayout {
-            filename: d.filename,
-            name: d.qualname,
-            firstlineno: d.firstlineno,
-            linetable: d.linetable,
-            bytecode: Some(d.code_adaptive),
-            ..layout
-        },
-        _ => layout,
+    row.code.map(|layout| CodeLayout { header_extra: interp.header_extra(), ..layout }).map(|layout| {
+        match interp.frame_debug {
+            // Published (3.13+): as for the frames, it wins over the table.
+            Some(d) if d.linetable < 4096 && d.code_adaptive < 4096 => CodeLayout {
+                filename: d.filename,
+                name: d.qualname,
+                firstlineno: d.firstlineno,
+                linetable: d.linetable,
+                bytecode: Some(d.code_adaptive),
+                ..layout
+            },
+            _ => layout,
+        }
     })
 }

@@ -11,6 +11,7 @@ pub mod lines;
 pub mod pending;
 pub mod process;
 pub mod usdt_args;
+pub mod versions;
 
 use std::{fmt, path::PathBuf};
 

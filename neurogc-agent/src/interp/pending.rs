@@ -1,5 +1,5 @@
-//! The queue `Py_AddPendingCall` fills for the main thread, per CPython version, and how its
-//! producer tells the eval loop to look at it. neurogc queues its hook the way the interpreter's
+//! The queue `Py_AddPendingCall` fills for the main thread, and how its producer tells the eval
+//! loop to look at it: the shapes here, each version's offsets in its row in `versions`. neurogc queues its hook the way the interpreter's
 //! own producers do, by writing memory (see `actuate::inject`), so it needs these layouts.
 //!
 //! Offsets were read with `offsetof` compiled against each version's own internal headers
@@ -9,7 +9,10 @@
 //! before a byte is written: a queue that does not look exactly like an idle queue is refused.
 use anyhow::{Result, bail};
 
-use super::cpython::{Interpreter, TSTATE_INTERP};
+use super::{
+    cpython::{Interpreter, TSTATE_INTERP},
+    versions,
+};
 use crate::memory::{ProcMem, i32_at, u64_at};
 
 /// Where a structure is: inside `_PyRuntime`, or inside the main interpreter state.
@@ -72,10 +75,10 @@ const fn ring(finishing: Option<u64>, busy: Option<u64>) -> Queue {
         last: 532 + skip,
     }
 }
-const RING_38: Queue = ring(Some(0), None);
-const RING_39: Queue = ring(None, None);
-const RING_312: Queue = ring(None, Some(0));
-const COUNTED: Queue =
+pub const RING_38: Queue = ring(Some(0), None);
+pub const RING_39: Queue = ring(None, None);
+pub const RING_312: Queue = ring(None, Some(0));
+pub const COUNTED: Queue =
     Queue::Counted { mutex: 8, npending: 12, max: 16, maxloop: 20, calls: 24, first: 7224, next: 7228 };
 const RING_SLOTS: u64 = 32;
 const COUNTED_SLOTS: u64 = 300;
@@ -84,34 +87,21 @@ const COUNTED_SLOT: u64 = 24;
 const MAIN_QUEUE_MAX: i32 = 32;
 
 impl PendingLayout {
+    /// The build's queue (`versions`); None where act mode's hook must refuse it. 3.14+ publish
+    /// the eval breaker's offset in `_Py_DebugOffsets`, which wins over the table's.
     pub fn for_interpreter(interp: &Interpreter) -> Option<PendingLayout> {
-        // 3.13+: `_PyRuntime.ceval.pending_mainthread` and `_PyRuntime.main_tstate`, the breaker
-        // in the thread state (3.14+ publish its offset in `_Py_DebugOffsets`).
-        let counted = |queue: u64, tstate_ptr: u64, eval_breaker: u64| {
-            let breaker = Breaker::MainThreadBit { tstate_ptr, eval_breaker, bit: 1 << 2 };
-            (Base::Runtime(queue), COUNTED, 7232, breaker)
+        let p = interp.row()?.pending?;
+        let breaker = match p.breaker {
+            versions::Breaker::Int(at) => Breaker::Int(at),
+            versions::Breaker::MainThreadBit { tstate_ptr, eval_breaker, published } => {
+                let eval_breaker = match interp.remote_debug {
+                    Some(r) if published => r.eval_breaker,
+                    _ => eval_breaker,
+                };
+                Breaker::MainThreadBit { tstate_ptr, eval_breaker, bit: 1 << 2 }
+            }
         };
-        let published_breaker = interp.remote_debug.map_or(24, |r| r.eval_breaker);
-        let (queue_at, queue, size, breaker) = match interp.version.minor {
-            8 => (Base::Runtime(600), RING_38, 544, Breaker::Int(Base::Runtime(592))),
-            9 => (Base::MainInterp(80), RING_39, 536, Breaker::Int(Base::MainInterp(72))),
-            10 => (Base::MainInterp(80), RING_39, 536, Breaker::Int(Base::MainInterp(68))),
-            11 => (Base::MainInterp(112), RING_39, 536, Breaker::Int(Base::MainInterp(100))),
-            12 => (Base::Runtime(2016), RING_312, 544, Breaker::Int(Base::MainInterp(368))),
-            13 => counted(2640, 664, 24),
-            // 3.14.0–3.14.4 (incremental GC) were not available to check: refuse rather than guess.
-            14 if !interp.incremental_gc() => counted(2848, 840, published_breaker),
-            15 => counted(2976, 968, published_breaker),
-            _ => return None,
-        };
-        // 3.13t's runtime, queue and thread state match 3.13's at every offset used here
-        // (offsetof against 3.13.5t's own headers); later free-threaded builds were not measured.
-        (!interp.free_threaded || interp.version.minor == 13).then_some(PendingLayout {
-            queue_at,
-            queue,
-            size,
-            breaker,
-        })
+        Some(PendingLayout { queue_at: p.queue_at, queue: p.queue, size: p.size, breaker })
     }
 }
 
