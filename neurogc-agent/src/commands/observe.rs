@@ -19,8 +19,7 @@ use crate::{
     session::events::{self, Clock},
     session::features::{self, Sample, Window, Windower},
     session::{Decoder, GcStatus},
-    sinks::output::LineWriter,
-    sinks::view,
+    sinks::{live::LiveView, view},
     steering::steer::{Events, Mode, Steering, latency},
     wait::{pidfd_open, readable, stop_signals},
 };
@@ -61,9 +60,7 @@ struct Observer<'a> {
     clock: Clock,
     agg: Aggregate,
     records: Option<Records>,
-    view: Option<LineWriter<io::Stdout>>,
-    tty: bool,
-    name: String,
+    view: Option<LiveView>,
     started: Instant,
     attach_ms: f64,
     windower: Windower,
@@ -128,9 +125,7 @@ pub async fn run(
         clock,
         agg: Aggregate::default(),
         records: opts.records.take(),
-        view: opts.view.then(|| LineWriter::new(io::stdout())),
-        tty: io::IsTerminal::is_terminal(&io::stdout()),
-        name: process::describe(pid).split_once(' ').map(|(_, n)| n.to_owned()).unwrap_or_default(),
+        view: opts.view.then(|| LiveView::new(plan)),
         started: Instant::now(),
         attach_ms: opts.attach_ms,
         windower: Windower::new(first),
@@ -235,6 +230,37 @@ fn sample(pid: i32, gc: &GcStatus, clock: &Clock, freeze_count: Option<i64>) -> 
         long_lived: settings.and_then(|s| s.long_lived),
         runq_ns: proc.map(|p| p.runq_ns),
     }
+}
+
+/// The live view's line for advise/act mode's last decision (and the effect of the last change).
+fn decision_line(steer: &Steering, window: &Window) -> Option<String> {
+    let d = steer.last.as_ref()?;
+    let verb = match (steer.mode, d.requested) {
+        (_, true) => "applying",
+        (Mode::Advise, false) => "advice",
+        _ => "decision",
+    };
+    // Thresholds not read yet (GC state unproven) are not shown as 0/0/0.
+    let what = d.what.clone().or_else(|| window.sample.thresholds.map(|_| view::thresholds(d.thresholds)));
+    let what = what.map_or(String::new(), |w| format!(" {w}"));
+    let budget = d.budget.as_ref().map_or(String::new(), |b| format!(" [{b} budget]"));
+    let mut line = format!("{verb}{what}{budget}: {}", d.reason);
+    if let Some(given_up) = &d.given_up {
+        line.push_str(&format!(" (given up: {given_up})"));
+    }
+    if let Some(e) = steer.last_effect.as_ref() {
+        line.push_str(&format!(
+            "\neffect of {}: longest pause {:.1} -> {:.1} ms · GC {:.1}% -> {:.1}% · RSS {:.0} -> {:.0} MiB",
+            e.change,
+            e.pause_max_ms[0],
+            e.pause_max_ms[1],
+            e.gc_share[0] * 100.0,
+            e.gc_share[1] * 100.0,
+            e.rss_mib[0],
+            e.rss_mib[1]
+        ));
+    }
+    Some(line)
 }
 
 impl Observer<'_> {
@@ -381,72 +407,15 @@ impl Observer<'_> {
     }
 
     fn render(&mut self, window: &Window, lost: u64) -> io::Result<()> {
-        if self.view.is_none() {
-            return Ok(());
-        }
-        let f = &window.features;
-        let interval_s = (window.end_ns - window.start_ns) as f64 / 1e9;
-        let python = self.plan.interpreter.version.to_string();
-        let probe = self.plan.source.to_string();
+        let Some(view) = self.view.as_mut() else { return Ok(()) };
         let note = self.dec.gc.note();
         let trigger = self
             .stacks
             .as_mut()
             .and_then(|r| r.take_top())
             .map(|(site, share)| format!("top trigger: {site}, {:.0}% of collections", share * 100.0));
-        let decision =
-            self.steer.as_ref().and_then(|s| s.last.as_ref().map(|d| (s.mode, d))).map(|(mode, d)| {
-                let verb = match (mode, d.requested) {
-                    (_, true) => "applying",
-                    (Mode::Advise, false) => "advice",
-                    _ => "decision",
-                };
-                // Thresholds not read yet (GC state unproven) are not shown as 0/0/0.
-                let what = d.what.clone().or_else(|| window.sample.thresholds.map(|_| view::thresholds(d.thresholds)));
-                let what = what.map_or(String::new(), |w| format!(" {w}"));
-                let budget = d.budget.as_ref().map_or(String::new(), |b| format!(" [{b} budget]"));
-                let mut line = format!("{verb}{what}{budget}: {}", d.reason);
-                if let Some(given_up) = &d.given_up {
-                    line.push_str(&format!(" (given up: {given_up})"));
-                }
-                if let Some(e) = self.steer.as_ref().and_then(|s| s.last_effect.as_ref()) {
-                    line.push_str(&format!(
-                        "\neffect of {}: longest pause {:.1} -> {:.1} ms · GC {:.1}% -> {:.1}% · RSS {:.0} -> {:.0} MiB",
-                        e.change,
-                        e.pause_max_ms[0],
-                        e.pause_max_ms[1],
-                        e.gc_share[0] * 100.0,
-                        e.gc_share[1] * 100.0,
-                        e.rss_mib[0],
-                        e.rss_mib[1]
-                    ));
-                }
-                line
-            });
-        let frame = view::Frame {
-            pid: self.plan.pid,
-            name: &self.name,
-            python: &python,
-            probe: &probe,
-            elapsed_s: self.started.elapsed().as_secs_f64(),
-            agg: &self.agg,
-            interval_collections: window.collections,
-            interval_s,
-            gc_share: f[features::index("gc_share").expect("a feature")],
-            settings: window.sample.thresholds.zip(window.sample.count0),
-            alloc_rate: window
-                .sample
-                .thresholds
-                .map(|_| f[features::index("alloc_per_s").expect("a feature")]),
-            lost,
-            note: note.as_deref(),
-            trigger: trigger.as_deref(),
-            decision: decision.as_deref(),
-        };
-        let text = if self.tty { view::screen(&frame) } else { view::line(&frame) + "\n" };
-        let out = self.view.as_mut().expect("checked above");
-        out.write_all(text.as_bytes())?;
-        out.flush()
+        let decision = self.steer.as_ref().and_then(|s| decision_line(s, window));
+        view.window(window, &self.agg, lost, note.as_deref(), trigger.as_deref(), decision.as_deref())
     }
 
     fn summarise(mut self, stop: &Stop, lost: u64, unpaired: u64) -> Result<()> {
@@ -491,23 +460,13 @@ impl Observer<'_> {
         if matches!(stop, Stop::OutputClosed) {
             return Ok(());
         }
-        if let Some(out) = self.view.as_mut() {
-            writeln!(
-                out,
-                "{}",
-                view::summary(&summary.generations, &summary.stopped, elapsed_s, summary.gc_time_share, lost)
-            )?;
-            // The record keeps the recommendation's lines whole; the terminal's fit 80 columns.
-            if let Some(r) = summary.policy.as_ref().and_then(|p| p.recommendation.as_ref()) {
-                for line in r.lines() {
-                    writeln!(out, "{}", crate::sinks::text::wrap(line, 2))?;
-                }
-            }
-            if let Stop::TargetExited(Some(ended)) = stop {
-                writeln!(out, "{}", ended.describe())?;
-            }
-            out.flush()?;
-        } else if let Stop::TargetExited(Some(ended)) = stop
+        let ended = match stop {
+            Stop::TargetExited(Some(ended)) => Some(ended),
+            _ => None,
+        };
+        if let Some(view) = self.view.as_mut() {
+            view.summary(&summary, lost, ended.map(|e| e.describe()).as_deref())?;
+        } else if let Some(ended) = ended
             && ended.status() != 0
         {
             // The agent's own failures end with "neurogc-agent: error: …" on standard error; a

@@ -1,0 +1,105 @@
+//! The single-target live view, a consumer of the loop's windows: the screen redrawn in place
+//! when standard output is a terminal, one line per window otherwise (`view` renders both), and
+//! the summary at the end, in 80 columns.
+use std::{
+    io::{self, Write},
+    time::Instant,
+};
+
+use neurogc_trace::Summary;
+
+use crate::{
+    interp::{AttachPlan, process},
+    session::{
+        aggregate::Aggregate,
+        features::{self, Window},
+    },
+    sinks::{output::LineWriter, text, view},
+};
+
+pub struct LiveView {
+    out: LineWriter<io::Stdout>,
+    tty: bool,
+    pid: i32,
+    name: String,
+    python: String,
+    probe: String,
+    started: Instant,
+}
+
+impl LiveView {
+    pub fn new(plan: &AttachPlan) -> LiveView {
+        LiveView {
+            out: LineWriter::new(io::stdout()),
+            tty: io::IsTerminal::is_terminal(&io::stdout()),
+            pid: plan.pid,
+            name: process::describe(plan.pid).split_once(' ').map(|(_, n)| n.to_owned()).unwrap_or_default(),
+            python: plan.interpreter.version.to_string(),
+            probe: plan.source.to_string(),
+            started: Instant::now(),
+        }
+    }
+
+    /// A window closed: what it measured, with the totals since attach, why the GC state is not
+    /// read yet (`note`), where its collections started and advise/act mode's last decision.
+    pub fn window(
+        &mut self,
+        window: &Window,
+        agg: &Aggregate,
+        lost: u64,
+        note: Option<&str>,
+        trigger: Option<&str>,
+        decision: Option<&str>,
+    ) -> io::Result<()> {
+        let f = &window.features;
+        let frame = view::Frame {
+            pid: self.pid,
+            name: &self.name,
+            python: &self.python,
+            probe: &self.probe,
+            elapsed_s: self.started.elapsed().as_secs_f64(),
+            agg,
+            interval_collections: window.collections,
+            interval_s: (window.end_ns - window.start_ns) as f64 / 1e9,
+            gc_share: f[features::index("gc_share").expect("a feature")],
+            settings: window.sample.thresholds.zip(window.sample.count0),
+            alloc_rate: window
+                .sample
+                .thresholds
+                .map(|_| f[features::index("alloc_per_s").expect("a feature")]),
+            lost,
+            note,
+            trigger,
+            decision,
+        };
+        let text = if self.tty { view::screen(&frame) } else { view::line(&frame) + "\n" };
+        self.out.write_all(text.as_bytes())?;
+        self.out.flush()
+    }
+
+    /// The run's summary; `ended`: how a launched command ended.
+    pub fn summary(&mut self, summary: &Summary, lost: u64, ended: Option<&str>) -> io::Result<()> {
+        let out = &mut self.out;
+        writeln!(
+            out,
+            "{}",
+            view::summary(
+                &summary.generations,
+                &summary.stopped,
+                summary.elapsed_s,
+                summary.gc_time_share,
+                lost
+            )
+        )?;
+        // The record keeps the recommendation's lines whole; the terminal's fit 80 columns.
+        if let Some(r) = summary.policy.as_ref().and_then(|p| p.recommendation.as_ref()) {
+            for line in r.lines() {
+                writeln!(out, "{}", text::wrap(line, 2))?;
+            }
+        }
+        if let Some(ended) = ended {
+            writeln!(out, "{ended}")?;
+        }
+        out.flush()
+    }
+}
