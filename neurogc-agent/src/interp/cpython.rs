@@ -4,6 +4,7 @@
 //! trusted (see `layout`).
 use std::fmt;
 
+pub use super::versions::{GcLayout, StatsAt};
 use super::{
     elf::Elf,
     versions::{self, Build, Gc, Row, StateAt},
@@ -331,53 +332,6 @@ impl Interpreter {
 pub enum GcStateLocation {
     Static { address: u64 },
     MainInterpreter { main_ptr: u64, gc_offset: u64 },
-}
-
-/// Where the cumulative per-generation counters are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StatsAt {
-    /// `generation_stats[3]` inline, at this offset (3.8–3.14).
-    Inline(u64),
-    /// A pointer at this offset to `struct gc_stats`: a ring of records per generation (3.15+).
-    Rings { pointer: u64, young_slots: u32, old_slots: u32 },
-}
-
-impl StatsAt {
-    /// Rings: per generation, (offset of the ring's index, offset of its first record, records).
-    /// `struct gc_stats { young { items[Y]; int8_t index; }, old[2] { items[O]; int8_t index; },
-    /// uint32_t update_seq }` (3.15's pycore_interp_structs.h; each buffer padded to 8 bytes).
-    pub fn rings(&self) -> Option<[(u64, u64, u32); 3]> {
-        let StatsAt::Rings { young_slots, old_slots, .. } = *self else { return None };
-        let record = neurogc_common::RING_RECORD_BYTES;
-        let young_index = u64::from(young_slots) * record;
-        let old0_items = young_index + 8;
-        let old0_index = old0_items + u64::from(old_slots) * record;
-        let old1_items = old0_index + 8;
-        let old1_index = old1_items + u64::from(old_slots) * record;
-        Some([
-            (young_index, 0, young_slots),
-            (old0_index, old0_items, old_slots),
-            (old1_index, old1_items, old_slots),
-        ])
-    }
-}
-
-/// Offsets inside `struct _gc_runtime_state` (§4 of the notes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GcLayout {
-    pub stats: StatsAt,
-    /// `generation0`, a pointer to `&generations[0].head`: tells where the generations array
-    /// starts (gc+24 upstream, gc+20 with Debian's 3.13 alignment patch). None: `generations`.
-    pub gen0_ptr: Option<u64>,
-    pub generations: u64,
-    pub size: u64,
-    /// `long_lived_total` (objects in the oldest generation after the last full collection),
-    /// `long_lived_pending` 8 bytes after it (promoted since): where a full collection's work
-    /// and its next run are predicted from. None where the build keeps no such counters.
-    pub long_lived: Option<u64>,
-    /// The generations' list heads link the tracked objects (false on free-threaded builds,
-    /// which find objects by walking mimalloc's heaps: the heads stay zero).
-    pub lists: bool,
 }
 
 #[cfg(test)]

@@ -8,62 +8,7 @@
 use neurogc_common::{StackLocator, tstate_via};
 
 use super::cpython::{Interpreter, TSTATE_INTERP};
-
-/// How to name a code object and place an instruction in it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CodeLayout {
-    pub filename: u64,
-    /// `co_qualname` (3.11+), else `co_name`.
-    pub name: u64,
-    pub firstlineno: u64,
-    /// `co_lnotab` (3.8–3.9) or `co_linetable` (3.10+).
-    pub linetable: u64,
-    pub table: LineTable,
-    /// Offset of the bytecode in the code object (3.11+: `co_code_adaptive`, where the frame's
-    /// instruction pointer points); None: the frame holds `f_lasti` itself.
-    pub bytecode: Option<u64>,
-    /// `f_lasti` counts code units (3.10), not bytes (3.8–3.9).
-    pub lasti_in_units: bool,
-    /// Where an ASCII string's characters start (`sizeof(PyASCIIObject)`), and a compact
-    /// non-ASCII one's (`sizeof(PyCompactUnicodeObject)`).
-    pub ascii_data: u64,
-    pub compact_data: u64,
-    /// 3.14+: the frame's code is a `_PyStackRef`, its low bits a tag.
-    pub tag_mask: u64,
-    /// 3.12+: frames whose owner is at least this are shims of the C stack (3; 3.14 numbers the
-    /// interpreter's own 3 and the C stack's 4), not Python code.
-    pub owner_not_python: Option<u8>,
-    /// Bytes every object header adds to the default build's (16 on free-threaded builds:
-    /// `ob_type` at 24, not 8): shifts the `str` and `bytes` fields read here.
-    pub header_extra: u64,
-}
-
-/// The line table formats of CPython 3.8–3.15.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LineTable {
-    /// 3.8–3.9 `co_lnotab`: (byte offset delta, line delta) pairs.
-    Lnotab,
-    /// 3.10 `co_linetable`: (byte range, line delta) pairs, −128 for "no line".
-    Ranges310,
-    /// 3.11+ location table (PEP 657).
-    Locations,
-}
-
-/// Offsets in the thread state, the interpreter state and frames (the rows: `versions`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Walk {
-    pub via: u32,
-    /// 3.8–3.11: `gilstate.tstate_current` in `_PyRuntime`; 3.12+: ignored (the main
-    /// interpreter's pointer is the GC state's).
-    pub tstate_in_runtime: u64,
-    pub gil_at: u64,
-    pub frame_at: u32,
-    pub cframe_at: u32,
-    pub previous_at: u32,
-    pub code_at: u32,
-    pub instr_at: u32,
-    pub owner_at: u32,
-}
+pub use super::versions::{CodeLayout, LineTable};
 
 /// What the kernel follows on this build, at run-time addresses (`bias` added). None where the
 /// stack cannot be read: versions never measured, and free-threaded builds other than 3.13t or

@@ -9,39 +9,12 @@
 //! before a byte is written: a queue that does not look exactly like an idle queue is refused.
 use anyhow::{Result, bail};
 
+pub use super::versions::{Base, Queue};
 use super::{
     cpython::{Interpreter, TSTATE_INTERP},
     versions,
 };
 use crate::memory::{ProcMem, i32_at, u64_at};
-
-/// Where a structure is: inside `_PyRuntime`, or inside the main interpreter state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Base {
-    Runtime(u64),
-    MainInterp(u64),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Queue {
-    /// 3.8–3.12: a ring of 32 `{func, arg}`, empty when `first == last`; a producer pushes under
-    /// a lock, then stores 1 into `calls_to_do` and into the eval breaker.
-    Ring {
-        /// `finishing` (3.8): set once the interpreter shuts down.
-        finishing: Option<u64>,
-        /// `busy` (3.12): a thread is running the queued calls right now.
-        busy: Option<u64>,
-        lock: u64,
-        calls_to_do: u64,
-        async_exc: u64,
-        calls: u64,
-        first: u64,
-        last: u64,
-    },
-    /// 3.13+: 300 slots `{func, arg, flags}` (popped slots are zeroed), `npending` of them in
-    /// use from `first`; the main thread's queue has `max == 32`, `maxloop == 0`.
-    Counted { mutex: u64, npending: u64, max: u64, maxloop: u64, calls: u64, first: u64, next: u64 },
-}
 
 /// How the producer wakes the eval loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,26 +33,6 @@ pub struct PendingLayout {
     pub breaker: Breaker,
 }
 
-/// The ring: 3.8 (`finishing`) and 3.12 (`busy`) have an int before the lock, which moves every
-/// other field 8 bytes; 3.9–3.11 start with the lock.
-const fn ring(finishing: Option<u64>, busy: Option<u64>) -> Queue {
-    let skip = if finishing.is_some() || busy.is_some() { 8 } else { 0 };
-    Queue::Ring {
-        finishing,
-        busy,
-        lock: skip,
-        calls_to_do: 8 + skip,
-        async_exc: 12 + skip,
-        calls: 16 + skip,
-        first: 528 + skip,
-        last: 532 + skip,
-    }
-}
-pub const RING_38: Queue = ring(Some(0), None);
-pub const RING_39: Queue = ring(None, None);
-pub const RING_312: Queue = ring(None, Some(0));
-pub const COUNTED: Queue =
-    Queue::Counted { mutex: 8, npending: 12, max: 16, maxloop: 20, calls: 24, first: 7224, next: 7228 };
 const RING_SLOTS: u64 = 32;
 const COUNTED_SLOTS: u64 = 300;
 const COUNTED_SLOT: u64 = 24;
@@ -303,6 +256,7 @@ pub fn enqueue_steps(q: &IdleQueue, func: u64, arg: u64) -> Vec<crate::steering:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::interp::versions::{COUNTED, RING_39};
 
     #[test]
     fn a_ring_push_commits_with_the_index_after_the_slot() {

@@ -12,11 +12,159 @@
 //! validated against the live process before it is trusted.
 use neurogc_common::tstate_via;
 
-use super::{
-    cpython::{GcLayout, StatsAt},
-    frames::{CodeLayout, LineTable, Walk},
-    pending::{Base, COUNTED, Queue, RING_38, RING_39, RING_312},
-};
+// The shapes the rows are made of.
+
+/// Where the cumulative per-generation counters are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatsAt {
+    /// `generation_stats[3]` inline, at this offset (3.8–3.14).
+    Inline(u64),
+    /// A pointer at this offset to `struct gc_stats`: a ring of records per generation (3.15+).
+    Rings { pointer: u64, young_slots: u32, old_slots: u32 },
+}
+
+impl StatsAt {
+    /// Rings: per generation, (offset of the ring's index, offset of its first record, records).
+    /// `struct gc_stats { young { items[Y]; int8_t index; }, old[2] { items[O]; int8_t index; },
+    /// uint32_t update_seq }` (3.15's pycore_interp_structs.h; each buffer padded to 8 bytes).
+    pub fn rings(&self) -> Option<[(u64, u64, u32); 3]> {
+        let StatsAt::Rings { young_slots, old_slots, .. } = *self else { return None };
+        let record = neurogc_common::RING_RECORD_BYTES;
+        let young_index = u64::from(young_slots) * record;
+        let old0_items = young_index + 8;
+        let old0_index = old0_items + u64::from(old_slots) * record;
+        let old1_items = old0_index + 8;
+        let old1_index = old1_items + u64::from(old_slots) * record;
+        Some([
+            (young_index, 0, young_slots),
+            (old0_index, old0_items, old_slots),
+            (old1_index, old1_items, old_slots),
+        ])
+    }
+}
+
+/// Offsets inside `struct _gc_runtime_state` (§4 of the notes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GcLayout {
+    pub stats: StatsAt,
+    /// `generation0`, a pointer to `&generations[0].head`: tells where the generations array
+    /// starts (gc+24 upstream, gc+20 with Debian's 3.13 alignment patch). None: `generations`.
+    pub gen0_ptr: Option<u64>,
+    pub generations: u64,
+    pub size: u64,
+    /// `long_lived_total` (objects in the oldest generation after the last full collection),
+    /// `long_lived_pending` 8 bytes after it (promoted since): where a full collection's work
+    /// and its next run are predicted from. None where the build keeps no such counters.
+    pub long_lived: Option<u64>,
+    /// The generations' list heads link the tracked objects (false on free-threaded builds,
+    /// which find objects by walking mimalloc's heaps: the heads stay zero).
+    pub lists: bool,
+}
+
+/// How to name a code object and place an instruction in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CodeLayout {
+    pub filename: u64,
+    /// `co_qualname` (3.11+), else `co_name`.
+    pub name: u64,
+    pub firstlineno: u64,
+    /// `co_lnotab` (3.8–3.9) or `co_linetable` (3.10+).
+    pub linetable: u64,
+    pub table: LineTable,
+    /// Offset of the bytecode in the code object (3.11+: `co_code_adaptive`, where the frame's
+    /// instruction pointer points); None: the frame holds `f_lasti` itself.
+    pub bytecode: Option<u64>,
+    /// `f_lasti` counts code units (3.10), not bytes (3.8–3.9).
+    pub lasti_in_units: bool,
+    /// Where an ASCII string's characters start (`sizeof(PyASCIIObject)`), and a compact
+    /// non-ASCII one's (`sizeof(PyCompactUnicodeObject)`).
+    pub ascii_data: u64,
+    pub compact_data: u64,
+    /// 3.14+: the frame's code is a `_PyStackRef`, its low bits a tag.
+    pub tag_mask: u64,
+    /// 3.12+: frames whose owner is at least this are shims of the C stack (3; 3.14 numbers the
+    /// interpreter's own 3 and the C stack's 4), not Python code.
+    pub owner_not_python: Option<u8>,
+    /// Bytes every object header adds to the default build's (16 on free-threaded builds:
+    /// `ob_type` at 24, not 8): shifts the `str` and `bytes` fields read here.
+    pub header_extra: u64,
+}
+
+/// The line table formats of CPython 3.8–3.15.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineTable {
+    /// 3.8–3.9 `co_lnotab`: (byte offset delta, line delta) pairs.
+    Lnotab,
+    /// 3.10 `co_linetable`: (byte range, line delta) pairs, −128 for "no line".
+    Ranges310,
+    /// 3.11+ location table (PEP 657).
+    Locations,
+}
+
+/// Offsets in the thread state, the interpreter state and frames (the rows: `versions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Walk {
+    pub via: u32,
+    /// 3.8–3.11: `gilstate.tstate_current` in `_PyRuntime`; 3.12+: ignored (the main
+    /// interpreter's pointer is the GC state's).
+    pub tstate_in_runtime: u64,
+    pub gil_at: u64,
+    pub frame_at: u32,
+    pub cframe_at: u32,
+    pub previous_at: u32,
+    pub code_at: u32,
+    pub instr_at: u32,
+    pub owner_at: u32,
+}
+
+/// Where a structure is: inside `_PyRuntime`, or inside the main interpreter state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Base {
+    Runtime(u64),
+    MainInterp(u64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Queue {
+    /// 3.8–3.12: a ring of 32 `{func, arg}`, empty when `first == last`; a producer pushes under
+    /// a lock, then stores 1 into `calls_to_do` and into the eval breaker.
+    Ring {
+        /// `finishing` (3.8): set once the interpreter shuts down.
+        finishing: Option<u64>,
+        /// `busy` (3.12): a thread is running the queued calls right now.
+        busy: Option<u64>,
+        lock: u64,
+        calls_to_do: u64,
+        async_exc: u64,
+        calls: u64,
+        first: u64,
+        last: u64,
+    },
+    /// 3.13+: 300 slots `{func, arg, flags}` (popped slots are zeroed), `npending` of them in
+    /// use from `first`; the main thread's queue has `max == 32`, `maxloop == 0`.
+    Counted { mutex: u64, npending: u64, max: u64, maxloop: u64, calls: u64, first: u64, next: u64 },
+}
+
+/// The ring: 3.8 (`finishing`) and 3.12 (`busy`) have an int before the lock, which moves every
+/// other field 8 bytes; 3.9–3.11 start with the lock.
+const fn ring_queue(finishing: Option<u64>, busy: Option<u64>) -> Queue {
+    let skip = if finishing.is_some() || busy.is_some() { 8 } else { 0 };
+    Queue::Ring {
+        finishing,
+        busy,
+        lock: skip,
+        calls_to_do: 8 + skip,
+        async_exc: 12 + skip,
+        calls: 16 + skip,
+        first: 528 + skip,
+        last: 532 + skip,
+    }
+}
+pub const RING_38: Queue = ring_queue(Some(0), None);
+pub const RING_39: Queue = ring_queue(None, None);
+pub const RING_312: Queue = ring_queue(None, Some(0));
+pub const COUNTED: Queue =
+    Queue::Counted { mutex: 8, npending: 12, max: 16, maxloop: 20, calls: 24, first: 7224, next: 7228 };
 
 /// Which build of a minor version a row is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
