@@ -3,7 +3,7 @@ Seeded: the same checks give the same model, byte for byte.
 
   python train.py TRACES_DIR OUT.onnx CARD.md
 
-TRACES_DIR holds FAMILY__SEED.checks.jsonl, one per recording of training/generator.py (cargo
+TRACES_DIR holds FAMILY__SEED.checks.jsonl, one per recording of workloads/training/generator.py (cargo
 xtask train records them and writes the checks with `neurogc-agent replay --json --model none`).
 A decision record's `check` is one transition: the analytic model's prediction, one window
 before, for the thresholds in force through a window (GC share; generations 0, 1, 2's pauses),
@@ -294,7 +294,7 @@ def main():
         "  its inputs are folded into the first layer's weights",
         "",
         "## Training data",
-        "training/generator.py under randomised thresholds (drawn from the controller's grid every",
+        "workloads/training/generator.py under randomised thresholds (drawn from the controller's grid every",
         "1–2.5 s, seeded), recorded by `neurogc-agent record --mode observe --interval 0.5`; checks",
         "from `neurogc-agent replay --json --model none`.",
         "",
@@ -341,7 +341,7 @@ def main():
         "",
         "## Closed loop",
         "`cargo xtask bench steer` runs act mode with this model against `--model none` (the",
-        "analytic model alone), on the held-out families (bench/heldout/, third-party code from",
+        "analytic model alone), on the held-out families (workloads/heldout/, third-party code from",
         "PyPI) and the tuning ones; the committed reports that measured this model (by SHA-256):",
         "",
     ]

@@ -1,4 +1,4 @@
-//! Another local user against act mode (tests/workloads/adversary.py, run under an unprivileged
+//! Another local user against act mode (workloads/tests/adversary.py, run under an unprivileged
 //! account the test creates): planted symlinks and FIFOs at the paths earlier versions used,
 //! connecting to the agent's socket while it injects, squatting its name once released. None of
 //! it may reach the target, a root-owned file, or the hook's code.
@@ -37,7 +37,7 @@ fn another_user_can_neither_hijack_nor_disturb_an_injection() {
     let sentinel = std::env::temp_dir().join(format!("neurogc-sentinel-{}", std::process::id()));
     std::fs::write(&sentinel, b"root's secret\n").unwrap();
     std::fs::set_permissions(&sentinel, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let (dir, script) = readable_copy("tests/workloads/adversary.py");
+    let (dir, script) = readable_copy("workloads/tests/adversary.py");
     let mut adversary = Command::new("setpriv")
         .args([format!("--reuid={uid}"), format!("--regid={gid}"), "--clear-groups".into()])
         .arg("/usr/bin/python3")

@@ -309,7 +309,7 @@ fn fleet_finds_every_python_counts_each_exactly_and_prometheus_scrapes_it() {
         .unwrap()
         .iter()
         .map(|a| a.as_str().unwrap().to_owned())
-        .chain(std::iter::once(repo_root().join("tests/workloads/cycles.py").to_string_lossy().into_owned()))
+        .chain(std::iter::once(repo_root().join("workloads/tests/cycles.py").to_string_lossy().into_owned()))
         .chain(args.iter().map(|s| s.to_string()))
         .collect();
     let env: Vec<(String, String)> = stripped["env"]
@@ -488,7 +488,7 @@ fn daemonset_capabilities_are_sufficient_and_each_is_needed() {
     let mut argv =
         vec!["setpriv".to_owned(), "--reuid=65534".into(), "--regid=65534".into(), "--clear-groups".into()];
     let script = std::env::temp_dir().join(format!("neurogc-caps-{}.py", std::process::id()));
-    std::fs::copy(repo_root().join("tests/workloads/cycles.py"), &script).unwrap();
+    std::fs::copy(repo_root().join("workloads/tests/cycles.py"), &script).unwrap();
     argv.extend(py.argv.iter().cloned());
     argv.extend([script.to_string_lossy().into_owned(), "--wait".into(), "--seconds".into(), "60".into()]);
     let mut w = Workload::start(&cg, "nobody's debian 3.11", argv, &[], false);
@@ -556,7 +556,7 @@ fn top_lists_python_processes_and_quits_on_q() {
 fn a_process_that_execs_is_observed_again() {
     let cg = Cgroup::new();
     let py = python("debian-bookworm-3.11");
-    let cycles = repo_root().join("tests/workloads/cycles.py");
+    let cycles = repo_root().join("workloads/tests/cycles.py");
     let exec_into = format!(
         "import gc, os, sys\nfor i in range(3000):\n    a = []; a.append(a)\ngc.collect()\nprint('ready', flush=True)\nsys.stdin.readline()\nos.execv(sys.executable, [sys.executable, {cycles:?}, '--wait', '--iterations', '40000', '--linger', '60'])\n",
         cycles = cycles.to_string_lossy()

@@ -1,6 +1,6 @@
 //! Act mode on other people's processes: whatever state the target is in and however the agent
 //! ends, the target runs on correctly, keeps its own settings, and nothing of neurogc stays in
-//! it. Each check reads target.py's own report (tests/workloads/target.py), not the agent's word.
+//! it. Each check reads target.py's own report (workloads/tests/target.py), not the agent's word.
 mod common;
 
 use std::{

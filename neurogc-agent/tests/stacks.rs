@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// The workload's own line numbers, from its `# line: NAME` markers.
 fn marked_lines() -> HashMap<String, u64> {
-    let src = std::fs::read_to_string(repo_root().join("tests/workloads/triggers.py")).unwrap();
+    let src = std::fs::read_to_string(repo_root().join("workloads/tests/triggers.py")).unwrap();
     src.lines()
         .enumerate()
         .filter_map(|(i, l)| Some((l.split("# line: ").nth(1)?.trim().to_owned(), i as u64 + 1)))

@@ -1,4 +1,4 @@
-//! The torture harness: act mode against real targets in every state (tests/workloads/target.py),
+//! The torture harness: act mode against real targets in every state (workloads/tests/target.py),
 //! with the agent SIGKILLed, SIGTERMed or interrupted at uniformly random moments and at moments
 //! aimed at each step of an injection (custodian started, stub queued, hook installed, first
 //! change applied, heap frozen). The target churns cyclic garbage over a warm heap and the pause

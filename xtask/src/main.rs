@@ -166,7 +166,7 @@ pub fn build_release_agent() -> Result<PathBuf> {
     Ok(agent)
 }
 
-/// The README's first command: the demo service (bench/demo_service.py) under CPython's
+/// The README's first command: the demo service (workloads/tuning/demo_service.py) under CPython's
 /// defaults, then under `neurogc-agent --mode act` with the embedded model and default budgets,
 /// the same load in both; ends with one before/after line measured in this run.
 fn demo(seconds: u32) -> Result<()> {
@@ -180,7 +180,7 @@ fn demo(seconds: u32) -> Result<()> {
     std::fs::create_dir_all(&dir)?;
     let service = |result: &Path| {
         let mut args: Vec<String> = vec![python.to_owned()];
-        args.push(workspace_root().join("bench/demo_service.py").display().to_string());
+        args.push(workspace_root().join("workloads/tuning/demo_service.py").display().to_string());
         args.extend(["--seconds".to_owned(), seconds.to_string(), "--result".to_owned()]);
         args.push(result.display().to_string());
         args

@@ -1,4 +1,4 @@
-//! `cargo xtask train`: records the exploration workloads (training/generator.py: every family,
+//! `cargo xtask train`: records the exploration workloads (workloads/training/generator.py: every family,
 //! `repeats` seeds each, randomised thresholds), replays each recording with the analytic model
 //! alone to get its prediction checks, then trains the learned corrector (training/train.py,
 //! numpy + onnx in a private venv) and writes models/default.onnx and models/MODEL_CARD.md.
@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 
 use crate::{build_release_agent, run, workspace_root};
 
-/// Must match FAMILIES in training/generator.py.
+/// Must match FAMILIES in workloads/training/generator.py.
 pub const FAMILIES: [&str; 6] = ["service-cyclic", "service-acyclic", "batch", "memory", "phases", "threads"];
 const PACKAGES: [&str; 3] = ["numpy==2.4.6", "onnx==1.23.2", "zstandard==0.25.0"];
 /// Window length of the recordings (s): many windows, each with collections of every young kind.
@@ -81,7 +81,7 @@ fn record(agent: &Path, python: &str, traces: &Path, family: &str, seed: u32, se
         .arg(traces.join(format!("{name}.ngc")))
         .arg("--")
         .arg(python)
-        .arg(workspace_root().join("training/generator.py"))
+        .arg(workspace_root().join("workloads/training/generator.py"))
         .args([family, "--seed", &seed.to_string(), "--seconds", &seconds.to_string()])
         .stdout(Stdio::null())
         .status()

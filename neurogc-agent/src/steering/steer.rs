@@ -361,7 +361,7 @@ impl Steering {
             };
             // On a free-threaded build frozen objects leave `long_lived_total`, so the trigger
             // max(threshold0, long_lived_total / 4) collapses and collections come far more
-            // often (bench/free_threaded_freeze.py): no freeze there.
+            // often (workloads/bench/free_threaded_freeze.py): no freeze there.
             controller.allow_freeze(!app_froze && !self.free_threaded);
         }
         let before = controller.thresholds();

@@ -84,9 +84,9 @@ pub fn repo_root() -> PathBuf {
 }
 
 impl Python {
-    /// tests/workloads/NAME as this interpreter sees it (copied into the chroot when needed).
+    /// workloads/tests/NAME as this interpreter sees it (copied into the chroot when needed).
     pub fn script(&self, name: &str) -> String {
-        let src = repo_root().join("tests/workloads").join(name);
+        let src = repo_root().join("workloads/tests").join(name);
         match &self.root {
             None => src.to_string_lossy().into_owned(),
             Some(root) => {
@@ -100,7 +100,7 @@ impl Python {
         }
     }
 
-    /// Command line that runs tests/workloads/NAME with ARGS. `container`: chroot builds also
+    /// Command line that runs workloads/tests/NAME with ARGS. `container`: chroot builds also
     /// get their own pid and mount namespaces (launch mode cannot follow unshare's fork).
     pub fn script_command(&self, name: &str, args: &[&str], container: bool) -> Vec<String> {
         let mut v = Vec::new();

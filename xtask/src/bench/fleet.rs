@@ -1,5 +1,5 @@
 //! `cargo xtask bench fleet`: one agent in fleet mode against many Python processes, each
-//! collecting about 500 times a second (bench/fleet_load.py). Measures what the issue sets
+//! collecting about 500 times a second (workloads/bench/fleet_load.py). Measures what the issue sets
 //! targets for: the agent's CPU (share of one core) and RSS, the time a `/metrics` scrape takes,
 //! and how long after its exec a new process is armed; checks that nothing was lost.
 use std::{
@@ -34,7 +34,7 @@ fn metric_sum(text: &str, name: &str, filter: &str) -> f64 {
 
 fn load(python: &Path, rate: f64) -> Result<Child> {
     let mut child = Command::new(python)
-        .arg(workspace_root().join("bench/fleet_load.py"))
+        .arg(workspace_root().join("workloads/bench/fleet_load.py"))
         .args(["--rate", &rate.to_string()])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -91,7 +91,7 @@ pub fn run(o: Options) -> Result<()> {
     for _ in 0..o.attaches {
         let t = Instant::now();
         let child = Command::new(&o.python)
-            .arg(workspace_root().join("bench/fleet_load.py"))
+            .arg(workspace_root().join("workloads/bench/fleet_load.py"))
             .args(["--rate", &o.rate.to_string()])
             .stdin(Stdio::piped())
             .stdout(Stdio::null())

@@ -1,5 +1,5 @@
 //! `cargo xtask bench locust`: the shape of the experiment that inspired neurogc, so that readers
-//! can compare: locust (`-u 100 -r 10 --run-time 1m`, bench/locustfile.py) against the cache
+//! can compare: locust (`-u 100 -r 10 --run-time 1m`, workloads/bench/locustfile.py) against the cache
 //! service, with and without the agent steering it: RPS, P95/P99 (locust's own, closed loop)
 //! and the collections the service counted itself. The service runs on CPU 0; locust and the
 //! agent on CPU 1.
@@ -55,7 +55,7 @@ fn one_run(
         .args(["-c", "1"])
         .arg(locust)
         .args(["-m", "locust", "-f"])
-        .arg(workspace_root().join("bench/locustfile.py"))
+        .arg(workspace_root().join("workloads/bench/locustfile.py"))
         .args(["--headless", "-u", "100", "-r", "10", "--run-time", run_time, "--only-summary", "--host"])
         .arg(format!("http://127.0.0.1:{port}"))
         .arg("--csv")
@@ -95,7 +95,7 @@ pub fn run_locust(rounds: usize, run_time: &str, python: &Path) -> Result<()> {
         }
     }
     let mut md = format!(
-        "# locust-shaped run: cache service\n\n`locust --headless -u 100 -r 10 --run-time {run_time}` (bench/locustfile.py, \
+        "# locust-shaped run: cache service\n\n`locust --headless -u 100 -r 10 --run-time {run_time}` (workloads/bench/locustfile.py, \
          each user waits 1 s between requests) · {} · {rounds} rounds, interleaved · medians\n\n\
          | configuration | RPS | P95 ms | P99 ms | failures | GC events gen0/gen1/gen2 |\n|---|---|---|---|---|---|\n",
         python.display()

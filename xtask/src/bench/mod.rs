@@ -64,7 +64,7 @@ pub enum Which {
         seconds: u32,
     },
     /// Steering against defaults, the static recipe, GC off and the agent without its learned
-    /// model, on the workloads of bench/ and the held-out families of bench/heldout/
+    /// model, on the workloads of bench/ and the held-out families of workloads/heldout/
     Steer {
         /// Workloads to run (all unless given)
         #[arg(long, value_enum, value_delimiter = ',')]

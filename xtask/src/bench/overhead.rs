@@ -1,6 +1,6 @@
 //! `cargo xtask bench overhead`: what observing costs the target, side by side in one run.
 //!
-//! A GC-heavy workload (tests/workloads/cycles.py, thousands of collections per second) runs a
+//! A GC-heavy workload (workloads/tests/cycles.py, thousands of collections per second) runs a
 //! fixed number of iterations, once per mode per round, the modes rotated every round:
 //! no observer; neurogc-agent --json (every event decoded and printed); neurogc-agent record
 //! (every event into a zstd recording); bpftrace printing every event; bpftrace aggregating in
@@ -90,7 +90,7 @@ fn one_run(
     threshold: u32,
     depth: u32,
 ) -> Result<Sample> {
-    let workload = workspace_root().join("tests/workloads/cycles.py");
+    let workload = workspace_root().join("workloads/tests/cycles.py");
     let mut target = Command::new(python)
         .arg(&workload)
         .args(["--wait", "--iterations", &iterations.to_string(), "--threshold", &threshold.to_string()])

@@ -19,7 +19,7 @@ use crate::{
 pub fn run(sessions: usize, seconds: u32) -> Result<()> {
     setup::run()?;
     let agent = build_release_agent()?;
-    let workload = workspace_root().join("tests/workloads/profiles.py");
+    let workload = workspace_root().join("workloads/tests/profiles.py");
     let pyenv = std::env::var("HOME").unwrap_or_default() + "/.pyenv/versions";
     let py312 = std::fs::read_dir(&pyenv)
         .ok()

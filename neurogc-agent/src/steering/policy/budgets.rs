@@ -279,7 +279,7 @@ impl Budgets {
 /// at or above the application's, never more frequent whole-heap walks); threshold1 and
 /// threshold2 stay the application's. `gc.freeze()` is not offered there at all (steer.rs):
 /// frozen objects leave `long_lived_total`, so collections come far more often
-/// (bench/free_threaded_freeze.py, docs/limits.md).
+/// (workloads/bench/free_threaded_freeze.py, docs/limits.md).
 pub fn free_threaded_guard(cfg: &GuardConfig, original: [i64; 3]) -> GuardConfig {
     let mut c = cfg.clone();
     c.min[0] = c.min[0].max(original[0]).min(c.max[0]);

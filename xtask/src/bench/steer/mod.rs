@@ -6,7 +6,7 @@
 //! carries untracked payloads, a service whose load changes shape); four were written only to
 //! evaluate, on third-party code from PyPI (a bottle web application, a micrograd training loop,
 //! networkx graph analytics, and a document search service on sortedcontainers and Jinja2 written
-//! after the controller's rules: bench/heldout/).
+//! after the controller's rules: workloads/heldout/).
 //!
 //! Open loop: request i is due at start + i/rate whatever happened before, and its latency is
 //! measured from that due time (coordinated omission corrected): a request that waited behind a
@@ -42,7 +42,7 @@ use crate::{
     build_release_agent, workspace_root,
 };
 
-/// Per generation: collections, total pause (ms), longest pause (ms), from bench/workload.py.
+/// Per generation: collections, total pause (ms), longest pause (ms), from workloads/workload.py.
 pub type Pauses = [(u64, f64, f64); 3];
 
 #[derive(Default, Clone, Copy)]

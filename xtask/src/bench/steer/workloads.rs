@@ -200,13 +200,13 @@ impl Workload {
     pub(super) fn command(self, python: &Path, config: Config, site: &Path) -> Command {
         let mut c = Command::new("taskset");
         let script = match self {
-            Workload::Batch => "bench/batch_job.py",
-            Workload::Etl => "bench/etl_batch.py",
-            Workload::Web => "bench/heldout/web_service.py",
-            Workload::Autograd => "bench/heldout/autograd_train.py",
-            Workload::Graph => "bench/heldout/graph_batch.py",
-            Workload::Docs => "bench/heldout/docs_service.py",
-            _ => "bench/cache_service.py",
+            Workload::Batch => "workloads/tuning/batch_job.py",
+            Workload::Etl => "workloads/tuning/etl_batch.py",
+            Workload::Web => "workloads/heldout/web_service.py",
+            Workload::Autograd => "workloads/heldout/autograd_train.py",
+            Workload::Graph => "workloads/heldout/graph_batch.py",
+            Workload::Docs => "workloads/heldout/docs_service.py",
+            _ => "workloads/tuning/cache_service.py",
         };
         c.args(["-c", "0"])
             .arg(python)

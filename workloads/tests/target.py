@@ -1,3 +1,4 @@
+# Serves: tests: act mode's safety and torture target, in a chosen state.
 """A target for neurogc's safety tests and torture harness: put into a given state, it reports
 at the end what an injected hook might have left behind.
 

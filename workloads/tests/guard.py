@@ -1,3 +1,4 @@
+# Serves: tests: the fork guard.
 """The fork guard's freeze() against the collector itself, with no agent: the guard's source
 (python-hook/neurogc_hook.py) arrives on stdin, as the agent sends it.
 

@@ -1,3 +1,4 @@
+# Serves: training: the exploration workloads the model is trained on (`cargo xtask train`).
 """Exploration workloads for training the learned model of the collector: a parameterised
 generator over the families neurogc meets, run under randomised GC actions.
 

@@ -1,3 +1,4 @@
+# Serves: benchmarks, tuning family (cache, memory-risk and phases services).
 """A cache-heavy HTTP service for `cargo xtask bench steer` (standard library only).
 
 It holds a large warm heap (--entries cache entries, three tracked containers each: ≈ 1.2M
@@ -13,15 +14,18 @@ count tracked allocations only, so rarer collections let this pile up: the memor
 --recipe static: after warm-up, gc.freeze() and gc.set_threshold(50_000, 20, 20) (the hand-tuned
 production recipe the agent is compared against); gc-off: gc.disable() (a bound, not a recipe).
 Prints "ready PORT" once it listens. GET /stats answers the collector's own counts, pauses per
-generation (bench/workload.py) and the process's peak RSS (VmHWM).
+generation (workloads/workload.py) and the process's peak RSS (VmHWM).
 """
 import argparse
 import gc
 import json
+import os
+import sys
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
-import workload
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import workload  # noqa: E402
 
 
 class Node:

@@ -1,3 +1,4 @@
+# Serves: benchmarks: `bench fleet`'s paced processes.
 """One process of `cargo xtask bench fleet`: about RATE young collections per second, paced.
 
 Every 10 ms it allocates small cycles until its own gc.callbacks count has reached RATE/100 more

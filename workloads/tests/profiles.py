@@ -1,3 +1,4 @@
+# Serves: tests (GC load shapes), and `bench policy`.
 """GC workload profiles for training the default model, the act-mode tests and benchmarks.
 
   python profiles.py PROFILE [--seconds S] [--threshold T0 [T1 T2]] [--report-thresholds SECS]

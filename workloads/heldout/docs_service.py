@@ -1,3 +1,4 @@
+# Serves: benchmarks, evaluation family (held out: sortedcontainers, Jinja2 from PyPI).
 """Held-out evaluation family (written after the controller's rules, run once to evaluate, never
 used to tune or train): a document search service on third-party code from PyPI, pinned by
 xtask: an index kept in a sortedcontainers SortedDict, result pages rendered by Jinja2, served by
@@ -12,7 +13,7 @@ collector sees; nothing here builds cycles on purpose.
 
   python docs_service.py [--docs N] [--hits K] [--recipe none|static|gc-off]
 
-Prints "ready PORT" once it listens. GET /stats as bench/cache_service.py answers it.
+Prints "ready PORT" once it listens. GET /stats as workloads/tuning/cache_service.py answers it.
 """
 import argparse
 import json

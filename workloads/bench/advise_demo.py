@@ -1,11 +1,12 @@
+# Serves: benchmarks: advise mode's steadiness on the demo service.
 """How steady advise mode's advice is on the README's demo service.
 
-Runs bench/demo_service.py for 60 s under `neurogc-agent --mode advise --json` (launch mode,
+Runs workloads/tuning/demo_service.py for 60 s under `neurogc-agent --mode advise --json` (launch mode,
 the embedded model, default budgets), then prints the advice window by window as it changed,
 how many times it changed after its first recommendation (the target: at most twice), and the
 recommendation the agent printed at exit.
 
-  python3 bench/advise_demo.py [AGENT] [SECONDS]
+  python3 workloads/bench/advise_demo.py [AGENT] [SECONDS]
 """
 import json
 import os
@@ -21,7 +22,7 @@ def main():
     result = os.path.join(ROOT, "target/advise-demo.json")
     out = subprocess.run(
         [agent, "--mode", "advise", "--json", "--", "/usr/bin/python3",
-         os.path.join(ROOT, "bench/demo_service.py"), "--seconds", seconds, "--result", result],
+         os.path.join(ROOT, "workloads/tuning/demo_service.py"), "--seconds", seconds, "--result", result],
         capture_output=True, text=True, check=False)
     advice, recommendation = [], None
     for line in out.stdout.splitlines():

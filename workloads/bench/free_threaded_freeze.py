@@ -1,9 +1,10 @@
+# Serves: benchmarks: what gc.freeze() does on 3.13t (docs/limits.md).
 """What gc.freeze() does to a free-threaded build's collections (docs/limits.md).
 
 A cache of cyclic objects, then N seconds of cyclic garbage; prints the collections, their mean
 pause and the GC share of wall time, timed by gc.callbacks.
 
-  python3.13t bench/free_threaded_freeze.py none|freeze [THRESHOLD0] [--cache N] [--seconds S]
+  python3.13t workloads/bench/free_threaded_freeze.py none|freeze [THRESHOLD0] [--cache N] [--seconds S]
 
 On 3.13t frozen objects are still visited by the heap walk but not marked, and they leave
 long_lived_total, so the trigger long_lived_total / 4 falls back to threshold0.

@@ -1,3 +1,4 @@
+# Serves: benchmarks: the harness every benchmark workload imports (pauses per generation, RSS, recipes).
 """What every benchmark workload does inside itself, the same way in every configuration (with
 and without the agent), so that the benchmark can compare them all: pauses per generation timed
 by gc.callbacks, peak RSS, and the recipes the agent is compared against.
@@ -96,7 +97,7 @@ def peak_rss_bytes():
 
 
 def run_batch(step):
-    """The batch protocol the benchmark drives (bench/heldout/*): print "ready", read "go
+    """The batch protocol the benchmark drives (workloads/heldout/*): print "ready", read "go
     WARMUP_SECONDS STEPS", run step(i) unmeasured for WARMUP_SECONDS, print "measuring", run STEPS
     timed steps, print "result JSON" (every step's ms, the total, peak RSS, collections and pauses
     per generation over the measured steps), and exit without a shutdown collection."""

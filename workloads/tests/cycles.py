@@ -1,3 +1,4 @@
+# Serves: tests: the ground truth every observation test counts against (gc.callbacks); also `bench overhead`.
 """Ground-truth workload for neurogc's tests and benchmarks.
 
 Creates cyclic garbage so that the collector runs often, and counts every collection itself with

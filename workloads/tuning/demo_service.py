@@ -1,3 +1,4 @@
+# Serves: the README's demo (`cargo xtask demo`), a tuning workload.
 """The README's demo: a service with a warm heap, as `cargo xtask demo` runs it twice (CPython's
 defaults, then under `neurogc-agent --mode act`) to print one before/after line.
 

@@ -1,3 +1,4 @@
+# Serves: benchmarks, evaluation family (held out: networkx from PyPI).
 """Held-out evaluation family (written after the controller's last change, never used to tune
 it): a graph-analytics batch job on a third-party pure-Python library, networkx (PyPI, pinned by
 xtask).
@@ -9,7 +10,7 @@ dicts, lists and heaps, alive for the step), and records a few results.
 
   python graph_batch.py [--nodes N] [--recipe none|static|gc-off]
 
-Protocol as bench/batch_job.py: prints "ready", reads "go WARMUP_SECONDS STEPS", runs unmeasured
+Protocol as workloads/tuning/batch_job.py: prints "ready", reads "go WARMUP_SECONDS STEPS", runs unmeasured
 steps for WARMUP_SECONDS, prints "measuring", runs STEPS steps, prints "result JSON".
 """
 import argparse

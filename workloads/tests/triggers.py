@@ -1,3 +1,4 @@
+# Serves: tests: where collections start (stacks, report sites).
 """Collections triggered at known places, for the stack tests.
 
     triggers.py ratio SECONDS   alpha() and beta() allocate cyclic garbage 3:1 (random order,

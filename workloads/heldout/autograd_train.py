@@ -1,3 +1,4 @@
+# Serves: benchmarks, evaluation family (held out: micrograd from PyPI).
 """Held-out evaluation family (never used to tune the controller): a training loop on a
 third-party pure-Python autograd library, micrograd (PyPI, pinned by xtask). Every operation's
 result keeps a closure that refers back to it: each step's graph is cyclic garbage.
@@ -8,7 +9,7 @@ small MLP forward and backward over a mini-batch and updates the parameters (SGD
 
   python autograd_train.py [--rows N] [--batch B] [--recipe none|static|gc-off]
 
-Protocol as bench/batch_job.py: prints "ready", reads "go WARMUP_SECONDS STEPS", runs unmeasured
+Protocol as workloads/tuning/batch_job.py: prints "ready", reads "go WARMUP_SECONDS STEPS", runs unmeasured
 steps for WARMUP_SECONDS, prints "measuring", runs STEPS steps, prints "result JSON".
 """
 import argparse

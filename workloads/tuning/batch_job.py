@@ -1,3 +1,4 @@
+# Serves: benchmarks, tuning family (written while the controller was built).
 """A training-loop-like batch job for `cargo xtask bench steer` (standard library only).
 
 It holds long-lived state the way a training process does (--state parameter/optimizer entries
@@ -11,15 +12,17 @@ state entries.
 Protocol (so that an agent can attach before anything is measured): prints "ready", reads one
 line "go WARMUP_SECONDS STEPS", runs unmeasured steps for WARMUP_SECONDS, then STEPS measured
 steps, and prints "result JSON": every step's time, the total, peak RSS, the collector's counts
-and pauses per generation (bench/workload.py) over the measured steps.
+and pauses per generation (workloads/workload.py) over the measured steps.
 """
 import argparse
 import gc
 import json
+import os
 import sys
 import time
 
-import workload
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import workload  # noqa: E402
 
 
 class Node:

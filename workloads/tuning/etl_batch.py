@@ -1,3 +1,4 @@
+# Serves: benchmarks, tuning family (the memory-risky ETL batch).
 """A memory-risky ETL batch job for `cargo xtask bench steer` (standard library only; a tuning
 family: written while the evidence-based controller was tuned, so it is not held out).
 
@@ -10,13 +11,13 @@ touches more memory, and its own work slows although it spends less time collect
 
   python etl_batch.py [--tables N] [--records R] [--payload BYTES] [--recipe none|static|gc-off]
 
-Protocol as bench/batch_job.py (bench/workload.py's run_batch).
+Protocol as workloads/tuning/batch_job.py (workloads/workload.py's run_batch).
 """
 import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import workload  # noqa: E402
 
 class Batch:

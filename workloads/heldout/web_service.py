@@ -1,3 +1,4 @@
+# Serves: benchmarks, evaluation family (held out: bottle from PyPI).
 """Held-out evaluation family (never used to tune the controller): a web application on a
 third-party framework, bottle (PyPI, pinned by xtask), served by the standard library's wsgiref.
 
@@ -10,7 +11,7 @@ framework's own request objects leave is what the collector sees.
 
   python web_service.py [--sessions N] [--items K] [--recipe none|static|gc-off]
 
-Prints "ready PORT" once it listens. GET /stats as bench/cache_service.py answers it.
+Prints "ready PORT" once it listens. GET /stats as workloads/tuning/cache_service.py answers it.
 """
 import argparse
 import json

@@ -1,3 +1,4 @@
+# Serves: tests: another local user attacking act mode (tests/adversary.rs).
 """A hostile local user for neurogc's adversarial test (run as an unprivileged user).
 
   python adversary.py SECONDS SENTINEL
