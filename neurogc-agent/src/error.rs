@@ -14,12 +14,12 @@ impl fmt::Display for UserError {
 impl std::error::Error for UserError {}
 
 /// `bail_user!("...", args)`: return a [`UserError`] from a function returning `anyhow::Result`.
-#[macro_export]
 macro_rules! bail_user {
     ($($arg:tt)*) => {
         return Err(anyhow::Error::new($crate::error::UserError(format!($($arg)*))))
     };
 }
+pub(crate) use bail_user;
 
 pub const EXIT_USER: i32 = 2;
 pub const EXIT_FAILURE: i32 = 1;

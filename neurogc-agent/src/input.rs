@@ -10,7 +10,7 @@ use std::{
 
 use anyhow::Result;
 
-use crate::bail_user;
+use crate::error::bail_user;
 
 /// Opens `path` for reading if it is a regular file of at most `max_bytes`; `what` names it in
 /// messages ("model", "trace").

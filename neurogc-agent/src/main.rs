@@ -13,6 +13,7 @@ mod report;
 mod session;
 mod sinks;
 mod steering;
+mod text;
 mod wait;
 
 use std::time::Instant;

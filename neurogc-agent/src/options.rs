@@ -6,11 +6,11 @@ use std::{ffi::OsString, net::SocketAddr, path::PathBuf, time::Duration};
 use anyhow::Result;
 
 use crate::{
-    bail_user,
     cli::{
         Cli, CliActuator, CliEp, CliMode, CliModelWeight, CliProbe, CliSort, GcBudget, MemoryBudget,
         PolicyArgs, SelectArgs, SteerArgs, Sub, TargetArgs,
     },
+    error::bail_user,
     fleet::discover::Filter,
     interp::ProbeChoice,
     steering::{
@@ -25,7 +25,7 @@ pub enum Task {
     Observe(Options),
     Fleet(crate::fleet::Options, FleetOutput),
     Report(crate::report::Options),
-    Replay(crate::commands::replay::Options),
+    Replay(ReplayOptions),
 }
 
 /// Where fleet mode's numbers go.
@@ -88,11 +88,9 @@ impl Task {
                     CliSort::Rate => crate::sinks::top::Sort::Rate,
                 }),
             )),
-            Some(Sub::Replay(r)) => Ok(Task::Replay(crate::commands::replay::Options {
-                trace: r.trace,
-                json: r.json,
-                policy: r.policy.convert()?,
-            })),
+            Some(Sub::Replay(r)) => {
+                Ok(Task::Replay(ReplayOptions { trace: r.trace, json: r.json, policy: r.policy.convert()? }))
+            }
         }
     }
 }
@@ -181,4 +179,11 @@ impl PolicyArgs {
 
 fn fmt(t: [i64; 3]) -> String {
     format!("{},{},{}", t[0], t[1], t[2])
+}
+
+/// `replay`: the trace, and the model and budgets to replay it with.
+pub struct ReplayOptions {
+    pub trace: PathBuf,
+    pub json: bool,
+    pub policy: Policy,
 }

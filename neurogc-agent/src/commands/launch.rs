@@ -13,7 +13,7 @@ use nix::{
     unistd::Pid,
 };
 
-use crate::{bail_user, interp};
+use crate::{error::bail_user, interp};
 
 /// A launched command, stopped under ptrace with its interpreter mapped.
 pub struct Launched {

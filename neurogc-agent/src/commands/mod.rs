@@ -10,7 +10,7 @@ pub mod replay;
 
 pub fn require_root() -> Result<()> {
     if !nix::unistd::geteuid().is_root() {
-        crate::bail_user!(
+        crate::error::bail_user!(
             "neurogc-agent must run as root: it loads eBPF programs and reads the target's memory (try sudo)"
         );
     }

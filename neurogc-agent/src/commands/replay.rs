@@ -8,7 +8,6 @@
 //! windows are the recorded ones, whatever the replayed policy decides.
 use std::{
     io::{BufWriter, Write},
-    path::PathBuf,
     time::Instant,
 };
 
@@ -16,18 +15,12 @@ use anyhow::Result;
 use neurogc_trace::{Decision, Record};
 
 use crate::{
-    bail_user,
+    error::bail_user,
+    options::ReplayOptions as Options,
     session::features::{self, Windower},
     steering::actuate::ActuatorKind,
-    steering::policy::Policy,
     steering::steer::{Mode, Steering},
 };
-
-pub struct Options {
-    pub trace: PathBuf,
-    pub json: bool,
-    pub policy: Policy,
-}
 
 /// One replayed window, until the recorded decision that follows it (if any) is read.
 struct Row {
@@ -126,7 +119,7 @@ pub fn run(opts: &Options) -> Result<()> {
         tracing::warn!("{}: {why}", opts.trace.display());
     }
     if !opts.json {
-        let plural = crate::sinks::text::plural;
+        let plural = crate::text::plural;
         let summary = format!(
             "{}: {} recomputed identical to the recorded ones; the replayed policy would change the \
              thresholds {} (the recorded run: {} of {}); same thresholds as the recorded decision in {} of {}",
@@ -141,14 +134,14 @@ pub fn run(opts: &Options) -> Result<()> {
             tally.agree,
             tally.recorded_decisions
         );
-        writeln!(out, "{}", crate::sinks::text::wrap(&summary, 2))?;
+        writeln!(out, "{}", crate::text::wrap(&summary, 2))?;
     }
     out.flush()?;
     if tally.identical < tally.windows {
         tracing::warn!(
             "{} of {} differ from the recorded ones: recorded by another agent version, or collections were lost",
             tally.windows - tally.identical,
-            crate::sinks::text::plural(tally.windows, "window")
+            crate::text::plural(tally.windows, "window")
         );
     }
     Ok(())
@@ -175,7 +168,7 @@ fn flush_row(out: &mut impl Write, row: Option<Row>, json: bool, tally: &mut Tal
         row.in_force.map_or("unknown".to_owned(), crate::sinks::view::thresholds),
         row.recorded.as_ref().map_or("(observe: none)".to_owned(), verdict),
         verdict(&row.would),
-        crate::sinks::text::block(&row.would.reason, 11)
+        crate::text::block(&row.would.reason, 11)
     )?;
     Ok(())
 }

@@ -209,8 +209,8 @@ pub async fn run(
     };
     tracing::info!(
         "fleet stopped ({why}): detached from {}, {} lost",
-        crate::sinks::text::plural(n as u64, "process"),
-        crate::sinks::text::plural(fleet.kernel.lost(), "event")
+        crate::text::plural(n as u64, "process"),
+        crate::text::plural(fleet.kernel.lost(), "event")
     );
     Ok(())
 }
@@ -432,7 +432,7 @@ impl Fleet {
         tracing::info!(
             "{pid} ({}) {why}: {} observed",
             s.target.who.comm,
-            crate::sinks::text::plural(s.target.stats.collections, "collection")
+            crate::text::plural(s.target.stats.collections, "collection")
         );
         for sink in &mut self.sinks {
             sink.gone(&s.target);

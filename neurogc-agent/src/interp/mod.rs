@@ -24,7 +24,7 @@ use self::{
     layout::GcLocator,
     process::MappedFile,
 };
-use crate::bail_user;
+use crate::error::bail_user;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProbeChoice {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use procfs::process::{MMapPath, Process};
 
-use crate::bail_user;
+use crate::error::bail_user;
 
 #[derive(Debug, Clone)]
 pub struct MappedFile {

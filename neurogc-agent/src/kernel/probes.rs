@@ -13,7 +13,7 @@ use aya::{
 use neurogc_common::{GlobalConfig, RING_BYTES, TargetConfig, counter};
 
 use crate::{
-    bail_user,
+    error::bail_user,
     interp::{AttachPlan, Sites},
     kernel::perf_uprobe::{self, UprobeLink},
 };

@@ -135,7 +135,7 @@ pub fn findings(r: &Report, a: &Analysis) -> Vec<Finding> {
             Warning,
             format!(
                 "{} {was} uncollectable: {they} in gc.garbage (cycles with legacy finalizers) and {grow} memory.",
-                crate::sinks::text::plural(uncollectable as u64, "object")
+                crate::text::plural(uncollectable as u64, "object")
             ),
         ));
     }
@@ -161,7 +161,7 @@ pub fn findings(r: &Report, a: &Analysis) -> Vec<Finding> {
             Warning,
             format!(
                 "{} lost (the ring buffer overflowed): counts are a lower bound.",
-                crate::sinks::text::plural(s.lost_events, "collection event")
+                crate::text::plural(s.lost_events, "collection event")
             ),
         ));
     }
@@ -191,7 +191,7 @@ fn rss_growth(a: &Analysis) -> Option<Finding> {
             let none = a.full_found.iter().filter(|&&n| n <= 0).count();
             format!(
                 "the median full collection freed {}{}",
-                crate::sinks::text::plural(m.max(0) as u64, "object"),
+                crate::text::plural(m.max(0) as u64, "object"),
                 if none > 0 {
                     format!(" ({none} of {} freed none)", a.full_found.len())
                 } else {

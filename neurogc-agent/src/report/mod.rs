@@ -22,7 +22,7 @@ use self::{
     analysis::{Analysis, ChangedBy, Freeze, HISTOGRAM_BOUNDS_NS, Pause},
     findings::Finding,
 };
-use crate::{bail_user, session::aggregate::GenTotals, sinks::view::duration};
+use crate::{error::bail_user, session::aggregate::GenTotals, sinks::view::duration};
 
 pub use self::sites::Weight;
 

@@ -3,8 +3,8 @@ use std::fmt::Write;
 
 use super::{Report, pct};
 use crate::{
-    sinks::text,
     sinks::view::{duration, thresholds},
+    text,
 };
 
 fn bound(ns: u64) -> String {
@@ -145,10 +145,7 @@ pub fn render(r: &Report) -> String {
                 s,
                 "{}",
                 text::wrap(
-                    &format!(
-                        "  {} without a stack",
-                        crate::sinks::text::plural(r.stacks.without, "collection")
-                    ),
+                    &format!("  {} without a stack", crate::text::plural(r.stacks.without, "collection")),
                     4
                 )
             );

@@ -105,39 +105,13 @@ const IDLE_CPU_SHARE: f64 = 0.05;
 
 /// The target neither collected nor ran (under 5% of a CPU) in this window. A process that is
 /// busy without collecting (acyclic churn frees what it allocates) is not idle.
-fn idle(window: &Window) -> bool {
+pub fn idle(window: &Window) -> bool {
     window.collections.iter().sum::<u64>() == 0 && feature(window, "cpu_share") < IDLE_CPU_SHARE
 }
 
-fn feature(window: &Window, name: &str) -> f64 {
+/// A window's feature by name (0 where the schema has none).
+pub fn feature(window: &Window, name: &str) -> f64 {
     index(name).and_then(|i| window.features.get(i)).copied().unwrap_or(0.0)
-}
-
-/// The window as the model of the collector reads it. `age_s`: the process's age at the
-/// window's end, where known.
-pub fn reading(window: &Window, age_s: Option<f64>) -> crate::steering::policy::predict::Reading {
-    let per_gen =
-        |name: &str, scale: f64| [0, 1, 2].map(|g| feature(window, &format!("gen{g}_{name}")) * scale);
-    let s = &window.sample;
-    crate::steering::policy::predict::Reading {
-        ts_ns: window.end_ns,
-        secs: (window.end_ns.saturating_sub(window.start_ns) as f64 / 1e9).max(1e-3),
-        collections: window.collections,
-        pause_p50_ns: per_gen("p50_us", 1e3),
-        pause_max_ns: per_gen("max_us", 1e3),
-        collected_per: per_gen("collected_per", 1.0),
-        gc_share: feature(window, "gc_share"),
-        alloc_per_s: feature(window, "alloc_per_s"),
-        cpu_share: feature(window, "cpu_share"),
-        runq_share: window.runq_share.unwrap_or(0.0),
-        rss: s.rss_bytes,
-        thresholds: s.thresholds,
-        older_counts: s.older_counts,
-        long_lived: s.long_lived,
-        freeze_count: s.freeze_count,
-        idle: idle(window),
-        age_s,
-    }
 }
 
 /// The target's threads, summed, from /proc: RSS, CPU time and the time they waited for a CPU
@@ -167,6 +141,7 @@ pub fn read_proc(pid: i32) -> Option<ProcStat> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::steering::policy::predict::Reading;
 
     fn sample(ts_s: f64, count0: i64, rss_mib: u64, cpu_ms: u64) -> Sample {
         Sample {
@@ -250,12 +225,12 @@ mod tests {
         let mut w = Windower::new(at(10.0, 0, Some(0)));
         let shared = w.close(at(12.0, 1000, Some(1000)));
         assert_eq!(shared.runq_share, Some(0.5));
-        assert_eq!(reading(&shared, None).demand(), 1.0);
+        assert_eq!(Reading::from_window(&shared, None).demand(), 1.0);
         // A service idle most of the time; and a kernel that keeps no run-queue delay.
         let mut w = Windower::new(at(10.0, 0, Some(0)));
-        assert_eq!(reading(&w.close(at(12.0, 400, Some(40))), None).demand(), 0.22);
+        assert_eq!(Reading::from_window(&w.close(at(12.0, 400, Some(40))), None).demand(), 0.22);
         let mut w = Windower::new(at(10.0, 0, None));
         let unknown = w.close(at(12.0, 400, None));
-        assert_eq!((unknown.runq_share, reading(&unknown, None).demand()), (None, 0.2));
+        assert_eq!((unknown.runq_share, Reading::from_window(&unknown, None).demand()), (None, 0.2));
     }
 }

@@ -14,7 +14,8 @@ use crate::{
         aggregate::Aggregate,
         features::{self, Window},
     },
-    sinks::{output::LineWriter, text, view},
+    sinks::{output::LineWriter, view},
+    text,
 };
 
 pub struct LiveView {

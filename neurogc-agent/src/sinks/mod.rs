@@ -3,6 +3,5 @@
 pub mod live;
 pub mod metrics;
 pub mod output;
-pub mod text;
 pub mod top;
 pub mod view;

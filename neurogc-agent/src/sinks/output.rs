@@ -15,7 +15,7 @@ use nix::{
     sys::stat::{Mode, fstat},
 };
 
-use crate::bail_user;
+use crate::error::bail_user;
 
 /// POSIX guarantees atomic pipe writes up to PIPE_BUF (4096 on Linux).
 const CHUNK: usize = 4096;

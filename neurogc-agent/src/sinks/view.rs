@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use neurogc_trace::GenSummary;
 
-use crate::{session::aggregate::Aggregate, sinks::text};
+use crate::{session::aggregate::Aggregate, text};
 
 pub struct Frame<'a> {
     pub pid: i32,

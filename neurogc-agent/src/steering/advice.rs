@@ -37,11 +37,8 @@ impl Advice {
     pub fn recommendation(&self) -> Option<String> {
         let (advised, since) = self.current?;
         let stood = self.windows - since + 1;
-        let held = format!(
-            "advised for the last {} of {}",
-            stood,
-            crate::sinks::text::plural(self.windows, "window")
-        );
+        let held =
+            format!("advised for the last {} of {}", stood, crate::text::plural(self.windows, "window"));
         let Some(m) = advised else {
             return Some(format!(
                 "recommendation: keep the application's own settings ({held}): no setting \

@@ -380,7 +380,8 @@ impl Steering {
                 Vec::new()
             })
         };
-        let verdict = controller.decide(&mut learned, &crate::session::features::reading(window, age));
+        let verdict = controller
+            .decide(&mut learned, &crate::steering::policy::predict::Reading::from_window(window, age));
         if !act {
             let advised = verdict.change.then_some(Move {
                 thresholds: verdict.thresholds,

@@ -94,13 +94,13 @@ impl Worker {
                 ),
                 (n, 0) => format!(
                     "not frozen: the call was queued {} and did not run within {ACTION_WAIT:?} ({})",
-                    crate::sinks::text::plural(n as u64, "time"),
+                    crate::text::plural(n as u64, "time"),
                     inject::main_thread_state(self.plan.pid)
                 ),
                 (n, inside) => format!(
                     "not frozen: the call was queued {} and ran only inside collections ({} of \
                      them) within {ACTION_WAIT:?}",
-                    crate::sinks::text::plural(n as u64, "time"),
+                    crate::text::plural(n as u64, "time"),
                     inside
                 ),
             };

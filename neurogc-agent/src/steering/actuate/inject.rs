@@ -146,7 +146,7 @@ fn find_slack(mem: &ProcMem, plan: &AttachPlan, len: usize) -> Result<u64> {
         busy |= now.starts_with(head);
     }
     if busy {
-        crate::bail_user!(
+        crate::error::bail_user!(
             "another neurogc agent's hook injection is pending in process {}: one agent per process",
             plan.pid
         );
@@ -237,7 +237,7 @@ impl Injection {
 
     /// The writes that queue this (placed) stub on `queue`, all or nothing.
     pub fn enqueue_steps(&self, plan: &AttachPlan, queue: &IdleQueue) -> Result<Vec<Step>> {
-        Ok(pending::enqueue_steps(queue, run_address(plan)?, self.region))
+        Ok(super::enqueue::enqueue_steps(queue, run_address(plan)?, self.region))
     }
 
     /// Queues the stub if the queue is idle (and, on 3.8–3.12, the main thread is running: their
@@ -270,7 +270,7 @@ impl Injection {
         custodian.on_exit_then_queue([exit, injection.disarm_steps()].concat(), after)?;
         let now = mem.read(region, injection.stub.len())?;
         let mut steps = vec![Step::replace(region, &now, &injection.stub)];
-        steps.extend(pending::enqueue_steps(&queue, run, region));
+        steps.extend(super::enqueue::enqueue_steps(&queue, run, region));
         // false: the queue moved between our read and the custodian's check: try again later.
         Ok(match custodian.run_atomic(steps)? {
             true => Ok(injection),

@@ -13,6 +13,7 @@
 //! [`Command`]s and receives [`Event`]s.
 pub mod channel;
 pub mod custodian;
+mod enqueue;
 mod freeze;
 mod inject;
 mod record;
@@ -33,7 +34,7 @@ use self::{
     record::Record,
 };
 use crate::{
-    bail_user,
+    error::bail_user,
     interp::{AttachPlan, cpython::GcStateLocation, layout::GcState, pending::PendingLayout, process},
     memory::{ProcMem, read_bytes, read_u64},
     sinks::view::thresholds,

@@ -267,7 +267,7 @@ impl Controller {
                 format!(
                     "measured over {}: longest pause {pause:.1} ms a window (mean){}, GC {:.1}%, \
                      memory +{memory:.0} MiB",
-                    crate::sinks::text::plural(s.measured, "collection"),
+                    crate::text::plural(s.measured, "collection"),
                     over(pause * 1e6, n / windows.max(1e-9), None),
                     st.gc_share().unwrap_or(s.p.share) * 100.0,
                 )

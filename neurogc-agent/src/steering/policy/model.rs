@@ -20,7 +20,7 @@ use ort::{
 };
 
 use super::predict::{Correction, FEATURE_COUNT, FEATURES};
-use crate::bail_user;
+use crate::error::bail_user;
 
 /// Models are small (the default is a few KiB); anything larger than this is not one of ours.
 const MAX_MODEL_BYTES: u64 = 64 << 20;

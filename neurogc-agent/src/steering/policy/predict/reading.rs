@@ -1,8 +1,11 @@
-//! What the model reads: one window of the process (`Reading`, built by `features::reading`),
+//! What the model reads: one window of the process (`Reading`, built from a feature window),
 //! and an action to predict for (`Candidate`).
-use crate::sinks::view::thresholds;
+use crate::{
+    session::features::{Window, feature, idle},
+    sinks::view::thresholds,
+};
 
-/// One window as the model sees it (built by `features::reading`).
+/// One window as the model sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Reading {
     pub ts_ns: u64,
@@ -35,6 +38,32 @@ pub struct Reading {
 }
 
 impl Reading {
+    /// The window as the model of the collector reads it. `age_s`: the process's age at the
+    /// window's end, where known.
+    pub fn from_window(window: &Window, age_s: Option<f64>) -> Reading {
+        let per_gen =
+            |name: &str, scale: f64| [0, 1, 2].map(|g| feature(window, &format!("gen{g}_{name}")) * scale);
+        let s = &window.sample;
+        Reading {
+            ts_ns: window.end_ns,
+            secs: (window.end_ns.saturating_sub(window.start_ns) as f64 / 1e9).max(1e-3),
+            collections: window.collections,
+            pause_p50_ns: per_gen("p50_us", 1e3),
+            pause_max_ns: per_gen("max_us", 1e3),
+            collected_per: per_gen("collected_per", 1.0),
+            gc_share: feature(window, "gc_share"),
+            alloc_per_s: feature(window, "alloc_per_s"),
+            cpu_share: feature(window, "cpu_share"),
+            runq_share: window.runq_share.unwrap_or(0.0),
+            rss: s.rss_bytes,
+            thresholds: s.thresholds,
+            older_counts: s.older_counts,
+            long_lived: s.long_lived,
+            freeze_count: s.freeze_count,
+            idle: idle(window),
+            age_s,
+        }
+    }
     /// The work done in the window, per second: net container allocations, or the objects its
     /// collections freed where those are more. The gen0 count misses what the free lists hand
     /// out: lists, dicts and tuples a collection frees go onto them, and the next ones the
