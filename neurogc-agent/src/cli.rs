@@ -218,8 +218,8 @@ pub struct TargetArgs {
 pub struct SteerArgs {
     /// observe, advise or act
     ///
-    /// observe: no model. advise: decide and print what would change, change nothing.
-    /// act: apply the decisions to the target (the application's own thresholds come back when
+    /// observe: no model. advise: decide and print what would change, change nothing, and end
+    /// with a recommendation (SIGUSR1 to the agent prints it at any time). act: apply the decisions to the target (the application's own thresholds come back when
     /// the agent leaves, however it leaves)
     #[arg(long, value_enum, default_value_t = CliMode::Advise, hide_possible_values = true)]
     pub mode: CliMode,

@@ -9,8 +9,12 @@ use tokio::io::{Interest, unix::AsyncFd};
 
 /// Blocks SIGINT, SIGTERM and SIGHUP until the loop installs its handlers ([`run`] unblocks
 /// them): a signal that arrives while the agent prepares is acted on, in order, not fatal.
+/// SIGUSR1 (advise mode's recommendation on demand) is held too: its default would kill the
+/// agent. A loop without a handler for it leaves it blocked.
 pub fn hold_stop_signals() -> Result<()> {
-    nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_BLOCK, Some(&stop_signals()), None)?;
+    let mut held = stop_signals();
+    held.add(nix::sys::signal::Signal::SIGUSR1);
+    nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_BLOCK, Some(&held), None)?;
     Ok(())
 }
 

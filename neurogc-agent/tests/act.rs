@@ -405,6 +405,36 @@ fn cuda_falls_back_to_the_cpu_and_says_why() {
 }
 
 #[test]
+fn advise_mode_gives_its_recommendation_on_sigusr1_and_goes_on() {
+    // A user who wants the advice without stopping the agent sends SIGUSR1: the recommendation
+    // as it stands comes at once (on stderr beside a JSON stream), the agent keeps deciding, and
+    // at its end says the same at exit; the target is never changed.
+    let py = python("debian-bookworm");
+    let mut target = start_profile(&py, "cycles", 30, &[]);
+    let (mut agent, mut out, mut err) =
+        attach_agent(target.pid, &["--mode", "advise", "--json", "--duration", "8"], &py.name);
+    for _ in 0..3 {
+        out.wait_for("\"type\":\"decision\"", 10, "a decision");
+    }
+    let before = out.rest(0).len();
+    signal(agent.id(), "-USR1");
+    let asked = err.wait_for("recommendation", 5, "the recommendation asked for");
+    let status = wait_exit(&mut agent, 20, "the advising agent");
+    let all = out.rest(5);
+    let lines = json_lines(&all);
+    let s = summary(&lines);
+    assert!(status.success(), "SIGUSR1 ended the agent: {status:?}");
+    assert!(asked.starts_with("recommendation"), "{asked}");
+    let after = json_lines(&all[before..]);
+    let decided = after.iter().filter(|l| l["type"] == "decision").count();
+    assert!(decided >= 2, "the agent stopped deciding after SIGUSR1: {decided} more decisions");
+    assert!(s["policy"]["recommendation"].as_str().is_some_and(|r| r.starts_with("recommendation")), "{s}");
+    let original = target.original.clone();
+    assert!(target.reports(&original, Duration::from_secs(1)).is_some(), "advise mode changed the target");
+    target.stop();
+}
+
+#[test]
 fn the_model_runtime_writes_nothing_and_the_command_keeps_its_environment() {
     // Microsoft's ONNX Runtime builds start a telemetry client that writes a device id and an
     // event database under $HOME/.cache; the agent must leave no file behind on a user's machine,

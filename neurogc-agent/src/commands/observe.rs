@@ -146,7 +146,10 @@ pub async fn run(
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
-    nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_UNBLOCK, Some(&stop_signals()), None)?;
+    let mut sigusr1 = signal(SignalKind::user_defined1())?;
+    let mut handled = stop_signals();
+    handled.add(nix::sys::signal::Signal::SIGUSR1);
+    nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_UNBLOCK, Some(&handled), None)?;
     let mut drain_timer = tokio::time::interval(DRAIN_PERIOD);
     let mut refresh = tokio::time::interval(opts.interval);
     refresh.tick().await;
@@ -176,6 +179,7 @@ pub async fn run(
             _ = sigint.recv() => break Stop::Signal("SIGINT"),
             _ = sigterm.recv() => break Stop::Signal("SIGTERM"),
             _ = sighup.recv() => break Stop::Signal("SIGHUP"),
+            _ = sigusr1.recv() => obs.recommend_now().map_err(Into::into),
             _ = exit_watch.readable() => {
                 break Stop::TargetExited(launched.as_ref().and_then(|l| l.reap()));
             }
@@ -300,6 +304,24 @@ impl Observer<'_> {
         }
         self.emit(&Record::Actuation(rec))?;
         Ok(self.flush_records()?)
+    }
+
+    /// SIGUSR1 in advise mode: the recommendation as it stands (the text printed at exit), now.
+    fn recommend_now(&mut self) -> io::Result<()> {
+        let Some(steer) = self.steer.as_ref().filter(|s| s.mode == Mode::Advise) else { return Ok(()) };
+        let text = steer
+            .advice
+            .recommendation()
+            .unwrap_or_else(|| "recommendation: none yet, no window has been decided".to_owned());
+        match self.view.as_mut() {
+            Some(view) => view.pin(&text),
+            None => {
+                for line in text.lines() {
+                    eprintln!("{}", crate::text::wrap(line, 2));
+                }
+                Ok(())
+            }
+        }
     }
 
     /// Gives the application its settings back (bounded wait) and reports how it went.

@@ -26,7 +26,12 @@ pub struct LiveView {
     python: String,
     probe: String,
     started: Instant,
+    /// A recommendation asked for (SIGUSR1), shown under the screen for this many windows more.
+    pinned: Option<(String, u32)>,
 }
+
+/// Windows a recommendation asked for stays on the redrawn screen: long enough to read and copy.
+const PINNED_WINDOWS: u32 = 15;
 
 impl LiveView {
     pub fn new(plan: &AttachPlan) -> LiveView {
@@ -38,7 +43,21 @@ impl LiveView {
             python: plan.interpreter.version.to_string(),
             probe: plan.source.to_string(),
             started: Instant::now(),
+            pinned: None,
         }
+    }
+
+    /// Shows `text` now: on a redrawn screen, under it for the next windows; one line per
+    /// window otherwise, at once.
+    pub fn pin(&mut self, text: &str) -> io::Result<()> {
+        if self.tty {
+            self.pinned = Some((text.to_owned(), PINNED_WINDOWS));
+            return Ok(());
+        }
+        for line in text.lines() {
+            writeln!(self.out, "{}", text::wrap(line, 2))?;
+        }
+        self.out.flush()
     }
 
     /// A window closed: what it measured, with the totals since attach, why the GC state is not
@@ -53,6 +72,16 @@ impl LiveView {
         decision: Option<&str>,
     ) -> io::Result<()> {
         let f = &window.features;
+        let pinned = self.pinned.take().map(|(text, left)| {
+            if left > 1 {
+                self.pinned = Some((text.clone(), left - 1));
+            }
+            text
+        });
+        let decision = match (decision, pinned.as_deref()) {
+            (Some(d), Some(p)) => Some(format!("{d}\n{p}")),
+            (d, p) => d.or(p).map(str::to_owned),
+        };
         let frame = view::Frame {
             pid: self.pid,
             name: &self.name,
@@ -71,7 +100,7 @@ impl LiveView {
             lost,
             note,
             trigger,
-            decision,
+            decision: decision.as_deref(),
         };
         let text = if self.tty { view::screen(&frame) } else { view::line(&frame) + "\n" };
         self.out.write_all(text.as_bytes())?;
