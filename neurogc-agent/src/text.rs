@@ -73,6 +73,12 @@ pub fn wrap(sentence: &str, indent: usize) -> String {
     fit_from(sentence[..sentence.len() - body.len()].to_owned(), &[body.to_owned()], "", indent)
 }
 
+/// Text of several lines (a decision and its effect, a recommendation), each line wrapped as
+/// [`wrap`] does.
+pub fn wrap_lines(text: &str, indent: usize) -> String {
+    text.lines().map(|l| wrap(l, indent)).collect::<Vec<_>>().join("\n")
+}
+
 /// A sentence broken between words, every line indented (a note under a table row).
 pub fn block(sentence: &str, indent: usize) -> String {
     fit_from(" ".repeat(indent), &[sentence.to_owned()], "", indent)

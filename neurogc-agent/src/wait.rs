@@ -12,10 +12,16 @@ use tokio::io::{Interest, unix::AsyncFd};
 /// SIGUSR1 (advise mode's recommendation on demand) is held too: its default would kill the
 /// agent. A loop without a handler for it leaves it blocked.
 pub fn hold_stop_signals() -> Result<()> {
+    nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_BLOCK, Some(&held_signals()), None)?;
+    Ok(())
+}
+
+/// What [`hold_stop_signals`] holds: the stop signals and SIGUSR1, which the single-target loop
+/// handles and unblocks together.
+pub fn held_signals() -> nix::sys::signal::SigSet {
     let mut held = stop_signals();
     held.add(nix::sys::signal::Signal::SIGUSR1);
-    nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_BLOCK, Some(&held), None)?;
-    Ok(())
+    held
 }
 
 pub fn stop_signals() -> nix::sys::signal::SigSet {

@@ -21,7 +21,7 @@ use crate::{
     session::{Decoder, GcStatus},
     sinks::{live::LiveView, view},
     steering::steer::{Events, Mode, Steering, latency},
-    wait::{pidfd_open, readable, stop_signals},
+    wait::{held_signals, pidfd_open, readable},
 };
 
 /// How often the ring buffer is drained when the kernel does not wake us (it wakes us only when
@@ -147,9 +147,7 @@ pub async fn run(
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
     let mut sigusr1 = signal(SignalKind::user_defined1())?;
-    let mut handled = stop_signals();
-    handled.add(nix::sys::signal::Signal::SIGUSR1);
-    nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_UNBLOCK, Some(&handled), None)?;
+    nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_UNBLOCK, Some(&held_signals()), None)?;
     let mut drain_timer = tokio::time::interval(DRAIN_PERIOD);
     let mut refresh = tokio::time::interval(opts.interval);
     refresh.tick().await;
@@ -316,9 +314,7 @@ impl Observer<'_> {
         match self.view.as_mut() {
             Some(view) => view.pin(&text),
             None => {
-                for line in text.lines() {
-                    eprintln!("{}", crate::text::wrap(line, 2));
-                }
+                eprintln!("{}", crate::text::wrap_lines(&text, 2));
                 Ok(())
             }
         }

@@ -54,9 +54,7 @@ impl LiveView {
             self.pinned = Some((text.to_owned(), PINNED_WINDOWS));
             return Ok(());
         }
-        for line in text.lines() {
-            writeln!(self.out, "{}", text::wrap(line, 2))?;
-        }
+        writeln!(self.out, "{}", text::wrap_lines(text, 2))?;
         self.out.flush()
     }
 
@@ -123,9 +121,7 @@ impl LiveView {
         )?;
         // The record keeps the recommendation's lines whole; the terminal's fit 80 columns.
         if let Some(r) = summary.policy.as_ref().and_then(|p| p.recommendation.as_ref()) {
-            for line in r.lines() {
-                writeln!(out, "{}", text::wrap(line, 2))?;
-            }
+            writeln!(out, "{}", text::wrap_lines(r, 2))?;
         }
         if let Some(ended) = ended {
             writeln!(out, "{ended}")?;

@@ -106,8 +106,7 @@ pub fn screen(f: &Frame) -> String {
         let _ = writeln!(s, "\x1b[33m{}\x1b[0m", text::wrap(note, 2));
     }
     if let Some(decision) = f.decision {
-        let lines: Vec<String> = decision.lines().map(|l| text::wrap(l, 2)).collect();
-        let _ = writeln!(s, "\x1b[36m{}\x1b[0m", lines.join("\n"));
+        let _ = writeln!(s, "\x1b[36m{}\x1b[0m", text::wrap_lines(decision, 2));
     }
     let _ = writeln!(s);
     let _ = writeln!(
