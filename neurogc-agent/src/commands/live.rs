@@ -14,7 +14,7 @@ use crate::{
     interp,
     kernel::probes::Probes,
     options::{Options, Output},
-    sinks::output,
+    sinks::{TargetSink, live::LiveView, output, records::Records},
     steering::steer::{Mode, Steering},
 };
 
@@ -73,9 +73,13 @@ pub fn run(opts: Options, started: Instant) -> Result<Option<launch::Ended>> {
         plan.interpreter.version,
     );
     tracing::info!("probes: {} in {}", plan.source, plan.file.display());
+    // The live view goes to standard output unless the records do.
+    let mut sinks: Vec<Box<dyn TargetSink>> = records.into_iter().map(|r| Box::new(r) as _).collect();
+    if !json_stdout {
+        sinks.push(Box::new(LiveView::new(&plan)));
+    }
     let run = observe::Options {
-        records,
-        view: !json_stdout,
+        sinks,
         duration: opts.duration.map(Duration::from_secs_f64),
         interval: Duration::from_secs_f64(opts.interval),
         attach_ms,
@@ -85,7 +89,7 @@ pub fn run(opts: Options, started: Instant) -> Result<Option<launch::Ended>> {
 }
 
 /// Where the records go, opened before anything is touched.
-fn open_records(output: &Output) -> Result<Option<observe::Records>> {
+fn open_records(output: &Output) -> Result<Option<Records>> {
     use neurogc_trace::TraceWriter;
     Ok(match output {
         Output::View => None,

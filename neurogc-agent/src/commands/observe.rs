@@ -2,24 +2,25 @@
 //! batches wake-ups), fold collections into the aggregate, refresh the view, and stop on
 //! Ctrl-C/SIGTERM, `--duration`, or the target's exit — always with a summary.
 use std::{
-    io::{self, Write},
+    io,
     os::fd::{AsRawFd, RawFd},
     time::{Duration, Instant},
 };
 
 use anyhow::Result;
-use neurogc_trace::{Attach, PolicySummary, Record, Summary, TraceWriter};
+use neurogc_trace::{Attach, PolicySummary, Record, Summary};
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::{
     commands::launch::Launched,
     interp::{AttachPlan, process},
     kernel::probes::Probes,
+    session::GcStatus,
     session::aggregate::Aggregate,
+    session::cycle::{Cycle, Detail},
     session::events::{self, Clock},
     session::features::{self, Sample, Window, Windower},
-    session::{Decoder, GcStatus},
-    sinks::{live::LiveView, view},
+    sinks::{Shown, TargetSink, view},
     steering::steer::{Events, Mode, Steering, latency},
     wait::{held_signals, pidfd_open, readable},
 };
@@ -31,14 +32,9 @@ const DRAIN_PERIOD: Duration = Duration::from_millis(100);
 /// milliseconds; a stop or a debugger does not).
 const WAIT_GRACE: Duration = Duration::from_secs(2);
 
-/// Where the records go: the `--json` stream or a `.ngc` recording.
-pub type Records = TraceWriter<Box<dyn Write>>;
-
 pub struct Options {
-    /// None: the live view only.
-    pub records: Option<Records>,
-    /// The live view goes to standard output (it does unless the records do).
-    pub view: bool,
+    /// What consumes the run: the record stream, the live view.
+    pub sinks: Vec<Box<dyn TargetSink>>,
     pub duration: Option<Duration>,
     pub interval: Duration,
     /// Milliseconds from agent start to probes armed.
@@ -56,21 +52,17 @@ impl AsRawFd for Ring {
 
 struct Observer<'a> {
     plan: &'a AttachPlan,
-    dec: Decoder,
+    /// Its events on their way to collections, whole stacks named.
+    cycle: Cycle,
     clock: Clock,
     agg: Aggregate,
-    records: Option<Records>,
-    view: Option<LiveView>,
+    sinks: Vec<Box<dyn TargetSink>>,
     started: Instant,
     attach_ms: f64,
     windower: Windower,
     steer: Option<Steering>,
     /// The actuator's events (act mode, once the GC state is known and the actuator started).
     events: Option<Events>,
-    /// Names the frames of each collection's stack (builds whose stacks are read).
-    stacks: Option<crate::session::stacks::Resolver>,
-    /// The sets of threads free-threaded collections halted.
-    halted: crate::session::halted::Interner,
 }
 
 enum Stop {
@@ -111,38 +103,29 @@ pub async fn run(
     let clock = Clock::new();
     // Until the dynamic loader and the interpreter's start-up are done, the GC state's memory
     // holds anything: in launch mode the first collection event is the proof that it exists.
-    let dec = Decoder::new(pid, plan.gc, launched.is_none());
+    let cycle = Cycle::new(plan, launched.is_none(), Detail::Records);
     if let Some(launched) = &launched {
         launched.release()?;
     }
-    let first = sample(pid, &dec.gc, &clock, None);
+    let first = sample(pid, &cycle.dec.gc, &clock, None);
     if let Some(s) = steer.as_mut() {
         s.target(pid, process::age_s(pid), plan.interpreter.free_threaded);
     }
     let mut obs = Observer {
         plan,
-        dec,
+        cycle,
         clock,
         agg: Aggregate::default(),
-        records: opts.records.take(),
-        view: opts.view.then(|| LiveView::new(plan)),
+        sinks: std::mem::take(&mut opts.sinks),
         started: Instant::now(),
         attach_ms: opts.attach_ms,
         windower: Windower::new(first),
         steer,
         events: None,
-        stacks: plan.stack.and(plan.code).map(|(layout, code_type)| {
-            crate::session::stacks::Resolver::new(pid, layout, code_type, crate::session::stacks::MAX_CODES)
-        }),
-        halted: Default::default(),
     };
     obs.start_actuator()?;
     let attach = obs.attach_record(first, &opts);
     obs.emit(&Record::Attach(Box::new(attach)))?;
-    // Its own block at once: a recorder killed in its first second still leaves a readable file.
-    if let Some(r) = obs.records.as_mut() {
-        r.seal()?;
-    }
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
@@ -270,17 +253,17 @@ impl Observer<'_> {
     /// unusable): the interpreter is up by then, and the memory actuator has its layout.
     fn start_actuator(&mut self) -> Result<()> {
         let Some(steer) = self.steer.as_mut() else { return Ok(()) };
-        if !steer.wants_actuator() || self.dec.gc.pending() {
+        if !steer.wants_actuator() || self.cycle.dec.gc.pending() {
             return Ok(());
         }
-        self.events = Some(steer.start_actuator(self.plan, self.dec.gc.state())?);
+        self.events = Some(steer.start_actuator(self.plan, self.cycle.dec.gc.state())?);
         Ok(())
     }
 
     /// Act mode still waiting for the GC state after a grace period: the user hears why.
     fn explain_wait(&mut self) -> Result<()> {
         let Some(steer) = self.steer.as_mut() else { return Ok(()) };
-        if !steer.wants_actuator() || !self.dec.gc.pending() || self.started.elapsed() < WAIT_GRACE {
+        if !steer.wants_actuator() || !self.cycle.dec.gc.pending() || self.started.elapsed() < WAIT_GRACE {
             return Ok(());
         }
         let held = process::held_by_other(self.plan.pid);
@@ -311,13 +294,14 @@ impl Observer<'_> {
             .advice
             .recommendation()
             .unwrap_or_else(|| "recommendation: none yet, no window has been decided".to_owned());
-        match self.view.as_mut() {
-            Some(view) => view.pin(&text),
-            None => {
-                eprintln!("{}", crate::text::wrap_lines(&text, 2));
-                Ok(())
-            }
+        let mut shown = false;
+        for sink in &mut self.sinks {
+            shown |= sink.note(&text)?;
         }
+        if !shown {
+            eprintln!("{}", crate::text::wrap_lines(&text, 2));
+        }
+        Ok(())
     }
 
     /// Gives the application its settings back (bounded wait) and reports how it went.
@@ -336,35 +320,21 @@ impl Observer<'_> {
         let mut received = false;
         while let Some(item) = probes.ring().next() {
             if let Some(ev) = events::read::<neurogc_common::GcEvent>(&item) {
-                self.dec.push(ev);
+                self.cycle.push(ev);
                 received = true;
             }
         }
-        if self.dec.settle(received) { self.release_held() } else { Ok(()) }
+        if self.cycle.settle(received) { self.release_held() } else { Ok(()) }
     }
 
     fn release_held(&mut self) -> io::Result<()> {
-        let Observer { dec, clock, agg, windower, records, stacks, halted, .. } = self;
-        dec.release(clock, |mut collection, raw| {
-            let mut written = Ok(());
-            // A stack's frame and stack records, and a threads record, go out before the
-            // collection that uses them.
-            let mut emit = |rec: Record| {
-                if let (Some(w), Ok(())) = (records.as_mut(), &written) {
-                    written = w.write(&rec);
-                }
-            };
-            if let Some(resolver) = stacks.as_mut() {
-                collection.stack = resolver.resolve(raw, &mut emit);
+        let Observer { cycle, clock, agg, windower, sinks, .. } = self;
+        cycle.release(clock, |rec| {
+            if let Record::Gc(collection) = &rec {
+                agg.record(collection);
+                windower.record(collection);
             }
-            collection.halted = halted.resolve(raw, &mut emit);
-            written?;
-            agg.record(&collection);
-            windower.record(&collection);
-            match records.as_mut() {
-                Some(w) => w.write(&Record::Gc(collection)),
-                None => Ok(()),
-            }
+            sinks.iter_mut().try_for_each(|s| s.record(&rec))
         })?;
         self.flush_records()
     }
@@ -397,25 +367,23 @@ impl Observer<'_> {
     /// A window closes: sample, features, decision, view.
     fn tick(&mut self, probes: &mut Probes, lost: u64) -> Result<()> {
         self.drain(probes)?;
-        if let Some(r) = self.stacks.as_mut() {
-            r.new_window();
-        }
         let pid = self.plan.pid;
-        if self.dec.retry() {
+        if self.cycle.dec.retry() {
             self.release_held()?;
         }
+        let trigger = self.cycle.close_window();
         self.start_actuator()?;
         self.explain_wait()?;
         // The decision's latency runs from the window's sample: not the actuator's one-off start
         // just above (1.3 ms on the benchmark VM, the p99 of a 30-window run on its own).
         let opened = Instant::now();
         let freeze = self.steer.as_ref().and_then(|s| s.freeze_count);
-        let window = self.windower.close(sample(pid, &self.dec.gc, &self.clock, freeze));
+        let window = self.windower.close(sample(pid, &self.cycle.dec.gc, &self.clock, freeze));
         let decision = match self.steer.as_mut() {
             Some(steer) => Some(steer.decide(&window, opened)?),
             None => None,
         };
-        self.render(&window, lost)?;
+        self.render(&window, lost, trigger)?;
         self.emit(&Record::Window(window))?;
         if let Some(d) = decision {
             self.emit(&Record::Decision(d))?;
@@ -424,21 +392,25 @@ impl Observer<'_> {
         Ok(())
     }
 
-    fn render(&mut self, window: &Window, lost: u64) -> io::Result<()> {
-        let Some(view) = self.view.as_mut() else { return Ok(()) };
-        let note = self.dec.gc.note();
-        let trigger = self
-            .stacks
-            .as_mut()
-            .and_then(|r| r.take_top())
-            .map(|(site, share)| format!("top trigger: {site}, {:.0}% of collections", share * 100.0));
+    fn render(&mut self, window: &Window, lost: u64, top: Option<(String, f64)>) -> io::Result<()> {
+        let note = self.cycle.dec.gc.note();
+        let trigger =
+            top.map(|(site, share)| format!("top trigger: {site}, {:.0}% of collections", share * 100.0));
         let decision = self.steer.as_ref().and_then(|s| decision_line(s, window));
-        view.window(window, &self.agg, lost, note.as_deref(), trigger.as_deref(), decision.as_deref())
+        let shown = Shown {
+            window,
+            agg: &self.agg,
+            lost,
+            note: note.as_deref(),
+            trigger: trigger.as_deref(),
+            decision: decision.as_deref(),
+        };
+        self.sinks.iter_mut().try_for_each(|s| s.window(&shown))
     }
 
     fn summarise(mut self, stop: &Stop, lost: u64, unpaired: u64) -> Result<()> {
         let restored = self.steer.as_ref().and_then(Steering::restored);
-        if self.dec.gc.pending() && (self.agg.collections() > 0 || self.dec.holding()) {
+        if self.cycle.dec.gc.pending() && (self.agg.collections() > 0 || self.cycle.dec.holding()) {
             tracing::warn!(
                 "the target exited before its GC state could be validated: generations and counts are the probe's arguments"
             );
@@ -460,7 +432,7 @@ impl Observer<'_> {
                 Stop::TargetExited(ended) => ended.map(|e| e.status()),
                 _ => None,
             },
-            stacks: self.stacks.as_ref().map(|r| r.counts),
+            stacks: self.cycle.stack_counts(),
             policy: self.steer.as_ref().map(|s| PolicySummary {
                 mode: s.mode.name().to_owned(),
                 provider: s.provider().to_owned(),
@@ -482,9 +454,12 @@ impl Observer<'_> {
             Stop::TargetExited(Some(ended)) => Some(ended),
             _ => None,
         };
-        if let Some(view) = self.view.as_mut() {
-            view.summary(&summary, lost, ended.map(|e| e.describe()).as_deref())?;
-        } else if let Some(ended) = ended
+        let mut shown = false;
+        for sink in &mut self.sinks {
+            shown |= sink.summary(&summary, lost, ended.map(|e| e.describe()).as_deref())?;
+        }
+        if !shown
+            && let Some(ended) = ended
             && ended.status() != 0
         {
             // The agent's own failures end with "neurogc-agent: error: …" on standard error; a
@@ -494,23 +469,14 @@ impl Observer<'_> {
         if !matches!(stop, Stop::Failed(_)) {
             self.emit(&Record::Summary(summary))?;
         }
-        if let Some(records) = self.records.as_mut() {
-            records.seal()?;
-        }
-        Ok(())
+        Ok(self.sinks.iter_mut().try_for_each(|s| s.close())?)
     }
 
     fn emit(&mut self, record: &Record) -> io::Result<()> {
-        match self.records.as_mut() {
-            Some(w) => w.write(record),
-            None => Ok(()),
-        }
+        self.sinks.iter_mut().try_for_each(|s| s.record(record))
     }
 
     fn flush_records(&mut self) -> io::Result<()> {
-        match self.records.as_mut() {
-            Some(w) => w.flush_due(),
-            None => Ok(()),
-        }
+        self.sinks.iter_mut().try_for_each(|s| s.flush())
     }
 }

@@ -31,7 +31,7 @@ use self::{
 use crate::{
     interp::AttachPlan,
     kernel::probes::{Armed, Kernel},
-    session::Decoder,
+    session::cycle::{Cycle, Detail},
     session::events::{self, Clock},
     wait::{pidfd_open, readable, stop_signals},
 };
@@ -72,12 +72,12 @@ struct Session {
     id: u64,
     target: Target,
     armed: Option<Armed>,
-    dec: Decoder,
+    /// Its events on their way to collections; only the innermost frame of each stack is kept,
+    /// for the window's top trigger.
+    cycle: Cycle,
     /// Its first window has not closed yet: a process caught at exec may still be starting.
     starting: bool,
     exit_watch: tokio::task::JoinHandle<()>,
-    /// Names the innermost frame of each collection's stack, for the window's top trigger.
-    stacks: Option<crate::session::stacks::Resolver>,
 }
 
 struct Resolved {
@@ -345,17 +345,9 @@ impl Fleet {
                 stats: Stats::default(),
             },
             armed: Some(armed),
-            dec: Decoder::new(pid, plan.gc, !at_exec),
+            cycle: Cycle::new(&plan, !at_exec, Detail::Leaves),
             starting: at_exec,
             exit_watch,
-            stacks: plan.stack.and(plan.code).map(|(layout, code_type)| {
-                crate::session::stacks::Resolver::new(
-                    pid,
-                    layout,
-                    code_type,
-                    crate::session::stacks::MAX_CODES_FLEET,
-                )
-            }),
         };
         for sink in &mut self.sinks {
             sink.attached(&session.target);
@@ -370,13 +362,13 @@ impl Fleet {
         while let Some(item) = self.kernel.ring.next() {
             let Some(ev) = events::read::<neurogc_common::GcEvent>(&item) else { continue };
             if let Some(s) = self.sessions.get_mut(&(ev.pid as i32)) {
-                s.dec.push(ev);
+                s.cycle.push(ev);
                 received.insert(ev.pid as i32);
             }
         }
         for pid in received {
             let Some(s) = self.sessions.get_mut(&pid) else { continue };
-            if s.dec.settle(true) {
+            if s.cycle.settle(true) {
                 release(s, &self.clock, &mut self.sinks);
             }
         }
@@ -388,18 +380,16 @@ impl Fleet {
         self.window_opened_ns = now_ns;
         for (pid, s) in &mut self.sessions {
             if s.starting {
-                s.dec.assume_started();
+                s.cycle.dec.assume_started();
                 s.starting = false;
             }
-            if s.dec.retry() {
+            if s.cycle.dec.retry() {
                 release(s, &self.clock, &mut self.sinks);
             }
-            let thresholds = s.dec.gc.state().and_then(|g| g.read_settings(*pid).ok()).map(|g| g.thresholds);
+            let gc = s.cycle.dec.gc.state();
+            let thresholds = gc.and_then(|g| g.read_settings(*pid).ok()).map(|g| g.thresholds);
             s.target.stats.close_window(opened_ns, now_ns, thresholds);
-            s.target.stats.top_trigger = s.stacks.as_mut().and_then(|r| {
-                r.new_window();
-                r.take_top()
-            });
+            s.target.stats.top_trigger = s.cycle.close_window();
         }
         let targets: Vec<&Target> = self.sessions.values().map(|s| &s.target).collect();
         let lost = self.kernel.lost();
@@ -422,7 +412,7 @@ impl Fleet {
 
     fn detach(&mut self, pid: i32, why: &str) {
         let Some(mut s) = self.sessions.remove(&pid) else { return };
-        if s.dec.holding() {
+        if s.cycle.dec.holding() {
             release(&mut s, &self.clock, &mut self.sinks);
         }
         s.exit_watch.abort();
@@ -448,14 +438,14 @@ impl Fleet {
 }
 
 fn release(s: &mut Session, clock: &Clock, sinks: &mut [Box<dyn Sink>]) {
-    let (target, stacks) = (&mut s.target, &mut s.stacks);
-    let _ = s.dec.release(clock, |c, raw| -> Result<(), std::convert::Infallible> {
-        if let Some(r) = stacks.as_mut() {
-            r.count_leaf(raw);
-        }
-        target.stats.record(&c);
-        for sink in sinks.iter_mut() {
-            sink.collection(target, &c);
+    let target = &mut s.target;
+    let _ = s.cycle.release(clock, |rec| -> Result<(), std::convert::Infallible> {
+        // `Detail::Leaves` yields collections only.
+        if let neurogc_trace::Record::Gc(c) = rec {
+            target.stats.record(&c);
+            for sink in sinks.iter_mut() {
+                sink.collection(target, &c);
+            }
         }
         Ok(())
     });

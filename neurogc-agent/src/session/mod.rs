@@ -3,6 +3,7 @@
 //! trusted, so events are held (in order) until it is proven or refuted: each is decoded the same
 //! way whatever the timing.
 pub mod aggregate;
+pub mod cycle;
 pub mod events;
 pub mod features;
 pub mod halted;

@@ -10,11 +10,8 @@ use neurogc_trace::Summary;
 
 use crate::{
     interp::{AttachPlan, process},
-    session::{
-        aggregate::Aggregate,
-        features::{self, Window},
-    },
-    sinks::{output::LineWriter, view},
+    session::features,
+    sinks::{Shown, TargetSink, output::LineWriter, view},
     text,
 };
 
@@ -46,29 +43,23 @@ impl LiveView {
             pinned: None,
         }
     }
+}
 
+impl TargetSink for LiveView {
     /// Shows `text` now: on a redrawn screen, under it for the next windows; one line per
     /// window otherwise, at once.
-    pub fn pin(&mut self, text: &str) -> io::Result<()> {
+    fn note(&mut self, text: &str) -> io::Result<bool> {
         if self.tty {
             self.pinned = Some((text.to_owned(), PINNED_WINDOWS));
-            return Ok(());
+            return Ok(true);
         }
         writeln!(self.out, "{}", text::wrap_lines(text, 2))?;
-        self.out.flush()
+        self.out.flush()?;
+        Ok(true)
     }
 
-    /// A window closed: what it measured, with the totals since attach, why the GC state is not
-    /// read yet (`note`), where its collections started and advise/act mode's last decision.
-    pub fn window(
-        &mut self,
-        window: &Window,
-        agg: &Aggregate,
-        lost: u64,
-        note: Option<&str>,
-        trigger: Option<&str>,
-        decision: Option<&str>,
-    ) -> io::Result<()> {
+    fn window(&mut self, shown: &Shown) -> io::Result<()> {
+        let Shown { window, agg, lost, note, trigger, decision } = *shown;
         let f = &window.features;
         let pinned = self.pinned.take().map(|(text, left)| {
             if left > 1 {
@@ -105,8 +96,7 @@ impl LiveView {
         self.out.flush()
     }
 
-    /// The run's summary; `ended`: how a launched command ended.
-    pub fn summary(&mut self, summary: &Summary, lost: u64, ended: Option<&str>) -> io::Result<()> {
+    fn summary(&mut self, summary: &Summary, lost: u64, ended: Option<&str>) -> io::Result<bool> {
         let out = &mut self.out;
         writeln!(
             out,
@@ -126,6 +116,7 @@ impl LiveView {
         if let Some(ended) = ended {
             writeln!(out, "{ended}")?;
         }
-        out.flush()
+        out.flush()?;
+        Ok(true)
     }
 }
