@@ -7,6 +7,8 @@ pub struct Timeline {
     pub changes: Vec<(f64, String)>,
     /// Every decision's time (seconds since the run's start): the agent's windows end there.
     pub windows: Vec<f64>,
+    /// A batch job's measured steps: (seconds since the run's start when it ended, its ms).
+    pub steps: Vec<(f64, f64)>,
 }
 
 /// Share of the final gain that counts as converged.
@@ -20,12 +22,31 @@ pub enum Gain {
     /// A service's p99 comes from its longest pauses: converged from the first window after
     /// which no window's longest pause is above the goal.
     LongestPause { defaults_ms: f64 },
-    /// A batch job's time: GC time per unit of the application's own time (share / (1 −
-    /// share)), smoothed over 3 windows; converged at the first window that reaches the goal.
-    GcPerWork { defaults: f64 },
+    /// A batch job's own measure, its time: the mean step of the steps that ended in 3 windows;
+    /// converged at the first window that reaches the goal. (GC share per window is no measure
+    /// of it: a job whose full collections last 100-400 ms reads 0-99% from one 1 s window to
+    /// the next, and a freeze that speeds the application as much as its collections leaves the
+    /// share where it was.)
+    StepTime { defaults_ms: f64 },
 }
 
 impl Timeline {
+    /// The mean step (ms) of the steps that ended in each run of `span` windows from window k;
+    /// NaN where none did (the warm-up before the measured part).
+    fn mean_step_ms(&self, span: usize) -> Vec<f64> {
+        self.windows
+            .windows(span + 1)
+            .map(|w| {
+                let (n, sum) = self
+                    .steps
+                    .iter()
+                    .filter(|s| s.0 >= w[0] && s.0 < w[span])
+                    .fold((0usize, 0.0), |(n, sum), s| (n + 1, sum + s.1));
+                if n == 0 { f64::NAN } else { sum / n as f64 }
+            })
+            .collect()
+    }
+
     fn per_window(&self, f: impl Fn(&[f64], f64) -> f64) -> Vec<f64> {
         self.windows
             .windows(2)
@@ -45,14 +66,7 @@ impl Timeline {
             Gain::LongestPause { defaults_ms } => {
                 (self.per_window(|ms, _| ms.iter().copied().fold(0.0, f64::max)), defaults_ms, true)
             }
-            Gain::GcPerWork { defaults } => {
-                let odds = self.per_window(|ms, s| {
-                    let share = (ms.iter().sum::<f64>() / 1e3 / s).min(0.99);
-                    share / (1.0 - share)
-                });
-                let smooth = odds.windows(3).map(|w| w.iter().sum::<f64>() / 3.0).collect();
-                (smooth, defaults, false)
-            }
+            Gain::StepTime { defaults_ms } => (self.mean_step_ms(3), defaults_ms, false),
         };
         if series.len() < 9 {
             return None;
@@ -61,9 +75,10 @@ impl Timeline {
         let last = if stays {
             tail.iter().copied().fold(0.0, f64::max)
         } else {
-            tail.iter().sum::<f64>() / tail.len() as f64
+            let steps: Vec<f64> = tail.iter().copied().filter(|v| !v.is_nan()).collect();
+            steps.iter().sum::<f64>() / steps.len() as f64
         };
-        if defaults.is_nan() || defaults <= last {
+        if defaults.is_nan() || last.is_nan() || defaults <= last {
             return None;
         }
         let goal = last + (1.0 - CONVERGED) * (defaults - last);

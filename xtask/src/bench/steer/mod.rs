@@ -90,9 +90,9 @@ impl Run {
         self.pauses.iter().map(|p| p.2).fold(0.0, f64::max)
     }
 
-    /// The share of the measured part's wall time spent in collections.
-    pub fn gc_share(&self) -> f64 {
-        self.pauses.iter().map(|p| p.1).sum::<f64>() / 1e3 / self.seconds.max(1e-3)
+    /// A batch job's mean step (ms) over the measured part.
+    pub fn mean_step_ms(&self) -> f64 {
+        self.seconds * 1e3 / self.latencies_ms.len().max(1) as f64
     }
 
     pub fn quantile(&self, q: f64) -> f64 {
@@ -118,7 +118,8 @@ fn agent_records(jsonl: &Path, start_ns: u64, from_ns: u64) -> Result<(Held, Tim
     let file = std::fs::File::open(jsonl).with_context(|| format!("opening {}", jsonl.display()))?;
     let mut reader = TraceReader::new(BufReader::new(file))?;
     let mut held = Held::default();
-    let mut timeline = Timeline { pauses: Vec::new(), changes: Vec::new(), windows: Vec::new() };
+    let mut timeline =
+        Timeline { pauses: Vec::new(), changes: Vec::new(), windows: Vec::new(), steps: Vec::new() };
     let at = |ts_ns: u64| ts_ns.saturating_sub(start_ns) as f64 / 1e9;
     while let Some(record) = reader.next()? {
         match record {
@@ -447,8 +448,19 @@ fn one_run_at_speed(workload: Workload, config: Config, agent: &Path, opts: &Opt
     let mut m = measured?;
     let (held, timeline) = match config {
         Config::Act | Config::Rules => {
-            let (mut h, t) = agent_records(&jsonl, start_ns, from_ns)?;
+            let (mut h, mut t) = agent_records(&jsonl, start_ns, from_ns)?;
             h.cpu_pct = agent_cpu_pct.unwrap_or(f64::NAN);
+            if port.is_none() {
+                // The job timed its steps back to back from the measured part's start.
+                t.steps = m
+                    .latencies_ms
+                    .iter()
+                    .scan(from_s, |end, &ms| {
+                        *end += ms / 1e3;
+                        Some((*end, ms))
+                    })
+                    .collect();
+            }
             (Some(h), Some(t))
         }
         _ => (None, None),

@@ -270,8 +270,8 @@ fn convergence(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
         "## Convergence\n\nWindows from attach until a run has 90% of its final gain over the \
          defaults (the final level is its last third's). A service's gain is in its longest \
          pauses: converged from the first window after which no window's longest pause is above \
-         that level. A batch job's is in GC time per unit of its own time: the first window whose \
-         3-window mean reaches it. Medians over the runs that gained; a family where no fixed \
+         that level. A batch job's is in its own time: converged at the first window from which \
+         the mean step over 3 windows reaches that level. Medians over the runs that gained; a family where no fixed \
          recipe gains over 10% on its own measure has no gain to converge to. Targets: ≤ 10 \
          windows; with the model ≤ 0.7× the windows without it on the held-out mean.\n\n\
          | workload | family | act | rules only | act / rules | verdict |\n|---|---|---|---|---|---|\n",
@@ -280,8 +280,7 @@ fn convergence(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
     for (workload, runs) in results {
         let of = Of(runs);
         let gain = if workload.is_batch() {
-            let share = of.median(Config::Defaults, Run::gc_share).min(0.99);
-            Gain::GcPerWork { defaults: share / (1.0 - share) }
+            Gain::StepTime { defaults_ms: of.median(Config::Defaults, Run::mean_step_ms) }
         } else {
             Gain::LongestPause { defaults_ms: of.median(Config::Defaults, Run::longest_pause_ms) }
         };
@@ -558,6 +557,7 @@ mod tests {
             pauses: ms.iter().enumerate().map(|(k, &m)| (k as f64 + 1.5, 2, m)).collect(),
             changes: Vec::new(),
             windows: (0..=ms.len()).map(|k| k as f64 + 1.0).collect(),
+            steps: Vec::new(),
         }
     }
 
@@ -575,10 +575,19 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_job_converges_when_its_gc_per_work_first_reaches_the_goal() {
-        // GC at 80% of each window (4 s of GC per second of work) until window 5, then 50% (1).
-        let ms: Vec<f64> = (0..12).map(|k| if k < 4 { 800.0 } else { 500.0 }).collect();
-        let gain = Gain::GcPerWork { defaults: 4.0 };
-        assert_eq!(timeline(&ms).windows_to_converge(gain), Some(6));
+    fn a_batch_job_converges_when_its_mean_step_first_reaches_the_goal() {
+        // Two warm-up windows without steps, then steps of 100 ms (the defaults') until 6 s
+        // and of 50 ms after: the 3-window mean reaches the goal (55 ms) once the slow steps
+        // are out of it, from the window that starts at 6 s (window 7).
+        let mut t = timeline(&[1.0; 14]);
+        let mut end = 3.0;
+        while end < 15.0 {
+            let ms = if end < 6.0 { 100.0 } else { 50.0 };
+            end += ms / 1e3;
+            t.steps.push((end, ms));
+        }
+        assert_eq!(t.windows_to_converge(Gain::StepTime { defaults_ms: 100.0 }), Some(7));
+        // Steps no faster than the defaults': no gain to converge to.
+        assert_eq!(t.windows_to_converge(Gain::StepTime { defaults_ms: 50.0 }), None);
     }
 }
