@@ -320,11 +320,11 @@ impl Observer<'_> {
         let mut received = false;
         while let Some(item) = probes.ring().next() {
             if let Some(ev) = events::read::<neurogc_common::GcEvent>(&item) {
-                self.cycle.push(ev);
+                self.cycle.dec.push(ev);
                 received = true;
             }
         }
-        if self.cycle.settle(received) { self.release_held() } else { Ok(()) }
+        if self.cycle.dec.settle(received) { self.release_held() } else { Ok(()) }
     }
 
     fn release_held(&mut self) -> io::Result<()> {

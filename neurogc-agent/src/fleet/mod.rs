@@ -362,13 +362,13 @@ impl Fleet {
         while let Some(item) = self.kernel.ring.next() {
             let Some(ev) = events::read::<neurogc_common::GcEvent>(&item) else { continue };
             if let Some(s) = self.sessions.get_mut(&(ev.pid as i32)) {
-                s.cycle.push(ev);
+                s.cycle.dec.push(ev);
                 received.insert(ev.pid as i32);
             }
         }
         for pid in received {
             let Some(s) = self.sessions.get_mut(&pid) else { continue };
-            if s.cycle.settle(true) {
+            if s.cycle.dec.settle(true) {
                 release(s, &self.clock, &mut self.sinks);
             }
         }

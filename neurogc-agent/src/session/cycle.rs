@@ -2,7 +2,6 @@
 //! its GC state is proven or refuted, then decoded into collections in order, each with its
 //! stack named. Single-target and fleet mode both run it; they differ only in how much of the
 //! stack they keep (`Detail`) and in what consumes the records it yields.
-use neurogc_common::GcEvent;
 use neurogc_trace::{Record, StackCounts};
 
 use crate::{
@@ -27,6 +26,7 @@ pub enum Detail {
 }
 
 pub struct Cycle {
+    /// The decoder itself, reached directly: its events, GC state, retries and held events.
     pub dec: Decoder,
     detail: Detail,
     /// Names the frames of each collection's stack (builds whose stacks are read).
@@ -54,16 +54,6 @@ impl Cycle {
         }
     }
 
-    /// An event read from the ring for this process.
-    pub fn push(&mut self, ev: GcEvent) {
-        self.dec.push(ev);
-    }
-
-    /// After a drain: whether the held events can be released now (`received`: some arrived).
-    pub fn settle(&mut self, received: bool) -> bool {
-        self.dec.settle(received)
-    }
-
     /// The held events as records, in order: with `Detail::Records`, the frame, stack and
     /// threads records a collection refers to come before its `gc` record. Stops at the first
     /// error `each` returns.
@@ -74,22 +64,25 @@ impl Cycle {
     ) -> Result<(), E> {
         let Cycle { dec, detail, stacks, halted } = self;
         dec.release(clock, |mut collection, raw| {
-            match (stacks.as_mut(), *detail) {
-                (Some(resolver), Detail::Leaves) => resolver.count_leaf(raw),
-                (resolver, Detail::Records) => {
+            match detail {
+                Detail::Leaves => {
+                    if let Some(resolver) = stacks.as_mut() {
+                        resolver.count_leaf(raw);
+                    }
+                }
+                Detail::Records => {
                     let mut written = Ok(());
                     let mut emit = |rec: Record| {
                         if written.is_ok() {
                             written = each(rec);
                         }
                     };
-                    if let Some(resolver) = resolver {
+                    if let Some(resolver) = stacks.as_mut() {
                         collection.stack = resolver.resolve(raw, &mut emit);
                     }
                     collection.halted = halted.resolve(raw, &mut emit);
                     written?;
                 }
-                (None, Detail::Leaves) => {}
             }
             each(Record::Gc(collection))
         })
