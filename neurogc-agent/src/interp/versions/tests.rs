@@ -1,0 +1,80 @@
+use super::*;
+
+/// `xtask/layouts/gc_counters.py` run by every default-build test interpreter: where it finds
+/// threshold0 from the interpreter state and the long-lived counters from threshold0 is where
+/// the table puts them (the free-threaded build links nothing into the generations, so the
+/// script cannot find its counters there: its row comes from `offsetof` and DWARF).
+#[test]
+fn the_table_is_where_gc_counters_py_finds_the_gc_state_on_every_test_build() {
+    let manifest = std::env::var("NEUROGC_PYTHONS")
+        .expect("NEUROGC_PYTHONS names the test interpreters' manifest (cargo xtask test sets it)");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../xtask/layouts/gc_counters.py");
+    let mut checked = Vec::new();
+    for python in manifest["pythons"].as_array().unwrap() {
+        if python["free_threaded"].as_bool() == Some(true) {
+            continue;
+        }
+        let out = measure(python, script);
+        let (version, threshold0, long_lived) = parse(&out).unwrap_or_else(|| panic!("{out}"));
+        let mut parts = version.split('.').skip(1).map(|p| p.parse::<u32>().unwrap());
+        let (minor, micro) = (parts.next().unwrap(), parts.next());
+        let row = row(minor, super::build(minor, micro, false)).unwrap();
+        let Some(Gc::Known(gc)) = row.gc else {
+            // 3.15: the state's shape is published; the counters were measured at its size.
+            let Some(Gc::Published { generations, long_lived: Some((_, at)) }) = row.gc else {
+                panic!("{version}: no counters in the table");
+            };
+            assert_eq!(long_lived, at - (generations + 16), "{version}: {out}");
+            checked.push(version);
+            continue;
+        };
+        // Debian's 3.13 aligns the generations at 20, not 24; the counters stay put.
+        let from = [gc.generations + 16, gc.generations + 12];
+        let at = gc.long_lived.unwrap();
+        assert!(from.iter().any(|t| at - t == long_lived), "{version}: {out}, table {gc:?}");
+        let known = match row.state {
+            StateAt::Runtime(at) | StateAt::MainInterp { gc: at, .. } => Some(at),
+            StateAt::Published => None,
+        };
+        if let Some(state) = known {
+            assert_eq!(threshold0, state + gc.generations + 16, "{version}: {out}");
+        }
+        checked.push(version);
+    }
+    assert!(checked.len() >= 5, "too few test interpreters measured: {checked:?}");
+}
+
+/// Runs the script with `python` (in its root's own /proc where it has one), its output.
+fn measure(python: &serde_json::Value, script: &str) -> String {
+    let argv: Vec<&str> = python["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    let mut cmd = match python["root"].as_str() {
+        Some(root) => {
+            let mut c = std::process::Command::new("unshare");
+            c.args(["--pid", "--fork", "--kill-child", &format!("--mount-proc={root}/proc")]).args(&argv);
+            c
+        }
+        None => {
+            let mut c = std::process::Command::new(argv[0]);
+            c.args(&argv[1..]);
+            c
+        }
+    };
+    let out = cmd
+        .arg("-")
+        .stdin(std::fs::File::open(script).unwrap())
+        .output()
+        .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{argv:?}: {text}");
+    text
+}
+
+/// "3.11.2: threshold0 at state+688; long_lived_total at threshold0+184, …".
+fn parse(out: &str) -> Option<(String, u64, u64)> {
+    let (version, rest) = out.trim().split_once(": threshold0 at state+")?;
+    let (t0, rest) = rest.split_once(';')?;
+    let ll = rest.split_once("long_lived_total at threshold0+")?.1.split(',').next()?;
+    Some((version.to_owned(), t0.parse().ok()?, ll.parse().ok()?))
+}
