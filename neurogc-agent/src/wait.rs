@@ -7,18 +7,18 @@ use std::{
 use anyhow::Result;
 use tokio::io::{Interest, unix::AsyncFd};
 
-/// Blocks SIGINT, SIGTERM and SIGHUP until the loop installs its handlers ([`run`] unblocks
-/// them): a signal that arrives while the agent prepares is acted on, in order, not fatal.
-/// SIGUSR1 (advise mode's recommendation on demand) is held too: its default would kill the
-/// agent. A loop without a handler for it leaves it blocked.
+/// Blocks SIGINT, SIGTERM and SIGHUP until the loop installs its handlers (`session::drive`
+/// unblocks them): a signal that arrives while the agent prepares is acted on, in order, not
+/// fatal. SIGUSR1 (advise mode's recommendation on demand) is held too: its default would kill
+/// the agent. Only a single target's session handles and unblocks it; fleet mode leaves it
+/// blocked.
 pub fn hold_stop_signals() -> Result<()> {
     nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_BLOCK, Some(&held_signals()), None)?;
     Ok(())
 }
 
-/// What [`hold_stop_signals`] holds: the stop signals and SIGUSR1, which the single-target loop
-/// handles and unblocks together.
-pub fn held_signals() -> nix::sys::signal::SigSet {
+/// What [`hold_stop_signals`] holds: the stop signals and SIGUSR1.
+fn held_signals() -> nix::sys::signal::SigSet {
     let mut held = stop_signals();
     held.add(nix::sys::signal::Signal::SIGUSR1);
     held

@@ -1,33 +1,35 @@
-//! The observation loop: drain the ring buffer (on wake-up, and on a short timer since the kernel
-//! batches wake-ups), fold collections into the aggregate, refresh the view, and stop on
-//! Ctrl-C/SIGTERM, `--duration`, or the target's exit — always with a summary.
+//! One target's session in the shared loop (`session::drive`): its collections folded into the
+//! aggregate and feature windows, each window passed to steering (advise, act) and then to the
+//! sinks, its actuator's events and SIGUSR1 handled, and a stop on Ctrl-C/SIGTERM, `--duration`
+//! or the target's exit — always with a summary.
 use std::{
     io,
-    os::fd::{AsRawFd, RawFd},
+    os::fd::OwnedFd,
     time::{Duration, Instant},
 };
 
 use anyhow::Result;
 use neurogc_trace::{Attach, PolicySummary, Record, Summary};
-use tokio::signal::unix::{SignalKind, signal};
+use tokio::{
+    io::unix::AsyncFd,
+    signal::unix::{Signal, SignalKind, signal},
+};
 
 use crate::{
     commands::launch::Launched,
     interp::{AttachPlan, process},
-    kernel::probes::Probes,
+    kernel::probes::{Probes, ring_fd},
     session::GcStatus,
     session::aggregate::Aggregate,
     session::cycle::{Cycle, Detail},
+    session::drive::{Driven, Stopped, drive},
     session::events::{self, Clock},
     session::features::{self, Sample, Window, Windower},
     sinks::{Shown, TargetSink, view},
     steering::steer::{Events, Mode, Steering, latency},
-    wait::{held_signals, pidfd_open, readable},
+    wait::{pidfd_open, readable},
 };
 
-/// How often the ring buffer is drained when the kernel does not wake us (it wakes us only when
-/// a quarter of the ring is full).
-const DRAIN_PERIOD: Duration = Duration::from_millis(100);
 /// How long act mode waits for the GC state in silence (a collection in progress resolves in
 /// milliseconds; a stop or a debugger does not).
 const WAIT_GRACE: Duration = Duration::from_secs(2);
@@ -41,17 +43,10 @@ pub struct Options {
     pub attach_ms: f64,
 }
 
-/// `ring`'s fd, for tokio to wait on.
-struct Ring(Probes);
-
-impl AsRawFd for Ring {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0.kernel.ring.as_raw_fd()
-    }
-}
-
 struct Observer<'a> {
     plan: &'a AttachPlan,
+    /// Taken (and so disarmed) once the loop is over, before the summary.
+    probes: Option<Probes>,
     /// Its events on their way to collections, whole stacks named.
     cycle: Cycle,
     clock: Clock,
@@ -63,6 +58,17 @@ struct Observer<'a> {
     steer: Option<Steering>,
     /// The actuator's events (act mode, once the GC state is known and the actuator started).
     events: Option<Events>,
+    launched: Option<Launched>,
+    exit_watch: AsyncFd<OwnedFd>,
+    sigusr1: Signal,
+}
+
+/// What one target's loop waits on besides the ring buffer and the window.
+enum Own {
+    Actuation(crate::steering::actuate::Event),
+    /// SIGUSR1: advise mode's recommendation, now.
+    Recommend,
+    Exited,
 }
 
 enum Stop {
@@ -90,6 +96,24 @@ impl Stop {
     }
 }
 
+impl From<Stopped<Stop>> for Stop {
+    fn from(stopped: Stopped<Stop>) -> Stop {
+        match stopped {
+            Stopped::Duration => Stop::Duration,
+            Stopped::Signal(s) => Stop::Signal(s),
+            Stopped::Mode(stop) => stop,
+            // `| head` closed our output: stop quietly, like any filter.
+            Stopped::Failed(err)
+                if err.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe) =>
+            {
+                Stop::OutputClosed
+            }
+            // Anything else still ends in order: the application gets its settings back first.
+            Stopped::Failed(err) => Stop::Failed(err),
+        }
+    }
+}
+
 pub async fn run(
     plan: &AttachPlan,
     probes: Probes,
@@ -99,7 +123,7 @@ pub async fn run(
 ) -> Result<Option<crate::commands::launch::Ended>> {
     let pid = plan.pid;
     let exit_watch = readable(pidfd_open(pid)?)?;
-    let mut ring = readable(Ring(probes))?;
+    let ring = readable(ring_fd(&probes.kernel.ring)?)?;
     let clock = Clock::new();
     // Until the dynamic loader and the interpreter's start-up are done, the GC state's memory
     // holds anything: in launch mode the first collection event is the proof that it exists.
@@ -111,8 +135,14 @@ pub async fn run(
     if let Some(s) = steer.as_mut() {
         s.target(pid, process::age_s(pid), plan.interpreter.free_threaded);
     }
+    // SIGUSR1's handler first, then unblocked: its default would kill the agent.
+    let sigusr1 = signal(SignalKind::user_defined1())?;
+    let mut usr1 = nix::sys::signal::SigSet::empty();
+    usr1.add(nix::sys::signal::Signal::SIGUSR1);
+    nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_UNBLOCK, Some(&usr1), None)?;
     let mut obs = Observer {
         plan,
+        probes: Some(probes),
         cycle,
         clock,
         agg: Aggregate::default(),
@@ -122,63 +152,18 @@ pub async fn run(
         windower: Windower::new(first),
         steer,
         events: None,
+        launched,
+        exit_watch,
+        sigusr1,
     };
     obs.start_actuator()?;
     let attach = obs.attach_record(first, &opts);
     obs.emit(&Record::Attach(Box::new(attach)))?;
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut sighup = signal(SignalKind::hangup())?;
-    let mut sigusr1 = signal(SignalKind::user_defined1())?;
-    nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_UNBLOCK, Some(&held_signals()), None)?;
-    let mut drain_timer = tokio::time::interval(DRAIN_PERIOD);
-    let mut refresh = tokio::time::interval(opts.interval);
-    refresh.tick().await;
-    let deadline = tokio::time::sleep(opts.duration.unwrap_or(Duration::from_secs(u64::MAX / 4)));
-    tokio::pin!(deadline);
-
-    let stop = loop {
-        let step: Result<()> = tokio::select! {
-            guard = ring.readable_mut() => {
-                let mut guard = guard?;
-                let r = obs.drain(&mut guard.get_mut().get_mut().0);
-                guard.clear_ready();
-                r.map_err(Into::into)
-            }
-            _ = drain_timer.tick() => obs.drain(&mut ring.get_mut().0).map_err(Into::into),
-            _ = refresh.tick() => {
-                let lost = ring.get_ref().0.lost();
-                obs.tick(&mut ring.get_mut().0, lost)
-            }
-            Some(ev) = next_event(&mut obs.events) => {
-                let r = obs.actuation(ev);
-                if let Some((why, user)) = obs.steer.as_mut().and_then(|s| s.failed_to_start.take()) {
-                    break Stop::ActFailed(why, user);
-                }
-                r
-            }
-            _ = sigint.recv() => break Stop::Signal("SIGINT"),
-            _ = sigterm.recv() => break Stop::Signal("SIGTERM"),
-            _ = sighup.recv() => break Stop::Signal("SIGHUP"),
-            _ = sigusr1.recv() => obs.recommend_now().map_err(Into::into),
-            _ = exit_watch.readable() => {
-                break Stop::TargetExited(launched.as_ref().and_then(|l| l.reap()));
-            }
-            _ = &mut deadline, if opts.duration.is_some() => break Stop::Duration,
-        };
-        if let Err(err) = step {
-            // `| head` closed our output: stop quietly, like any filter.
-            if err.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe) {
-                break Stop::OutputClosed;
-            }
-            // Anything else still ends in order: the application gets its settings back first.
-            break Stop::Failed(err);
-        }
-    };
+    let stop = Stop::from(drive(&mut obs, &ring, opts.interval, opts.duration).await);
     // Whatever the kernel already produced belongs to the run; then disarm before summarising.
-    let mut probes = ring.into_inner().0;
-    let _ = obs.drain(&mut probes);
+    let _ = obs.drain_ring();
     let _ = obs.release_held();
+    let probes = obs.probes.take().expect("disarmed only here");
     let (lost, unpaired) = (probes.lost(), probes.unpaired());
     drop(probes);
     let finished = obs.finish_actuator().await;
@@ -189,6 +174,41 @@ pub async fn run(
         Stop::Failed(err) => Err(err),
         Stop::TargetExited(ended) => finished.and(summarised).map(|()| ended),
         _ => finished.and(summarised).map(|()| None),
+    }
+}
+
+impl Driven for Observer<'_> {
+    type Event = Own;
+    type Stop = Stop;
+
+    async fn next(&mut self) -> Own {
+        tokio::select! {
+            Some(ev) = next_event(&mut self.events) => Own::Actuation(ev),
+            _ = self.sigusr1.recv() => Own::Recommend,
+            _ = self.exit_watch.readable() => Own::Exited,
+        }
+    }
+
+    fn on_event(&mut self, own: Own) -> Result<Option<Stop>> {
+        match own {
+            Own::Actuation(ev) => {
+                let r = self.actuation(ev);
+                if let Some((why, user)) = self.steer.as_mut().and_then(|s| s.failed_to_start.take()) {
+                    return Ok(Some(Stop::ActFailed(why, user)));
+                }
+                r.map(|()| None)
+            }
+            Own::Recommend => Ok(self.recommend_now().map(|()| None)?),
+            Own::Exited => Ok(Some(Stop::TargetExited(self.launched.as_ref().and_then(|l| l.reap())))),
+        }
+    }
+
+    fn drain(&mut self) -> Result<()> {
+        Ok(self.drain_ring()?)
+    }
+
+    fn window(&mut self) -> Result<()> {
+        self.tick()
     }
 }
 
@@ -316,7 +336,8 @@ impl Observer<'_> {
         Ok(self.flush_records()?)
     }
 
-    fn drain(&mut self, probes: &mut Probes) -> io::Result<()> {
+    fn drain_ring(&mut self) -> io::Result<()> {
+        let Some(probes) = self.probes.as_mut() else { return Ok(()) };
         let mut received = false;
         while let Some(item) = probes.ring().next() {
             if let Some(ev) = events::read::<neurogc_common::GcEvent>(&item) {
@@ -365,8 +386,9 @@ impl Observer<'_> {
     }
 
     /// A window closes: sample, features, decision, view.
-    fn tick(&mut self, probes: &mut Probes, lost: u64) -> Result<()> {
-        self.drain(probes)?;
+    fn tick(&mut self) -> Result<()> {
+        self.drain_ring()?;
+        let lost = self.probes.as_ref().map_or(0, Probes::lost);
         let pid = self.plan.pid;
         if self.cycle.dec.retry() {
             self.release_held()?;

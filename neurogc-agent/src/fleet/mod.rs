@@ -11,18 +11,15 @@ pub mod stats;
 
 use std::{
     collections::{HashMap, HashSet},
-    os::fd::{AsFd, OwnedFd},
+    os::fd::OwnedFd,
     time::Duration,
 };
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use aya::maps::{MapData, RingBuf};
 use neurogc_common::ExecEvent;
 use neurogc_trace::Collection;
-use tokio::{
-    signal::unix::{SignalKind, signal},
-    sync::mpsc,
-};
+use tokio::{io::unix::AsyncFd, sync::mpsc, time::Interval};
 
 use self::{
     discover::{BuildCache, Filter, Identity, Resolution},
@@ -30,10 +27,11 @@ use self::{
 };
 use crate::{
     interp::AttachPlan,
-    kernel::probes::{Armed, Kernel},
+    kernel::probes::{Armed, Kernel, ring_fd},
     session::cycle::{Cycle, Detail},
+    session::drive::{Driven, Stopped, drive},
     session::events::{self, Clock},
-    wait::{pidfd_open, readable, stop_signals},
+    wait::{pidfd_open, readable},
 };
 
 pub struct Options {
@@ -46,7 +44,6 @@ pub struct Options {
 /// How often /proc is scanned for processes the exec tracepoint could not have seen (those
 /// that exec'd before the agent started are found by the first scan).
 const SCAN_PERIOD: Duration = Duration::from_secs(2);
-const DRAIN_PERIOD: Duration = Duration::from_millis(100);
 
 /// One observed process, as sinks see it.
 pub struct Target {
@@ -86,15 +83,29 @@ struct Resolved {
     result: Resolution,
 }
 
-/// Why the loop stopped.
-enum Stop {
-    Duration,
-    Signal(&'static str),
-    Asked,
+/// What fleet mode waits on besides the ring buffer and the window.
+enum Found {
+    Execs(Vec<u32>),
+    Scan,
+    Resolved(Resolved),
+    Exited(i32, u64),
+    /// A sink asked the agent to stop (the live view's `q`).
+    Quit,
+}
+
+/// Fleet mode's own sources.
+struct Sources {
+    execs: RingBuf<MapData>,
+    exec_ready: AsyncFd<OwnedFd>,
+    scan: Interval,
+    resolved: mpsc::UnboundedReceiver<Resolved>,
+    exited: mpsc::UnboundedReceiver<(i32, u64)>,
+    quit: mpsc::UnboundedReceiver<()>,
 }
 
 struct Fleet {
     kernel: Kernel,
+    sources: Sources,
     opts: Options,
     clock: Clock,
     sessions: HashMap<i32, Session>,
@@ -116,29 +127,22 @@ struct Fleet {
     own_pid: i32,
 }
 
-/// A duplicate of a ring buffer's fd, for tokio to wait on while the map itself stays with its
-/// owner (the same open file: readiness is shared).
-fn ring_fd(ring: &RingBuf<MapData>) -> Result<OwnedFd> {
-    ring.as_fd().try_clone_to_owned().context("duplicating a ring buffer fd")
-}
-
 /// `quit`: resolves when a sink asks the agent to stop (the live view's `q`).
-pub async fn run(
-    opts: Options,
-    sinks: Vec<Box<dyn Sink>>,
-    mut quit: mpsc::UnboundedReceiver<()>,
-) -> Result<()> {
+pub async fn run(opts: Options, sinks: Vec<Box<dyn Sink>>, quit: mpsc::UnboundedReceiver<()>) -> Result<()> {
     let mut kernel = Kernel::load()?;
-    let mut execs = kernel.watch_execs()?;
+    let execs = kernel.watch_execs()?;
     let ring = readable(ring_fd(&kernel.ring)?)?;
     let exec_ready = readable(ring_fd(&execs)?)?;
-    let (resolved_tx, mut resolved_rx) = mpsc::unbounded_channel();
-    let (exit_tx, mut exit_rx) = mpsc::unbounded_channel();
-    let interval = opts.interval;
-    let duration = opts.duration;
+    let (resolved_tx, resolved) = mpsc::unbounded_channel();
+    let (exit_tx, exited) = mpsc::unbounded_channel();
+    let (interval, duration) = (opts.interval, opts.duration);
     let clock = Clock::new();
+    let mut scan = tokio::time::interval(SCAN_PERIOD);
+    // The first scan is now, before the loop.
+    scan.tick().await;
     let mut fleet = Fleet {
         kernel,
+        sources: Sources { execs, exec_ready, scan, resolved, exited, quit },
         opts,
         clock,
         sessions: HashMap::new(),
@@ -154,58 +158,16 @@ pub async fn run(
         window_opened_ns: clock.now_unix_ns(),
         own_pid: std::process::id() as i32,
     };
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut sighup = signal(SignalKind::hangup())?;
-    nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_UNBLOCK, Some(&stop_signals()), None)?;
     fleet.scan();
-    let mut drain_timer = tokio::time::interval(DRAIN_PERIOD);
-    let mut window = tokio::time::interval(interval);
-    window.tick().await;
-    let mut scan = tokio::time::interval(SCAN_PERIOD);
-    scan.tick().await;
-    let deadline = tokio::time::sleep(duration.unwrap_or(Duration::from_secs(u64::MAX / 4)));
-    tokio::pin!(deadline);
-    let stop = loop {
-        let step: Result<()> = tokio::select! {
-            guard = ring.readable() => {
-                let mut guard = guard?;
-                fleet.drain();
-                guard.clear_ready();
-                Ok(())
-            }
-            guard = exec_ready.readable() => {
-                let mut guard = guard?;
-                let pids: Vec<u32> = std::iter::from_fn(|| execs.next().map(|item| events::read::<ExecEvent>(&item).map(|e| e.pid))).flatten().collect();
-                guard.clear_ready();
-                for pid in pids {
-                    fleet.exec(pid as i32);
-                }
-                Ok(())
-            }
-            _ = drain_timer.tick() => { fleet.drain(); Ok(()) }
-            _ = window.tick() => fleet.window(),
-            _ = scan.tick() => { fleet.scan(); Ok(()) }
-            Some(resolved) = resolved_rx.recv() => { fleet.arm(resolved); Ok(()) }
-            Some((pid, id)) = exit_rx.recv() => { fleet.exited(pid, id); Ok(()) }
-            Some(()) = quit.recv() => break Stop::Asked,
-            _ = sigint.recv() => break Stop::Signal("SIGINT"),
-            _ = sigterm.recv() => break Stop::Signal("SIGTERM"),
-            _ = sighup.recv() => break Stop::Signal("SIGHUP"),
-            _ = &mut deadline, if duration.is_some() => break Stop::Duration,
-        };
-        if let Err(err) = step {
-            fleet.detach_all();
-            return Err(err);
-        }
-    };
+    let stopped = drive(&mut fleet, &ring, interval, duration).await;
     fleet.drain();
     let n = fleet.sessions.len();
     fleet.detach_all();
-    let why = match stop {
-        Stop::Duration => "duration",
-        Stop::Signal(s) => s,
-        Stop::Asked => "quit",
+    let why = match stopped {
+        Stopped::Failed(err) => return Err(err),
+        Stopped::Duration => "duration",
+        Stopped::Signal(s) => s,
+        Stopped::Mode(()) => "quit",
     };
     tracing::info!(
         "fleet stopped ({why}): detached from {}, {} lost",
@@ -213,6 +175,51 @@ pub async fn run(
         crate::text::plural(fleet.kernel.lost(), "event")
     );
     Ok(())
+}
+
+impl Driven for Fleet {
+    type Event = Result<Found>;
+    /// Only a sink's request stops fleet mode on its own.
+    type Stop = ();
+
+    async fn next(&mut self) -> Result<Found> {
+        let s = &mut self.sources;
+        tokio::select! {
+            guard = s.exec_ready.readable() => {
+                let mut guard = guard?;
+                let pids = std::iter::from_fn(|| {
+                    s.execs.next().map(|item| events::read::<ExecEvent>(&item).map(|e| e.pid))
+                });
+                let pids = pids.flatten().collect();
+                guard.clear_ready();
+                Ok(Found::Execs(pids))
+            }
+            _ = s.scan.tick() => Ok(Found::Scan),
+            Some(resolved) = s.resolved.recv() => Ok(Found::Resolved(resolved)),
+            Some((pid, id)) = s.exited.recv() => Ok(Found::Exited(pid, id)),
+            Some(()) = s.quit.recv() => Ok(Found::Quit),
+        }
+    }
+
+    fn on_event(&mut self, found: Result<Found>) -> Result<Option<()>> {
+        match found? {
+            Found::Execs(pids) => pids.into_iter().for_each(|pid| self.exec(pid as i32)),
+            Found::Scan => self.scan(),
+            Found::Resolved(resolved) => self.arm(resolved),
+            Found::Exited(pid, id) => self.exited(pid, id),
+            Found::Quit => return Ok(Some(())),
+        }
+        Ok(None)
+    }
+
+    fn drain(&mut self) -> Result<()> {
+        Fleet::drain(self);
+        Ok(())
+    }
+
+    fn window(&mut self) -> Result<()> {
+        Fleet::window(self)
+    }
 }
 
 impl Fleet {

@@ -5,6 +5,8 @@ use std::collections::VecDeque;
 use hdrhistogram::Histogram;
 use neurogc_trace::Collection;
 
+use crate::session::features::PauseSpans;
+
 /// Windows of GC-share history kept (the live view's sparkline).
 pub const HISTORY: usize = 120;
 
@@ -19,9 +21,8 @@ pub struct Stats {
     /// The longest pause since attach, exactly (ns).
     max_ns: u64,
     window_collections: u64,
-    /// Each collection's start and end this window (Unix ns): its share counts the time of
-    /// each inside the window, as a single target's windows do (`features::Windower`).
-    window_spans: Vec<(u64, u64)>,
+    /// This window's collections: its share counts the time of each inside the window.
+    window_spans: PauseSpans,
     /// Last closed window: share of wall time in GC, and collections per second.
     pub gc_share: f64,
     pub per_s: f64,
@@ -41,7 +42,7 @@ impl Default for Stats {
             full_pauses: Histogram::new_with_bounds(1, 100_000_000, 2).expect("valid histogram"),
             max_ns: 0,
             window_collections: 0,
-            window_spans: Vec::new(),
+            window_spans: PauseSpans::default(),
             gc_share: 0.0,
             per_s: 0.0,
             history: VecDeque::with_capacity(HISTORY),
@@ -55,7 +56,7 @@ impl Stats {
     pub fn record(&mut self, c: &Collection) {
         self.collections += 1;
         self.window_collections += 1;
-        self.window_spans.push((c.ts_ns, c.ts_ns.saturating_add(c.duration_ns)));
+        self.window_spans.record(c);
         self.pauses.saturating_record((c.duration_ns / 1000).max(1));
         self.max_ns = self.max_ns.max(c.duration_ns);
         if c.r#gen == 2 {
@@ -66,12 +67,9 @@ impl Stats {
     /// The window from `start_ns` to `end_ns` (Unix ns, the collections' clock) is over.
     pub fn close_window(&mut self, start_ns: u64, end_ns: u64, thresholds: Option<[i32; 3]>) {
         let seconds = (end_ns.saturating_sub(start_ns) as f64 / 1e9).max(1e-3);
-        let paused_ns: u64 =
-            self.window_spans.iter().map(|&(a, b)| b.min(end_ns).saturating_sub(a.max(start_ns))).sum();
-        self.gc_share = (paused_ns as f64 / 1e9 / seconds).min(1.0);
+        self.gc_share = self.window_spans.close(start_ns, end_ns);
         self.per_s = self.window_collections as f64 / seconds;
         self.window_collections = 0;
-        self.window_spans.clear();
         if self.history.len() == HISTORY {
             self.history.pop_front();
         }

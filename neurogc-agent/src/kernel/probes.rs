@@ -2,7 +2,7 @@
 //! of the `TARGETS` map plus its own per-PID uprobe perf events (never one system-wide uprobe: it
 //! would trap every Python process on the host and raise its USDT semaphores). Disarming closes
 //! the begin probes first, so no collection is left half-seen, then removes the entry.
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 
 use anyhow::{Context, Result};
 use aya::{
@@ -145,6 +145,12 @@ impl Kernel {
     pub fn unpaired(&self) -> u64 {
         self.counter(counter::UNPAIRED)
     }
+}
+
+/// A duplicate of a ring buffer's fd, for the loop to wait on while the map itself stays with
+/// its owner (the same open file: readiness is shared).
+pub fn ring_fd(ring: &RingBuf<MapData>) -> Result<OwnedFd> {
+    ring.as_fd().try_clone_to_owned().context("duplicating a ring buffer fd")
 }
 
 /// The kernel half armed on a single process (`--pid`, launch mode). Dropping it disarms.

@@ -12,10 +12,31 @@ pub struct Windower {
     prev: Sample,
     pauses: [Vec<u64>; 3],
     collected: [i64; 3],
-    /// Each collection's start and end: the GC share counts the time of each inside the window,
-    /// as `report` splits a pause across the buckets it spans. One running when the last window
-    /// closed began before this one; counted whole, a window of full collections read 103%.
-    spans: Vec<(u64, u64)>,
+    spans: PauseSpans,
+}
+
+/// A window's collections as spans of time: its GC share counts the time of each inside the
+/// window, as `report` splits a pause across the buckets it spans. One running when the last
+/// window closed began before this one; counted whole, a window of full collections read 103%.
+/// One target's windows and fleet mode's rows both read their share here.
+#[derive(Default)]
+pub struct PauseSpans(Vec<(u64, u64)>);
+
+impl PauseSpans {
+    pub fn record(&mut self, c: &Collection) {
+        self.0.push((c.ts_ns, c.ts_ns.saturating_add(c.duration_ns)));
+    }
+
+    /// The share of `start_ns..end_ns` (Unix ns, the collections' clock) spent collecting; the
+    /// spans are cleared for the next window.
+    pub fn close(&mut self, start_ns: u64, end_ns: u64) -> f64 {
+        let seconds = (end_ns.saturating_sub(start_ns) as f64 / 1e9).max(1e-6);
+        let paused_ns: u64 = self.0.iter().map(|&(a, b)| b.min(end_ns).saturating_sub(a.max(start_ns))).sum();
+        self.0.clear();
+        // Collections do not overlap (one interpreter collects at a time, and ours are told
+        // apart by process); the bound holds for several interpreters in one process too.
+        (paused_ns as f64 / 1e9 / seconds).min(1.0)
+    }
 }
 
 fn percentile(sorted: &[u64], q: f64) -> u64 {
@@ -29,7 +50,7 @@ fn percentile(sorted: &[u64], q: f64) -> u64 {
 
 impl Windower {
     pub fn new(first: Sample) -> Windower {
-        Windower { prev: first, pauses: Default::default(), collected: [0; 3], spans: Vec::new() }
+        Windower { prev: first, pauses: Default::default(), collected: [0; 3], spans: PauseSpans::default() }
     }
 
     pub fn record(&mut self, c: &Collection) {
@@ -37,7 +58,7 @@ impl Windower {
             self.pauses[g as usize].push(c.duration_ns);
             self.collected[g as usize] += c.collected;
         }
-        self.spans.push((c.ts_ns, c.ts_ns.saturating_add(c.duration_ns)));
+        self.spans.record(c);
     }
 
     /// Closes the window at `now` and starts the next one.
@@ -63,14 +84,7 @@ impl Windower {
             _ => total as f64 * thresholds[0] as f64 / secs,
         };
         let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
-        let paused_ns: u64 = self
-            .spans
-            .iter()
-            .map(|&(start, end)| end.min(now.ts_ns).saturating_sub(start.max(self.prev.ts_ns)))
-            .sum();
-        // Collections do not overlap (one interpreter collects at a time, and ours are told
-        // apart by process); the bound holds for several interpreters in one process too.
-        f.push((paused_ns as f64 / 1e9 / secs).min(1.0));
+        f.push(self.spans.close(self.prev.ts_ns, now.ts_ns));
         f.push(alloc);
         f.push(mib(now.rss_bytes));
         f.push((mib(now.rss_bytes) - mib(self.prev.rss_bytes)) / secs);
@@ -95,7 +109,6 @@ impl Windower {
         self.prev = now;
         self.pauses = Default::default();
         self.collected = [0; 3];
-        self.spans.clear();
         window
     }
 }
