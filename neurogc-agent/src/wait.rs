@@ -17,11 +17,24 @@ pub fn hold_stop_signals() -> Result<()> {
     Ok(())
 }
 
+/// Lets `signals` through again, once their handlers are in place.
+pub fn unblock(signals: &nix::sys::signal::SigSet) -> Result<()> {
+    nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_UNBLOCK, Some(signals), None)?;
+    Ok(())
+}
+
 /// What [`hold_stop_signals`] holds: the stop signals and SIGUSR1.
 fn held_signals() -> nix::sys::signal::SigSet {
     let mut held = stop_signals();
     held.add(nix::sys::signal::Signal::SIGUSR1);
     held
+}
+
+/// SIGUSR1 alone: a single target's session unblocks it once its handler is in place.
+pub fn recommend_signal() -> nix::sys::signal::SigSet {
+    let mut set = nix::sys::signal::SigSet::empty();
+    set.add(nix::sys::signal::Signal::SIGUSR1);
+    set
 }
 
 pub fn stop_signals() -> nix::sys::signal::SigSet {

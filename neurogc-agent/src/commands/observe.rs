@@ -27,7 +27,7 @@ use crate::{
     session::features::{self, Sample, Window, Windower},
     sinks::{Shown, TargetSink, view},
     steering::steer::{Events, Mode, Steering, latency},
-    wait::{pidfd_open, readable},
+    wait::{pidfd_open, readable, recommend_signal, unblock},
 };
 
 /// How long act mode waits for the GC state in silence (a collection in progress resolves in
@@ -137,9 +137,7 @@ pub async fn run(
     }
     // SIGUSR1's handler first, then unblocked: its default would kill the agent.
     let sigusr1 = signal(SignalKind::user_defined1())?;
-    let mut usr1 = nix::sys::signal::SigSet::empty();
-    usr1.add(nix::sys::signal::Signal::SIGUSR1);
-    nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_UNBLOCK, Some(&usr1), None)?;
+    unblock(&recommend_signal())?;
     let mut obs = Observer {
         plan,
         probes: Some(probes),

@@ -193,12 +193,8 @@ mod tests {
     /// `.symtab` names the collector (one of its clones on 3.8).
     #[test]
     fn found_from_exports_is_the_symtab_collector_on_every_unstripped_build() {
-        let manifest = std::env::var("NEUROGC_PYTHONS")
-            .expect("NEUROGC_PYTHONS names the test interpreters' manifest (cargo xtask test sets it)");
-        let manifest: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
         let mut checked = Vec::new();
-        for python in manifest["pythons"].as_array().unwrap() {
+        for python in &crate::interp::test_pythons() {
             let exe = std::path::Path::new(python["argv"][0].as_str().unwrap());
             let Some(lib) = exe
                 .parent()

@@ -340,6 +340,17 @@ fn warn_if_single_stepped(elf: &Elf, f: &elf::FuncSymbol) {
     }
 }
 
+/// The test interpreters' manifest entries (`cargo xtask test` names the manifest): the unit
+/// tests that check this module against every build the suite has.
+#[cfg(test)]
+pub fn test_pythons() -> Vec<serde_json::Value> {
+    let manifest = std::env::var("NEUROGC_PYTHONS")
+        .expect("NEUROGC_PYTHONS names the test interpreters' manifest (cargo xtask test sets it)");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
+    manifest["pythons"].as_array().unwrap().clone()
+}
+
 #[cfg(test)]
 mod tests {
     use super::is_collector;

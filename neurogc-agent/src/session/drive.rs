@@ -11,7 +11,7 @@ use tokio::{
     signal::unix::{SignalKind, signal},
 };
 
-use crate::wait::stop_signals;
+use crate::wait::{stop_signals, unblock};
 
 /// How often the ring buffer is drained when the kernel does not wake the agent.
 const DRAIN_PERIOD: Duration = Duration::from_millis(100);
@@ -67,7 +67,7 @@ async fn run<D: Driven>(
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
-    nix::sys::signal::sigprocmask(nix::sys::signal::SigmaskHow::SIG_UNBLOCK, Some(&stop_signals()), None)?;
+    unblock(&stop_signals())?;
     let mut drain_timer = tokio::time::interval(DRAIN_PERIOD);
     let mut window = tokio::time::interval(interval);
     window.tick().await;
@@ -89,10 +89,8 @@ async fn run<D: Driven>(
             _ = sighup.recv() => Ok(Some(Stopped::Signal("SIGHUP"))),
             _ = &mut deadline, if duration.is_some() => Ok(Some(Stopped::Duration)),
         };
-        match stop {
-            Ok(None) => {}
-            Ok(Some(stopped)) => return Ok(stopped),
-            Err(err) => return Ok(Stopped::Failed(err)),
+        if let Some(stopped) = stop? {
+            return Ok(stopped);
         }
     }
 }

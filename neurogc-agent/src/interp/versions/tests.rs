@@ -6,13 +6,9 @@ use super::*;
 /// script cannot find its counters there: its row comes from `offsetof` and DWARF).
 #[test]
 fn the_table_is_where_gc_counters_py_finds_the_gc_state_on_every_test_build() {
-    let manifest = std::env::var("NEUROGC_PYTHONS")
-        .expect("NEUROGC_PYTHONS names the test interpreters' manifest (cargo xtask test sets it)");
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../xtask/layouts/gc_counters.py");
     let mut checked = Vec::new();
-    for python in manifest["pythons"].as_array().unwrap() {
+    for python in &crate::interp::test_pythons() {
         if python["free_threaded"].as_bool() == Some(true) {
             continue;
         }
