@@ -96,11 +96,14 @@ def peak_rss_bytes():
     return 0
 
 
-def run_batch(step):
+def run_batch(step, on_measuring=None, latency=None):
     """The batch protocol the benchmark drives (workloads/heldout/*): print "ready", read "go
     WARMUP_SECONDS STEPS", run step(i) unmeasured for WARMUP_SECONDS, print "measuring", run STEPS
     timed steps, print "result JSON" (every step's ms, the total, peak RSS, collections and pauses
-    per generation over the measured steps), and exit without a shutdown collection."""
+    per generation over the measured steps), and exit without a shutdown collection.
+
+    on_measuring() runs as the measured part starts; latency(), where given, is what a step's
+    ms are instead of its own time (s; a service's request from its arrival)."""
     import json
     import os
     import sys
@@ -113,6 +116,8 @@ def run_batch(step):
     while time.perf_counter() < end:
         step(i)
         i += 1
+    if on_measuring is not None:
+        on_measuring()
     print("measuring", flush=True)
     before = stats()
     counts_before = [s["collections"] for s in gc.get_stats()]
@@ -121,7 +126,7 @@ def run_batch(step):
     for _ in range(steps):
         t = time.perf_counter()
         step(i)
-        times.append((time.perf_counter() - t) * 1e3)
+        times.append((latency() if latency else time.perf_counter() - t) * 1e3)
         i += 1
     total = time.perf_counter() - start
     after = stats()

@@ -108,6 +108,9 @@ fn trial(py: &Python, rng: &mut Rng, c: &mut Counts, freeze: bool) {
         py.name,
         aim.map_or(format!("at {uniform:?}"), |a| format!("after {a:?} +{jitter:?}"))
     );
+    // The harness's own copy of the script goes into a container's /tmp first: made by the
+    // first trial on a fresh container, after the listing, it read as a file the agent left.
+    py.script("target.py");
     let before = tmp_listing(py);
     let secs = SECONDS.to_string();
     let mut args = vec![state, "--seconds", &secs, "--cycles"];

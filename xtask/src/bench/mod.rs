@@ -1,5 +1,6 @@
 //! `cargo xtask bench …`: one file per benchmark (overhead, policy, fleet, locust, steer,
 //! report) and the measuring they share (`measure`). Each prints numbers; none is a timed test.
+mod draws;
 pub mod fleet;
 pub mod locust;
 pub mod measure;
@@ -98,6 +99,41 @@ pub enum Which {
         #[arg(long)]
         half_speed: bool,
     },
+    /// Steering on drawn workloads (workloads/generated/draw.py): each draw's oracle among the
+    /// fixed recipes (cached), then interleaved rounds of defaults and act; act / oracle,
+    /// harm and memory-budget violations over the draws
+    Draws {
+        /// Seed pool to sample from
+        #[arg(long, value_enum, default_value = "evaluation")]
+        pool: draws::Pool,
+        /// Draws sampled from the pool
+        #[arg(long, default_value = "24", value_parser = clap::value_parser!(u32).range(1..=1000))]
+        sample: u32,
+        /// Which draws the sample takes (any number; printed in the report)
+        #[arg(long, default_value = "1")]
+        sample_seed: u64,
+        /// Run these draws instead of a sample
+        #[arg(long, value_delimiter = ',')]
+        seeds: Vec<u64>,
+        /// Interleaved rounds of defaults and act per draw
+        #[arg(long, default_value = "2", value_parser = clap::value_parser!(u32).range(1..=100))]
+        rounds: u32,
+        /// Seconds measured per run
+        #[arg(long, default_value = "20", value_parser = seconds_arg)]
+        seconds: f64,
+        /// Seconds between the agent's attach and the measured part
+        #[arg(long, default_value = "2", value_parser = seconds_arg)]
+        warmup: f64,
+        /// Interpreter running the draws
+        #[arg(long, default_value = "/usr/bin/python3.11")]
+        python: PathBuf,
+        /// Folder for report.md and the agent's last records
+        #[arg(long, default_value = "target/bench-draws")]
+        out: PathBuf,
+        /// A busy loop shares the workload's CPU throughout (about half speed)
+        #[arg(long)]
+        half_speed: bool,
+    },
     /// The locust experiment's shape (-u 100 -r 10 --run-time 1m) on the cache service, with
     /// and without the agent: RPS, P95/P99 and GC events
     Locust {
@@ -168,6 +204,29 @@ pub fn run(which: Which) -> Result<()> {
             let results = crate::bench::steer::run(&opts)?;
             crate::bench::steer::report::write(&opts, &results)
         }
+        Which::Draws {
+            pool,
+            sample,
+            sample_seed,
+            seeds,
+            rounds,
+            seconds,
+            warmup,
+            python,
+            out,
+            half_speed,
+        } => draws::run(&draws::Options {
+            pool,
+            sample: sample as usize,
+            sample_seed,
+            seeds,
+            rounds: rounds as usize,
+            seconds,
+            warmup,
+            python,
+            out: workspace_root().join(out),
+            half_speed,
+        }),
         Which::Report { collections, rounds } => crate::bench::report::run(collections, rounds),
     }
 }

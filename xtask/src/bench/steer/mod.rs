@@ -386,10 +386,10 @@ fn one_run(workload: Workload, config: Config, agent: &Path, opts: &Options) -> 
 }
 
 /// A busy loop pinned to the workload's CPU (0), killed when dropped.
-struct Spinner(Option<Child>);
+pub struct Spinner(Option<Child>);
 
 impl Spinner {
-    fn start(on: bool) -> Result<Spinner> {
+    pub fn start(on: bool) -> Result<Spinner> {
         if !on {
             return Ok(Spinner(None));
         }

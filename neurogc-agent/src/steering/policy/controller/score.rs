@@ -268,9 +268,20 @@ impl Controller {
             // always collects first. Weighed window by window against freezing without it
             // (whether a full collection is due anyway turns with the sampled pending count),
             // the demo's advice turned over ten times in a minute.
+            // In act mode a collection of neurogc's own is a pause the application would not
+            // have had: offered only where the model puts it no longer than the median of the
+            // application's own full collections measured here (none measured: none offered).
+            // Freezing without one keeps the garbage pending since the last full collection,
+            // which the model counts as memory: least right after one of the application's own,
+            // so that is when such a freeze holds the budgets (nothing extra is paid).
+            let own_pause_ok = self
+                .collector
+                .own_full_median_ns()
+                .is_some_and(|median| self.collector.freeze_collection_ns() <= median);
             let collects: &[bool] = match (freezing, self.act) {
                 (false, _) => &[false],
-                (true, true) => &[false, true],
+                (true, true) if own_pause_ok => &[false, true],
+                (true, true) => &[false],
                 (true, false) => &[true],
             };
             for collect in collects {

@@ -41,6 +41,8 @@ const PRIOR_OBJECT_BYTES: f64 = 256.0;
 /// How far ahead predictions look (s): how long the old generation's growth is followed, and
 /// how long frozen and deferred garbage are counted to accumulate.
 pub const HORIZON_S: f64 = 600.0;
+/// How many of the application's own full pauses the median of them is taken over.
+const OWN_FULL_KEPT: usize = 16;
 
 /// What the learned model says the analytic prediction misses, per candidate: ln(measured /
 /// predicted) of the GC share and of generations 0, 1 and 2's pauses.
@@ -106,6 +108,10 @@ pub struct Collector {
     young_garbage: Avg,
     /// The last full pause seen, for builds without long-lived counters.
     full_pause_ns: Avg,
+    /// The longest full pause of each window in which the application's own full collections
+    /// walked its unfrozen heap (the most recent `OWN_FULL_KEPT`): the yardstick for any
+    /// collection neurogc causes (`own_full_median_ns`).
+    own_full_ns: Vec<f64>,
     /// Full collections per second, for builds without long-lived counters.
     full_rate: Avg,
     last: Option<Reading>,
@@ -305,6 +311,12 @@ impl Collector {
             }
             if !forced {
                 self.full_pause_ns.add(r.pause_max_ns[2], 0.5);
+                if !self.frozen {
+                    if self.own_full_ns.len() == OWN_FULL_KEPT {
+                        self.own_full_ns.remove(0);
+                    }
+                    self.own_full_ns.push(r.pause_max_ns[2]);
+                }
             }
             // Survivors of the application's own full collection against the last one's.
             if let (false, false, Some([kept, _])) = (forced, self.frozen, r.long_lived) {
@@ -515,6 +527,15 @@ impl Collector {
             return self.full_pause_ns.or(0.0);
         };
         self.full_cost(false) * (total + pending).max(0) as f64 * self.pause_ratio[2].or(1.0)
+    }
+
+    /// The median of the application's own full pauses over its unfrozen heap, as measured
+    /// (None before one was seen): a collection of neurogc's own may be no longer (issue: the
+    /// cache service's 459 ms collection before a freeze was its run's p99).
+    pub fn own_full_median_ns(&self) -> Option<f64> {
+        let mut v = self.own_full_ns.clone();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len().saturating_sub(1) / 2).copied()
     }
 
     /// Bytes of garbage a freeze without a collection first keeps for ever.

@@ -1,0 +1,365 @@
+//! `cargo xtask bench draws`: steering judged on a distribution, not on the families it was tuned
+//! on. Each draw is one seed of workloads/generated/draw.py (a service judged on its p99, or a
+//! batch job on its total time). For each draw the oracle is the best fixed recipe
+//! (`steer::RECIPES`), measured once per draw, interpreter and run length, and cached, since it
+//! does not depend on neurogc, among the recipes whose peak RSS holds the default memory budget;
+//! then rounds of CPython's defaults and act mode run interleaved.
+//! The report gives the distribution of act / oracle, the draws where act is worse than the
+//! defaults, and peak RSS over the memory budget (15% over the defaults' peak, the agent's
+//! default budget).
+//!
+//! Two seed pools: the tuning pool (1-999) may be looked at while the controller is built; the
+//! evaluation pool (1000-1999) is only sampled, `--sample-seed` choosing which draws.
+use std::{
+    io::{BufRead, BufReader, Write},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+};
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+
+use crate::{
+    bench::{
+        measure::{cpu_model, median},
+        steer::{self, Config, RECIPES},
+    },
+    build_release_agent, workspace_root,
+};
+
+/// The memory budget the agent holds by default, as a share over the application's own RSS.
+const MEMORY_BUDGET: f64 = 0.15;
+/// Worse than the defaults by more than this counts as harm.
+const HARM: f64 = 1.05;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub enum Pool {
+    /// Seeds 1-999: may be looked at while tuning
+    Tuning,
+    /// Seeds 1000-1999: sampled to judge, never tuned on
+    Evaluation,
+}
+
+impl Pool {
+    fn seeds(self) -> std::ops::Range<u64> {
+        match self {
+            Pool::Tuning => 1..1000,
+            Pool::Evaluation => 1000..2000,
+        }
+    }
+}
+
+pub struct Options {
+    pub pool: Pool,
+    /// Draws to run; `seeds` instead names them.
+    pub sample: usize,
+    pub sample_seed: u64,
+    pub seeds: Vec<u64>,
+    pub rounds: usize,
+    pub seconds: f64,
+    pub warmup: f64,
+    pub python: PathBuf,
+    pub out: PathBuf,
+    pub half_speed: bool,
+}
+
+/// One measured run of a draw: its score (p99 ms for a service, total s for a batch job), peak
+/// RSS (MiB) and full collections.
+#[derive(Clone, Copy, Debug)]
+struct Score {
+    value: f64,
+    peak_rss_mib: f64,
+    full: u64,
+    longest_ms: f64,
+}
+
+impl Score {
+    fn json(&self) -> Value {
+        json!({"value": self.value, "peak_rss_mib": self.peak_rss_mib, "full": self.full, "longest_ms": self.longest_ms})
+    }
+
+    fn from_json(v: &Value) -> Option<Score> {
+        Some(Score {
+            value: v["value"].as_f64()?,
+            peak_rss_mib: v["peak_rss_mib"].as_f64()?,
+            full: v["full"].as_u64()?,
+            longest_ms: v["longest_ms"].as_f64()?,
+        })
+    }
+}
+
+/// The draws of a pool this run takes: `sample` of them, chosen by `sample_seed` (a splitmix64
+/// walk over the pool, no repeats).
+fn sample(pool: Pool, n: usize, seed: u64) -> Vec<u64> {
+    let seeds: Vec<u64> = pool.seeds().collect();
+    let mut state = seed;
+    let mut next = || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let mut out = Vec::new();
+    while out.len() < n.min(seeds.len()) {
+        let s = seeds[(next() % seeds.len() as u64) as usize];
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+fn script() -> PathBuf {
+    workspace_root().join("workloads/generated/draw.py")
+}
+
+fn describe(python: &Path, seed: u64) -> Result<Value> {
+    let out =
+        Command::new(python).arg(script()).args(["--seed", &seed.to_string(), "--describe"]).output()?;
+    anyhow::ensure!(out.status.success(), "draw {seed}: {}", String::from_utf8_lossy(&out.stderr));
+    Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+/// A draw as run: its interpreter, the agent, its seed, steps per run and whether it is a service.
+struct Draw<'a> {
+    python: &'a Path,
+    agent: &'a Path,
+    seed: u64,
+    steps: u64,
+    service: bool,
+}
+
+/// One run of `draw` in `config`: its steps (requests, or a batch job's steps) after `warmup` s;
+/// the agent attached (act) as the workload says it is ready, `warmup` s before the measured part.
+fn run_once(draw: &Draw, config: Config, warmup: f64, jsonl: &Path) -> Result<Score> {
+    let Draw { python, agent, seed, steps, service } = *draw;
+    let mut cmd = Command::new("taskset");
+    cmd.args(["-c", "0"]).arg(python).arg(script()).args([
+        "--seed",
+        &seed.to_string(),
+        "--recipe",
+        recipe(config),
+    ]);
+    let mut child: Child =
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().context("starting the draw")?;
+    let mut stdout = BufReader::new(child.stdout.take().context("stdout")?);
+    let mut line = String::new();
+    stdout.read_line(&mut line)?;
+    anyhow::ensure!(line.trim() == "ready", "draw {seed} did not start: {line:?}");
+    let observer = match steer::start_agent(agent, child.id(), config, jsonl, None) {
+        Ok(o) => o,
+        Err(e) => {
+            steer::stop(None, child);
+            return Err(e);
+        }
+    };
+    writeln!(child.stdin.as_mut().context("stdin")?, "go {warmup} {steps}")?;
+    let mut result = None;
+    for l in (&mut stdout).lines() {
+        let l = l?;
+        if let Some(r) = l.strip_prefix("result ") {
+            result = Some(serde_json::from_str::<Value>(r)?);
+            break;
+        }
+    }
+    steer::stop(observer, child);
+    let r = result.with_context(|| format!("draw {seed} ({}) gave no result", config.short()))?;
+    let mut lat: Vec<f64> = r["step_ms"].as_array().into_iter().flatten().filter_map(Value::as_f64).collect();
+    lat.sort_by(f64::total_cmp);
+    // The longest pause of each generation since the measured part began (workload.stats()).
+    let longest = (0..3).map(|g| r["pauses"][g][2].as_f64().unwrap_or(0.0) / 1e6).fold(0.0, f64::max);
+    Ok(Score {
+        value: if service { steer::quantile(&lat, 0.99) } else { r["total_s"].as_f64().unwrap_or(f64::NAN) },
+        peak_rss_mib: r["peak_rss_bytes"].as_f64().unwrap_or(0.0) / 1048576.0,
+        full: r["collections"][2].as_u64().unwrap_or(0),
+        longest_ms: longest,
+    })
+}
+
+fn recipe(config: Config) -> &'static str {
+    match config {
+        Config::Static => "static",
+        Config::GcOff => "gc-off",
+        Config::Freeze => "freeze",
+        Config::Freeze5k => "freeze-5k",
+        Config::Freeze20k => "freeze-20k",
+        _ => "none",
+    }
+}
+
+/// The interpreter's version, for the cache's key (the oracle depends on the build).
+fn version(python: &Path) -> Result<String> {
+    let out = Command::new(python).args(["-c", "import sys; print(sys.version.split()[0])"]).output()?;
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// Draw `seed`'s oracle: steps per run (a batch job's calibrated under the defaults, to last
+/// about `seconds`) and every fixed recipe's score, cached under target/bench-cache/draws.
+fn oracle(opts: &Options, agent: &Path, seed: u64, desc: &Value) -> Result<(u64, Vec<(Config, Score)>)> {
+    let service = desc["kind"] == "service";
+    let script_text = std::fs::read(script())?;
+    let digest = format!("{:016x}", fnv(&script_text));
+    let dir = workspace_root().join("target/bench-cache/draws").join(version(&opts.python)?);
+    std::fs::create_dir_all(&dir)?;
+    let file = dir.join(format!("{seed}-{}s-{}w-{digest}.json", opts.seconds, opts.warmup));
+    if let Ok(text) = std::fs::read_to_string(&file)
+        && let Ok(v) = serde_json::from_str::<Value>(&text)
+    {
+        let steps = v["steps"].as_u64().unwrap_or(0);
+        let scores: Vec<(Config, Score)> =
+            RECIPES.iter().filter_map(|c| Some((*c, Score::from_json(&v["recipes"][c.short()])?))).collect();
+        if steps > 0 && scores.len() == RECIPES.len() {
+            return Ok((steps, scores));
+        }
+    }
+    let jsonl = opts.out.join("oracle.jsonl");
+    let mut draw = Draw { python: &opts.python, agent, seed, steps: 50, service };
+    draw.steps = if service {
+        (desc["rate"].as_f64().unwrap_or(100.0) * opts.seconds) as u64
+    } else {
+        let s = run_once(&draw, Config::Defaults, 0.5, &jsonl)?;
+        ((draw.steps as f64 / s.value.max(1e-3)) * opts.seconds).clamp(20.0, 1e6) as u64
+    };
+    let mut scores = Vec::new();
+    for c in RECIPES {
+        scores.push((c, run_once(&draw, c, opts.warmup, &jsonl)?));
+    }
+    let steps = draw.steps;
+    let recipes: serde_json::Map<String, Value> =
+        scores.iter().map(|(c, s)| (c.short().to_owned(), s.json())).collect();
+    std::fs::write(
+        &file,
+        serde_json::to_string_pretty(&json!({"seed": seed, "steps": steps, "recipes": recipes}))?,
+    )?;
+    Ok((steps, scores))
+}
+
+/// FNV-1a: the draw script's digest in the cache's key (a changed script measures again).
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ *b as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
+struct DrawResult {
+    seed: u64,
+    desc: Value,
+    oracle: (Config, Score),
+    defaults: Vec<Score>,
+    act: Vec<Score>,
+}
+
+pub fn run(opts: &Options) -> Result<()> {
+    let agent = build_release_agent()?;
+    std::fs::create_dir_all(&opts.out)?;
+    let seeds = if opts.seeds.is_empty() {
+        sample(opts.pool, opts.sample, opts.sample_seed)
+    } else {
+        opts.seeds.clone()
+    };
+    let _spinner = steer::Spinner::start(opts.half_speed)?;
+    let mut results = Vec::new();
+    for &seed in &seeds {
+        let desc = describe(&opts.python, seed)?;
+        let service = desc["kind"] == "service";
+        let (steps, recipes) = oracle(opts, &agent, seed, &desc)?;
+        // The oracle holds the memory budget too: a recipe that wins by keeping 2x the RSS
+        // (freeze + 50000/20/20 on a structure replaced every few seconds) is not one a user
+        // with the default budget could take.
+        let own_rss = recipes
+            .iter()
+            .find(|(c, _)| *c == Config::Defaults)
+            .map_or(f64::INFINITY, |(_, s)| s.peak_rss_mib);
+        let best = *recipes
+            .iter()
+            .filter(|(_, s)| s.peak_rss_mib <= own_rss * (1.0 + MEMORY_BUDGET))
+            .min_by(|a, b| a.1.value.total_cmp(&b.1.value))
+            .context("no recipe")?;
+        let draw = Draw { python: &opts.python, agent: &agent, seed, steps, service };
+        let (mut defaults, mut act) = (Vec::new(), Vec::new());
+        for round in 0..opts.rounds {
+            let order = if round % 2 == 0 {
+                [Config::Defaults, Config::Act]
+            } else {
+                [Config::Act, Config::Defaults]
+            };
+            for c in order {
+                let jsonl = opts.out.join(format!("last-{seed}-{}.jsonl", c.short()));
+                let s = run_once(&draw, c, opts.warmup, &jsonl)?;
+                eprintln!(
+                    "draws: {seed:>4} round {round} {:<8} {} {:>9.3}  RSS {:>6.1} MiB  gen2 {:>3}  longest {:>7.1} ms",
+                    c.short(),
+                    if service { "p99 ms " } else { "total s" },
+                    s.value,
+                    s.peak_rss_mib,
+                    s.full,
+                    s.longest_ms
+                );
+                if c == Config::Act { act.push(s) } else { defaults.push(s) }
+            }
+        }
+        results.push(DrawResult { seed, desc, oracle: best, defaults, act });
+    }
+    let report = report(opts, &seeds, &results);
+    std::fs::write(opts.out.join("report.md"), &report)?;
+    print!("{report}");
+    Ok(())
+}
+
+fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "# Steering on drawn workloads\n\n{} pool, draws {:?}; {} interleaved rounds of defaults and act, \
+         {} s measured after {} s (the agent attached as each draw was ready){}; {}; python {}.\n\n",
+        match opts.pool {
+            Pool::Tuning => "tuning",
+            Pool::Evaluation => "evaluation",
+        },
+        seeds,
+        opts.rounds,
+        opts.seconds,
+        opts.warmup,
+        if opts.half_speed { ", half speed (a busy loop on the workload's CPU)" } else { "" },
+        cpu_model(),
+        opts.python.display()
+    ));
+    out.push_str("| draw | kind | heap | turnover | oracle | act / defaults | act / oracle | peak RSS act / defaults | longest pause act / defaults |\n");
+    out.push_str("|---|---|---|---|---|---|---|---|---|\n");
+    let (mut regrets, mut harm, mut over) = (Vec::new(), 0, 0);
+    for r in results {
+        let d = median(r.defaults.iter().map(|s| s.value).collect());
+        let a = median(r.act.iter().map(|s| s.value).collect());
+        let o = r.oracle.1.value.min(d);
+        let rss_d = median(r.defaults.iter().map(|s| s.peak_rss_mib).collect());
+        let rss_a = r.act.iter().map(|s| s.peak_rss_mib).fold(0.0, f64::max);
+        let long_d = r.defaults.iter().map(|s| s.longest_ms).fold(0.0, f64::max);
+        let long_a = r.act.iter().map(|s| s.longest_ms).fold(0.0, f64::max);
+        regrets.push(a / o);
+        harm += usize::from(a > d * HARM);
+        over += usize::from(rss_a > rss_d * (1.0 + MEMORY_BUDGET));
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} {:.3} | {:.2}x | {:.2}x | {:.2}x | {:.0} / {:.0} ms |\n",
+            r.seed,
+            r.desc["kind"].as_str().unwrap_or("?"),
+            r.desc["heap"],
+            r.desc["turnover"].as_str().unwrap_or("?"),
+            r.oracle.0.short(),
+            r.oracle.1.value,
+            a / d,
+            a / o,
+            rss_a / rss_d,
+            long_a,
+            long_d
+        ));
+    }
+    let mut sorted = regrets.clone();
+    sorted.sort_by(f64::total_cmp);
+    out.push_str(&format!(
+        "\nact / oracle: median {:.2}, 90th percentile {:.2}, worst {:.2} ({} draws); worse than the \
+         defaults by > 5%: {harm}; peak RSS over the defaults' by > 15% (the memory budget): {over}.\n",
+        steer::quantile(&sorted, 0.5),
+        steer::quantile(&sorted, 0.9),
+        sorted.last().copied().unwrap_or(f64::NAN),
+        sorted.len()
+    ));
+    out
+}
