@@ -395,6 +395,33 @@ fn a_freeze_at_the_applications_own_thresholds_is_judged_by_what_rss_does_while_
 }
 
 #[test]
+fn a_setting_past_the_memory_budget_is_left_though_no_setting_holds_the_pause_budget() {
+    // At 5,000/50/100, RSS has grown 100 MiB of the 60 a 15% budget allows. Every setting misses
+    // the 1 ms pause budget (5 ms full collections, 50 ms at the application's own), which is
+    // set aside: the move is made for memory, to a smaller young generation, and says so.
+    let gc = GuardConfig { freeze_after_s: None, pause_budget_ns: Some(1_000_000), ..cfg() };
+    let mut c = Controller::new(gc, [700, 10, 10], true);
+    for w in 1..=3 {
+        let mut r = warm([700, 10, 10], w, 0);
+        (r.pause_p50_ns[2], r.pause_max_ns[2]) = (50e6, 50e6);
+        c.decide(&mut analytic, &r);
+    }
+    c.current = [5000, 50, 100];
+    c.kept.changed(400.0 * 1048576.0, true);
+    let mut left = None;
+    for w in 4..=12 {
+        let v = c.decide(&mut analytic, &warm(c.thresholds(), w, (w - 3) as u64 * (100 << 20)));
+        if v.change {
+            left = Some(v);
+            break;
+        }
+    }
+    let v = left.expect("left 5000/50/100");
+    assert!(v.budget == Some(Budget::Memory) && v.thresholds[0] < 5000, "{v:?}");
+    assert!(v.reason.contains("RSS") && v.reason.contains("x the 400 MiB"), "{v:?}");
+}
+
+#[test]
 fn a_frozen_setting_whose_growth_since_the_freeze_is_within_the_budget_stays_frozen() {
     // RSS up 10 MiB since the freeze at 5,000/10/10, within the 20 a 5% budget allows: no
     // reason to give the freeze up.
