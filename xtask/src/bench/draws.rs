@@ -38,7 +38,7 @@ fn rss_bound(own: f64) -> f64 {
 }
 /// Worse than the defaults by more than this counts as harm.
 const HARM: f64 = 1.05;
-/// The defaults' longest pause (ms) below which the collector cannot move a draw's score.
+/// The longest pause (ms) below which, in both arms, the collector cannot move a draw's score.
 const GC_MATTERS_MS: f64 = 1.0;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
@@ -358,9 +358,10 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
     ));
     out.push_str("| draw | kind | heap | turnover | oracle | act / defaults | act / oracle | peak RSS act / defaults | longest pause act / defaults |\n");
     out.push_str("|---|---|---|---|---|---|---|---|---|\n");
-    // Where the defaults' longest pause is under a millisecond the collector cannot move a
-    // score much, and the two arms' difference is noise: those draws are named, and the
-    // distribution is given over the others too.
+    // Where neither arm paused for a millisecond the collector cannot move a score much, and
+    // the two arms' difference is noise: those draws are named, and the distribution is given
+    // over the others too. (A pause of act's own where the defaults had none is not noise: an
+    // undone freeze's first full collection, 111 ms, on evaluation draw 1006.)
     let mut gc_regrets = Vec::new();
     let (mut regrets, mut harm, mut over) = (Vec::new(), 0, 0);
     for r in results {
@@ -372,7 +373,7 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
         let long_d = r.defaults.iter().map(|s| s.longest_ms).fold(0.0, f64::max);
         let long_a = r.act.iter().map(|s| s.longest_ms).fold(0.0, f64::max);
         regrets.push(a / o);
-        let gc = long_d >= GC_MATTERS_MS;
+        let gc = long_d.max(long_a) >= GC_MATTERS_MS;
         if gc {
             gc_regrets.push(a / o);
         }
@@ -406,10 +407,9 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
         )
     };
     out.push_str(&format!(
-        "\nact / oracle: {}; where the defaults pause for {GC_MATTERS_MS} ms or more: {}. Worse than \
+        "\nact / oracle: {}; where either arm pauses for {GC_MATTERS_MS} ms or more: {}. Worse than \
          the defaults by > 5%: {harm}; peak RSS over the default memory budget (the defaults' peak \
-         + 15%, at least 16 MiB): {over}. (noise): the defaults' longest pause was under \
-         {GC_MATTERS_MS} ms.\n",
+         + 15%, at least 16 MiB): {over}. (noise): neither arm paused for {GC_MATTERS_MS} ms.\n",
         spread(&regrets),
         spread(&gc_regrets)
     ));
