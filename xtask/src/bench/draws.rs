@@ -148,7 +148,7 @@ fn run_once(draw: &Draw, config: Config, warmup: f64, jsonl: &Path) -> Result<Sc
         "--seed",
         &seed.to_string(),
         "--recipe",
-        recipe(config),
+        config.recipe(),
     ]);
     let mut child: Child =
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().context("starting the draw")?;
@@ -186,17 +186,6 @@ fn run_once(draw: &Draw, config: Config, warmup: f64, jsonl: &Path) -> Result<Sc
     })
 }
 
-fn recipe(config: Config) -> &'static str {
-    match config {
-        Config::Static => "static",
-        Config::GcOff => "gc-off",
-        Config::Freeze => "freeze",
-        Config::Freeze5k => "freeze-5k",
-        Config::Freeze20k => "freeze-20k",
-        _ => "none",
-    }
-}
-
 /// The interpreter's version, for the cache's key (the oracle depends on the build).
 fn version(python: &Path) -> Result<String> {
     let out = Command::new(python).args(["-c", "import sys; print(sys.version.split()[0])"]).output()?;
@@ -208,8 +197,7 @@ fn version(python: &Path) -> Result<String> {
 /// interpreter version, run length, speed and the draw script's digest).
 fn oracle(opts: &Options, agent: &Path, seed: u64, desc: &Value) -> Result<(u64, Vec<(Config, Score)>)> {
     let service = desc["kind"] == "service";
-    let script_text = std::fs::read(script())?;
-    let digest = format!("{:016x}", fnv(&script_text));
+    let digest: String = steer::report::sha256(&script()).chars().take(16).collect();
     let dir = workspace_root().join("target/bench-cache/draws").join(version(&opts.python)?);
     std::fs::create_dir_all(&dir)?;
     let speed = if opts.half_speed { "-half" } else { "" };
@@ -253,11 +241,6 @@ fn oracle(opts: &Options, agent: &Path, seed: u64, desc: &Value) -> Result<(u64,
         serde_json::to_string_pretty(&json!({"seed": seed, "steps": steps, "recipes": recipes}))?,
     )?;
     Ok((steps, scores))
-}
-
-/// FNV-1a: the draw script's digest in the cache's key (a changed script measures again).
-fn fnv(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ *b as u64).wrapping_mul(0x0100_0000_01b3))
 }
 
 struct DrawResult {

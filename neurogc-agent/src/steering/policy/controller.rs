@@ -352,8 +352,7 @@ impl Controller {
     /// settings, where it is counted as the application's again.
     fn grown_here(&self, r: &Reading) -> f64 {
         let rising = self.rss_before.map_or(0.0, |b| (r.rss as f64 - b).max(0.0));
-        if let Some(at) = self.rss_at_freeze.filter(|_| self.frozen) {
-            let grown = r.rss as f64 - at;
+        if let Some(grown) = self.grown_since_freeze(r) {
             return if grown > 0.0 { grown + rising } else { 0.0 };
         }
         let own = self.current == candidates::own(self.cfg(), self.original);
@@ -583,10 +582,15 @@ impl Controller {
         if let Some(own) = self.own_rss.filter(|o| *o > 0.0) {
             w.push_str(&format!(", {:.2}x the {:.0} MiB it had at its own settings", rss / own, mib(own)));
         }
-        if let Some(at) = self.rss_at_freeze.filter(|_| self.frozen) {
-            w.push_str(&format!("; {:+.0} MiB since the freeze", mib(rss - at)));
+        if let Some(grown) = self.grown_since_freeze(r) {
+            w.push_str(&format!("; {:+.0} MiB since the freeze", mib(grown)));
         }
         w
+    }
+
+    /// What RSS has grown since neurogc's freeze, while it stands (None where none does).
+    fn grown_since_freeze(&self, r: &Reading) -> Option<f64> {
+        self.rss_at_freeze.filter(|_| self.frozen).map(|at| r.rss as f64 - at)
     }
 
     /// Where a pause budget is missed and a freeze is not a move, why.

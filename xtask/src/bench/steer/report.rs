@@ -423,8 +423,9 @@ fn targets(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
     md
 }
 
-/// The model's SHA-256, so that training can tell whether a report measured the model it made.
-fn sha256(path: &std::path::Path) -> String {
+/// A file's SHA-256 (the model's, so that training can tell whether a report measured the
+/// model it made).
+pub fn sha256(path: &std::path::Path) -> String {
     std::process::Command::new("sha256sum")
         .arg(path)
         .output()

@@ -71,7 +71,8 @@ impl Config {
         }
     }
 
-    fn recipe(self) -> &'static str {
+    /// The workload's `--recipe` for this configuration (workloads/workload.py's RECIPES).
+    pub fn recipe(self) -> &'static str {
         match self {
             Config::Static => "static",
             Config::GcOff => "gc-off",

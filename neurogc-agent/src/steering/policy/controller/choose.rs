@@ -40,9 +40,9 @@ impl Controller {
         // another frozen setting gives back (micrograd's 41 MiB at 2,000/10/10 frozen came back
         // within a window of 700/10/10 frozen).
         let allowance = self.budgets.memory_allowance(app_rss);
-        let frozen_grown = self.rss_at_freeze.map_or(0.0, |at| r.rss as f64 - at);
         let own_thresholds = candidates::own(self.cfg(), self.original);
-        let undo_all = here.frozen && now.misses.memory > 0.0 && frozen_grown > allowance;
+        let undo_all =
+            now.misses.memory > 0.0 && self.grown_since_freeze(r).is_some_and(|grown| grown > allowance);
         if here.frozen && !undo_all {
             scored.retain(|s| s.c.frozen);
         } else if undo_all {
@@ -61,6 +61,14 @@ impl Controller {
         // Unless some setting misses it by half as much or less (a freeze that cuts the longest
         // pause from 200 to 40 ms): that is a miss told apart by more than noise.
         let given_up = self.give_up(&unholdable, &now, &scored);
+        let here_row = now.row;
+        let choice = |to: Scored, budget: Option<Budget>, reason: String| Choice {
+            to,
+            here_row,
+            budget,
+            reason,
+            given_up,
+        };
         // Memory first: the undo is not weighed against pauses, which no setting may hold (a
         // pause budget set aside kept the draw of tuning seed 1 frozen at 2.9x its own RSS,
         // "no setting does better: staying").
@@ -72,9 +80,7 @@ impl Controller {
                 self.figures(&now, cost_now),
                 own.c
             );
-            let choice =
-                Choice { to: own, here_row: now.row, budget: Some(Budget::Memory), reason: why, given_up };
-            return Ok((choice, unholdable));
+            return Ok((choice(own, Some(Budget::Memory), why), unholdable));
         }
         let aside: Vec<(usize, Budget)> = Budget::ALL
             .into_iter()
@@ -105,14 +111,6 @@ impl Controller {
         };
         let cheapest = |set: &mut dyn Iterator<Item = &Scored>| -> Option<Scored> {
             set.min_by(|a, b| a.objective.total_cmp(&b.objective)).copied()
-        };
-        let here_row = now.row;
-        let choice = |to: Scored, budget: Option<Budget>, reason: String| Choice {
-            to,
-            here_row,
-            budget,
-            reason,
-            given_up,
         };
         // Credibly cheaper: the saving stands above the change's cost and the uncertainty of
         // both estimates.

@@ -258,6 +258,16 @@ impl Controller {
         let idle = self.collector.idle_share();
         let young_now =
             if r.thresholds == Some(self.current) && !r.idle { r.young_pause_max_ns() } else { 0.0 };
+        // In act mode a collection of neurogc's own is a pause the application would not have
+        // had: offered only where the model puts it no longer than the median of the
+        // application's own full collections measured here (none measured: none offered).
+        // Freezing without one keeps the garbage pending since the last full collection, which
+        // the model counts as memory: least right after one of the application's own, so that
+        // is when such a freeze holds the budgets (nothing extra is paid).
+        let own_pause_ok = self
+            .collector
+            .own_full_median_ns()
+            .is_some_and(|median| self.collector.freeze_collection_ns() <= median);
         let mut out = Vec::new();
         for (c, e) in cands.iter().zip(&preds) {
             let p = &e.p;
@@ -268,16 +278,6 @@ impl Controller {
             // always collects first. Weighed window by window against freezing without it
             // (whether a full collection is due anyway turns with the sampled pending count),
             // the demo's advice turned over ten times in a minute.
-            // In act mode a collection of neurogc's own is a pause the application would not
-            // have had: offered only where the model puts it no longer than the median of the
-            // application's own full collections measured here (none measured: none offered).
-            // Freezing without one keeps the garbage pending since the last full collection,
-            // which the model counts as memory: least right after one of the application's own,
-            // so that is when such a freeze holds the budgets (nothing extra is paid).
-            let own_pause_ok = self
-                .collector
-                .own_full_median_ns()
-                .is_some_and(|median| self.collector.freeze_collection_ns() <= median);
             let collects: &[bool] = match (freezing, self.act) {
                 (false, _) => &[false],
                 (true, true) if own_pause_ok => &[false, true],

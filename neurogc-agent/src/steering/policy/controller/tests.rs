@@ -493,7 +493,7 @@ fn a_freeze_whose_collection_would_miss_the_pause_budget_is_made_without_it() {
     // application's measured: a collection of neurogc's own would be a pause with nothing to
     // hold it against, so there is none (the cache service's 459 ms one was its run's p99).
     let tight = GuardConfig { memory_limit_bytes: Some((400 << 20) + (1 << 20)), ..gc };
-    let mut c = Controller::new(tight.clone(), [700, 10, 10], true);
+    let mut c = Controller::new(tight, [700, 10, 10], true);
     c.allow_freeze(true);
     let verdicts: Vec<Verdict> =
         (1..=6).map(|w| c.decide(&mut analytic, &SERVICE.reading(c.thresholds(), w))).collect();
