@@ -318,8 +318,11 @@ pub fn run(opts: &Options) -> Result<()> {
     std::fs::write(opts.out.join("results.json"), serde_json::to_string_pretty(&raw)?)?;
     let report = report(opts, &seeds, &results);
     std::fs::write(opts.out.join("report.md"), &report)?;
-    print!("{report}");
-    Ok(())
+    // A reader that has gone away (`| head -1`) ends the output quietly: the report is on disk.
+    match std::io::stdout().write_all(report.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
 }
 
 fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
