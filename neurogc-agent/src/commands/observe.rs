@@ -347,11 +347,16 @@ impl Observer<'_> {
     }
 
     fn release_held(&mut self) -> io::Result<()> {
-        let Observer { cycle, clock, agg, windower, sinks, .. } = self;
+        let Observer { cycle, clock, agg, windower, sinks, steer, .. } = self;
         cycle.release(clock, |rec| {
             if let Record::Gc(collection) = &rec {
                 agg.record(collection);
                 windower.record(collection);
+                if collection.r#gen == 2
+                    && let Some(s) = steer.as_mut()
+                {
+                    s.full_collection_ended();
+                }
             }
             sinks.iter_mut().try_for_each(|s| s.record(&rec))
         })?;

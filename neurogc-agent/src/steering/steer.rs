@@ -85,6 +85,16 @@ pub struct Steering {
     waiting_said: Option<String>,
     /// Advise mode: the advice window by window, for the recommendation at exit.
     pub advice: Advice,
+    /// Act mode: a freeze (and the thresholds that go with it) to queue as the application's
+    /// next full collection ends (`Controller::freeze_deferred`).
+    armed: Option<Armed>,
+}
+
+/// A deferred freeze, ready to queue.
+#[derive(Debug, Clone, Copy)]
+struct Armed {
+    thresholds: [i64; 3],
+    objects: Option<i64>,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -143,6 +153,7 @@ impl Steering {
             waiting_said: None,
             advice: Advice::default(),
             free_threaded: false,
+            armed: None,
         }
     }
 
@@ -407,8 +418,17 @@ impl Steering {
             self.last_effect = decision.effect.clone();
         }
         self.decision_ns.saturating_record(opened.elapsed().as_nanos().max(1) as u64);
+        let deferred = controller.freeze_deferred();
+        if !deferred {
+            self.armed = None;
+        }
         if verdict.change {
             match &self.actuator {
+                Actuator::Ready(_) if deferred => {
+                    self.armed =
+                        Some(Armed { thresholds: verdict.thresholds, objects: heap_objects(&window.sample) });
+                    decision.requested = true;
+                }
                 Actuator::Ready(h) => {
                     match verdict.freeze {
                         Some(true) => h.send(Command::Freeze {
@@ -432,6 +452,16 @@ impl Steering {
         controller.learn_trial(&mut learned);
         self.last = Some(decision.clone());
         Ok(decision)
+    }
+
+    /// One of the application's full collections has just ended: a deferred freeze is queued
+    /// now, when the least garbage waits in the heap it moves, with its thresholds.
+    pub fn full_collection_ended(&mut self) {
+        let (Some(armed), Actuator::Ready(h)) = (self.armed.take(), &self.actuator) else { return };
+        h.send(Command::Freeze { collect: false, objects: armed.objects });
+        if self.controller.as_ref().is_some_and(|c| c.thresholds() != armed.thresholds) {
+            h.send(Command::Apply(armed.thresholds));
+        }
     }
 
     /// Asks the actuator to give the application its settings back and waits (bounded) for it;

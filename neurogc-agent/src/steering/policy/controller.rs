@@ -33,7 +33,7 @@ use super::{
     budgets::{Budget, Budgets, GuardConfig, Kept, Misses},
     candidates::{self, Space},
     evidence::{Evidence, Observation, below_young},
-    predict::{Candidate, Collector, Correction, FEATURE_COUNT, HORIZON_S, Prediction, Reading},
+    predict::{Candidate, Collector, Correction, FEATURE_COUNT, Prediction, Reading},
     trust::{Trial, Trust},
 };
 use crate::sinks::view::thresholds;
@@ -49,6 +49,9 @@ const CREDIBLE: f64 = 1.0;
 const HALF: f64 = 0.5;
 /// Windows of evidence at a setting before its effect is reported, or a tie is judged there.
 const EFFECT_WINDOWS: f64 = 3.0;
+/// The most windows a deferred freeze waits for the application's full collection: a model
+/// that puts it minutes off is no reason to stop deciding for longer.
+const MAX_FREEZE_WAIT_WINDOWS: f64 = 120.0;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
@@ -57,7 +60,9 @@ pub struct Verdict {
     pub change: bool,
     /// Some(true): `gc.freeze()`; Some(false): undo neurogc's freeze.
     pub freeze: Option<bool>,
-    /// Freeze after a full collection of neurogc's own.
+    /// The freeze is to follow a full collection: in act mode the application's own next one
+    /// (the agent queues it as that collection ends, `Controller::freeze_deferred`); in advice,
+    /// one the user runs first.
     pub collect: bool,
     pub reason: String,
     /// "700/10/10 -> 2000/10/10 + freeze", when `change`.
@@ -91,6 +96,15 @@ struct Change {
     /// from where the setting it left has no evidence of its own (it was in force for less than
     /// a window, or only through neurogc's own collection).
     before: [f64; 3],
+}
+
+/// A freeze decided in act mode, to land as the application's next full collection ends: the
+/// move, and until which window it waits.
+struct Deferred {
+    to: Scored,
+    here_row: [f32; FEATURE_COUNT],
+    what: String,
+    until_window: u64,
 }
 
 /// The decision, before it is put in a verdict.
@@ -129,6 +143,10 @@ pub struct Controller {
     rss_before: Option<f64>,
     /// The last change, until its effect is reported.
     change: Option<Change>,
+    /// A freeze waiting for the application's next full collection to end (`Deferred`).
+    deferred: Option<Deferred>,
+    /// A deferred freeze waited in vain: the next one is made at once.
+    deferral_failed: bool,
     /// What was last said about budgets no setting can hold (said once).
     said: Option<String>,
     /// The model's chance of a pause over the budget in the next window, at the setting chosen.
@@ -209,6 +227,8 @@ impl Controller {
             own_rss: None,
             rss_before: None,
             change: None,
+            deferred: None,
+            deferral_failed: false,
             said: None,
             expected_over: 0.0,
             work_per_alloc: 1.0,
@@ -234,8 +254,15 @@ impl Controller {
         self.frozen
     }
 
+    /// A freeze is decided and waits for the application's next full collection to end: the
+    /// agent queues it then (with the move's thresholds), and while it waits nothing else moves.
+    pub fn freeze_deferred(&self) -> bool {
+        self.deferred.is_some()
+    }
+
     /// The actuator could not freeze (the main thread did not run the call).
     pub fn freeze_failed(&mut self) {
+        self.deferred = None;
         self.frozen = false;
         self.collector.unfroze();
         self.freeze_used = true;
@@ -372,12 +399,23 @@ impl Controller {
         {
             self.current = t;
         }
+        // A deferred freeze has landed once the hook counts frozen objects; the model hears of
+        // it before it reads the window, which holds the full collection it followed.
+        let landed = self.deferred.is_some() && r.freeze_count.is_some_and(|n| n > 0);
+        if landed {
+            self.collector.froze(true);
+        } else if self.deferred.as_ref().is_some_and(|d| self.window > d.until_window) {
+            // No full collection came when the model said one would: the freeze is dropped
+            // (the agent disarms it) and decided afresh, as one made at once.
+            self.deferred = None;
+            self.deferral_failed = true;
+        }
         self.collector.observe(r);
         if self.collector.heap_warm() {
             self.kept.warmed(r.rss as f64);
         }
         let check = check(&before, &self.collector, r);
-        let here = Candidate { thresholds: self.current, frozen: self.frozen };
+        let mut here = Candidate { thresholds: self.current, frozen: self.frozen };
         // Online correction: what the model predicts for the setting in force against what this
         // window measured.
         self.collector.correct(&here, self.frozen, r);
@@ -419,6 +457,10 @@ impl Controller {
         // What the setting in force keeps: the model's figure, or what RSS has grown where that
         // is more and the growth is its own (`grown_here`).
         self.rss_before = Some(r.rss as f64);
+        if landed && let Some(d) = self.deferred.take() {
+            self.enter(r, &o, here, &d.to, d.here_row, d.what);
+            here = Candidate { thresholds: self.current, frozen: self.frozen };
+        }
         let keeps = self.collector.predict(&here, self.frozen).memory_bytes.max(o.grown_bytes);
         let (cost_now, app_rss) = self.kept.split(r.rss as f64, keeps);
         // `split` caps the cost at what RSS has grown; the next window's rise is on top of it.
@@ -473,6 +515,7 @@ impl Controller {
                 thresholds(to.thresholds)
             };
             match freeze {
+                Some(true) if collect && self.act => w.push_str(" + freeze after the next full collection"),
                 Some(true) if collect => w.push_str(" + collect, freeze"),
                 Some(true) => w.push_str(" + freeze"),
                 Some(false) => w.push_str(" + unfreeze"),
@@ -481,36 +524,24 @@ impl Controller {
             w
         });
         if change && self.act {
-            self.change = Some(Change {
-                ts_ns: r.ts_ns,
-                from: here,
-                to,
-                what: what.clone().unwrap_or_default(),
-                before: [o.pause_max_ms, o.gc_share, o.rss_mib],
-            });
-            self.current = to.thresholds;
-            self.trial =
-                Some(Trial { to, analytic_share: choice.to.analytic_share, learned: choice.to.learned });
-            self.trial_rows = (!choice.to.learned.is_finite()).then_some([choice.here_row, choice.to.row]);
-            self.kept.changed(r.rss as f64, self.collector.heap_warm());
-            self.rss_before = None;
-            match freeze {
-                Some(true) => {
-                    self.rss_at_freeze = Some(r.rss as f64);
-                    self.frozen = true;
-                    self.freeze_used = true;
-                    self.collector.froze(collect);
-                }
-                Some(false) => {
-                    // An unfreeze is for memory: RSS is measured afresh from here, at the
-                    // application's own settings (the allocator may keep what the freeze
-                    // held), so a later move is judged on what it grows from now.
-                    self.frozen = false;
-                    self.collector.unfroze();
-                    self.kept = Kept::default();
-                    self.kept.changed(r.rss as f64, self.collector.heap_warm());
-                }
-                None => {}
+            let what = what.clone().unwrap_or_default();
+            if collect {
+                // The freeze follows the application's own next full collection: no pause of
+                // neurogc's, and only what came since is frozen with the heap (the cache
+                // service's collection of neurogc's own, 459 ms, was its run's p99; a draw of the
+                // generator's evaluation pool paid 161 ms for one). It waits about as long as
+                // the model puts that collection off, twice over.
+                let due = self.collector.predict(&here, false).next_full_s.unwrap_or(f64::INFINITY);
+                let wait =
+                    (2.0 * due / self.budgets.window_s().max(1e-3)).clamp(2.0, MAX_FREEZE_WAIT_WINDOWS);
+                self.deferred = Some(Deferred {
+                    to: choice.to,
+                    here_row: choice.here_row,
+                    what,
+                    until_window: self.window + wait.ceil() as u64,
+                });
+            } else {
+                self.enter(r, &o, here, &choice.to, choice.here_row, what);
             }
         }
         Verdict {
@@ -527,6 +558,53 @@ impl Controller {
             effect,
             check,
             unholdable,
+        }
+    }
+
+    /// Puts a move in force: what the controller knows of the target from now on, and the
+    /// change whose effect is to be measured. A deferred freeze enters as it lands.
+    fn enter(
+        &mut self,
+        r: &Reading,
+        o: &Observation,
+        here: Candidate,
+        to: &Scored,
+        here_row: [f32; FEATURE_COUNT],
+        what: String,
+    ) {
+        let (c, freeze) = (to.c, (to.c.frozen != here.frozen).then_some(to.c.frozen));
+        self.change = Some(Change {
+            ts_ns: r.ts_ns,
+            from: here,
+            to: c,
+            what,
+            before: [o.pause_max_ms, o.gc_share, o.rss_mib],
+        });
+        self.current = c.thresholds;
+        self.trial = Some(Trial { to: c, analytic_share: to.analytic_share, learned: to.learned });
+        self.trial_rows = (!to.learned.is_finite()).then_some([here_row, to.row]);
+        self.kept.changed(r.rss as f64, self.collector.heap_warm());
+        self.rss_before = None;
+        match freeze {
+            Some(true) => {
+                self.rss_at_freeze = Some(r.rss as f64);
+                self.frozen = true;
+                self.freeze_used = true;
+                // A deferred freeze's landing was told to the model before the window was read.
+                if !self.collector.is_frozen() {
+                    self.collector.froze(to.collect);
+                }
+            }
+            Some(false) => {
+                // An unfreeze is for memory: RSS is measured afresh from here, at the
+                // application's own settings (the allocator may keep what the freeze
+                // held), so a later move is judged on what it grows from now.
+                self.frozen = false;
+                self.collector.unfroze();
+                self.kept = Kept::default();
+                self.kept.changed(r.rss as f64, self.collector.heap_warm());
+            }
+            None => {}
         }
     }
 
@@ -588,9 +666,15 @@ impl Controller {
         w
     }
 
-    /// What RSS has grown since neurogc's freeze, while it stands (None where none does).
+    /// What RSS has grown since neurogc's freeze, while it stands (None where none does), over
+    /// the most it had at the application's own settings where that was more: the budget is a
+    /// bound on RSS against the application's own, and RSS that swings with the garbage
+    /// waiting between collections is the application's up to its own peak (an evaluation draw
+    /// frozen at a low point of the swing read +30 MiB "since the freeze" at 0.7x the RSS it
+    /// had at its own settings, and the undo cost a 111 ms full collection).
     fn grown_since_freeze(&self, r: &Reading) -> Option<f64> {
-        self.rss_at_freeze.filter(|_| self.frozen).map(|at| r.rss as f64 - at)
+        let own = self.own_rss.unwrap_or(0.0);
+        self.rss_at_freeze.filter(|_| self.frozen).map(|at| r.rss as f64 - at.max(own))
     }
 
     /// Where a pause budget is missed and a freeze is not a move, why.

@@ -18,6 +18,12 @@ impl Controller {
         if r.idle {
             return Err("idle: no collection and no CPU in this window, nothing to improve".into());
         }
+        if let Some(d) = &self.deferred {
+            return Err(format!(
+                "{}: waiting for the application's next full collection to end, then freezing",
+                d.what
+            ));
+        }
         if !self.collector.ready() {
             return Err(format!("learning the process (window {} of 2)", self.collector.windows()));
         }

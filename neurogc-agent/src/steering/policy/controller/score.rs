@@ -253,21 +253,16 @@ impl Controller {
         let cands = space.candidates();
         let preds = self.predict_all(&cands, learned);
         let slope = self.slowdown();
-        let window_s = self.budgets.window_s();
         let budget_ns = self.budgets.pause_ns();
         let idle = self.collector.idle_share();
         let young_now =
             if r.thresholds == Some(self.current) && !r.idle { r.young_pause_max_ns() } else { 0.0 };
-        // In act mode a collection of neurogc's own is a pause the application would not have
-        // had: offered only where the model puts it no longer than the median of the
-        // application's own full collections measured here (none measured: none offered).
-        // Freezing without one keeps the garbage pending since the last full collection, which
-        // the model counts as memory: least right after one of the application's own, so that
-        // is when such a freeze holds the budgets (nothing extra is paid).
-        let own_pause_ok = self
-            .collector
-            .own_full_median_ns()
-            .is_some_and(|median| self.collector.freeze_collection_ns() <= median);
+        // In act mode neurogc runs no collection of its own: a freeze follows the application's
+        // next full collection (`Deferred`), and keeps only what came since. Where no full
+        // collection of the application's was measured, it freezes now and keeps the garbage
+        // pending since the last one, which the model counts as memory; so too where a deferred
+        // freeze waited in vain.
+        let after_own_full = self.collector.own_full_median_ns().is_some() && !self.deferral_failed;
         let mut out = Vec::new();
         for (c, e) in cands.iter().zip(&preds) {
             let p = &e.p;
@@ -280,7 +275,7 @@ impl Controller {
             // the demo's advice turned over ten times in a minute.
             let collects: &[bool] = match (freezing, self.act) {
                 (false, _) => &[false],
-                (true, true) if own_pause_ok => &[false, true],
+                (true, true) if after_own_full => &[true],
                 (true, true) => &[false],
                 (true, false) => &[true],
             };
@@ -322,28 +317,17 @@ impl Controller {
                     p.pause_ns[g] = p.pause_ns[g].max(floor);
                 }
                 let odds = self.pauses_over(c, &p);
-                let (share, mut worst) = (odds.share, odds.worst_ns);
+                let (share, worst) = (odds.share, odds.worst_ns);
                 // A setting is left only where its pause budget is credibly missed (one standard
                 // deviation); another is entered on its estimate. (Ten windows cannot show a 1%
                 // share: an upper bound would bar every setting with any chance of a long pause.)
-                let mut over = if *c == here { (share - odds.sd).max(0.0) } else { share };
+                let over = if *c == here { (share - odds.sd).max(0.0) } else { share };
                 if freezing && !collect {
                     p.memory_bytes += self.collector.frozen_pending_bytes();
                 }
                 // What RSS measured growing while it, or a setting below it, was in force,
                 // where that was more.
                 p.memory_bytes = p.memory_bytes.max(self.evidence.grown_below(c));
-                // neurogc's own collection is a pause like any other: one window in the model's
-                // horizon, in the budget and in the objective.
-                let mut own_over = 0.0;
-                if *collect && self.act && !self.collector.full_due_anyway(p.next_full_s) {
-                    let pause = self.collector.freeze_collection_ns();
-                    if budget_ns.is_some_and(|b| pause > b) {
-                        own_over = window_s / HORIZON_S;
-                        over += own_over;
-                        worst = worst.max(pause);
-                    }
-                }
                 let mut misses = self.budgets.misses(&p, app_rss);
                 misses.pause = self.budgets.pause_miss(over, worst);
                 // The GC share is judged as pauses are, both ways: the setting in force is left
@@ -374,8 +358,7 @@ impl Controller {
                 // 2,000/10/10 at 1.13x the cost, for a wait that one window's gen1 rounds swung
                 // by 4 ms, and took 1.30x the defaults' time.
                 let wait = idle * p.wait_p99_ns();
-                let pause_cost =
-                    budget_ns.map_or(0.0, |b| PAUSE_WEIGHT * ((share + own_over) * worst + wait) / b);
+                let pause_cost = budget_ns.map_or(0.0, |b| PAUSE_WEIGHT * (share * worst + wait) / b);
                 // Advice stands until another is better by more than a change costs: the
                 // application's setting stays in force, so without this every near tie between
                 // two candidates would turn the advice over window by window.

@@ -511,27 +511,10 @@ impl Collector {
         p
     }
 
-    /// A freeze has two ways, weighed by the controller. After a full collection of neurogc's
-    /// own: the garbage waiting for it is not frozen, and the process pays that collection's
-    /// pause now (`freeze_collection_ns`), unless one is due within two windows anyway
-    /// (`next_full_s`). Without it: no pause, and the garbage among the objects promoted since
-    /// the last full collection is kept for ever (`frozen_pending_bytes`).
-    pub fn full_due_anyway(&self, next_full_s: Option<f64>) -> bool {
-        let window = self.last.map_or(1.0, |r| r.secs);
-        next_full_s.is_some_and(|due| due <= 2.0 * window)
-    }
-
-    /// The pause of a full collection run now, over the whole unfrozen heap.
-    pub fn freeze_collection_ns(&self) -> f64 {
-        let Some([total, pending]) = self.last.and_then(|r| r.long_lived) else {
-            return self.full_pause_ns.or(0.0);
-        };
-        self.full_cost(false) * (total + pending).max(0) as f64 * self.pause_ratio[2].or(1.0)
-    }
-
     /// The median of the application's own full pauses over its unfrozen heap, as measured
-    /// (None before one was seen): a collection of neurogc's own may be no longer (issue: the
-    /// cache service's 459 ms collection before a freeze was its run's p99).
+    /// (None before one was seen): where there is one, a freeze of neurogc's follows the
+    /// application's next full collection rather than a collection of its own (the cache
+    /// service's 459 ms collection before a freeze was its run's p99).
     pub fn own_full_median_ns(&self) -> Option<f64> {
         let mut v = self.own_full_ns.clone();
         v.sort_by(f64::total_cmp);
