@@ -25,6 +25,23 @@ pub fn cache_dir() -> PathBuf {
     std::env::var_os("NEUROGC_CACHE").map_or_else(|| PathBuf::from("/var/cache/neurogc"), PathBuf::from)
 }
 
+/// A folder of the cache that `packages` (pinned) are installed in by `python`'s pip, installed
+/// when missing or when the pins changed.
+pub fn pip_site(name: &str, python: &Path, packages: &[&str]) -> Result<PathBuf> {
+    let dir = cache_dir().join(name);
+    let stamp = dir.join(".packages");
+    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(&packages.join(" ")) {
+        crate::run(
+            Command::new(python)
+                .args(["-m", "pip", "install", "--quiet", "--upgrade", "--target"])
+                .arg(&dir)
+                .args(packages),
+        )?;
+        std::fs::write(&stamp, packages.join(" "))?;
+    }
+    Ok(dir)
+}
+
 /// Builds what is missing and returns the manifest's path.
 pub fn ensure() -> Result<PathBuf> {
     let dir = cache_dir().join("pythons");

@@ -70,6 +70,10 @@ pub struct Options {
     pub python: PathBuf,
     pub out: PathBuf,
     pub half_speed: bool,
+    /// A third arm: act on the analytic model alone (`--model none`).
+    pub ablate: bool,
+    /// Only measure and cache the oracles.
+    pub oracles_only: bool,
 }
 
 /// One measured run of a draw: its score (p99 ms for a service, total s for a batch job), peak
@@ -249,6 +253,8 @@ struct DrawResult {
     oracle: (Config, Score),
     defaults: Vec<Score>,
     act: Vec<Score>,
+    /// Act with `--model none` (the ablation), where it ran.
+    rules: Vec<Score>,
 }
 
 pub fn run(opts: &Options) -> Result<()> {
@@ -265,6 +271,10 @@ pub fn run(opts: &Options) -> Result<()> {
         let desc = describe(&opts.python, seed)?;
         let service = desc["kind"] == "service";
         let (steps, recipes) = oracle(opts, &agent, seed, &desc)?;
+        if opts.oracles_only {
+            eprintln!("draws: {seed:>4} oracle cached ({steps} steps)");
+            continue;
+        }
         // The oracle holds the memory budget too: a recipe that wins by keeping 2x the RSS
         // (freeze + 50000/20/20 on a structure replaced every few seconds) is not one a user
         // with the default budget could take.
@@ -278,13 +288,15 @@ pub fn run(opts: &Options) -> Result<()> {
             .min_by(|a, b| a.1.value.total_cmp(&b.1.value))
             .context("no recipe")?;
         let draw = Draw { python: &opts.python, agent: &agent, seed, steps, service };
-        let (mut defaults, mut act) = (Vec::new(), Vec::new());
+        let mut arms = vec![Config::Defaults, Config::Act];
+        if opts.ablate {
+            arms.push(Config::Rules);
+        }
+        let (mut defaults, mut act, mut rules) = (Vec::new(), Vec::new(), Vec::new());
         for round in 0..opts.rounds {
-            let order = if round % 2 == 0 {
-                [Config::Defaults, Config::Act]
-            } else {
-                [Config::Act, Config::Defaults]
-            };
+            // Each round starts with the next arm, so no arm always runs first or last.
+            let mut order = arms.clone();
+            order.rotate_left(round % arms.len());
             for c in order {
                 let jsonl = opts.out.join(format!("last-{seed}-{}.jsonl", c.short()));
                 let s = run_once(&draw, c, opts.warmup, &jsonl)?;
@@ -297,10 +309,14 @@ pub fn run(opts: &Options) -> Result<()> {
                     s.full,
                     s.longest_ms
                 );
-                if c == Config::Act { act.push(s) } else { defaults.push(s) }
+                match c {
+                    Config::Act => act.push(s),
+                    Config::Rules => rules.push(s),
+                    _ => defaults.push(s),
+                }
             }
         }
-        results.push(DrawResult { seed, desc, oracle: best, defaults, act });
+        results.push(DrawResult { seed, desc, oracle: best, defaults, act, rules });
     }
     // Every run's numbers, for a report made again or read otherwise.
     let raw: Vec<Value> = results
@@ -312,17 +328,14 @@ pub fn run(opts: &Options) -> Result<()> {
                 "oracle": {"recipe": r.oracle.0.short(), "score": r.oracle.1.json()},
                 "defaults": r.defaults.iter().map(Score::json).collect::<Vec<_>>(),
                 "act": r.act.iter().map(Score::json).collect::<Vec<_>>(),
+                "model_none": r.rules.iter().map(Score::json).collect::<Vec<_>>(),
             })
         })
         .collect();
     std::fs::write(opts.out.join("results.json"), serde_json::to_string_pretty(&raw)?)?;
     let report = report(opts, &seeds, &results);
     std::fs::write(opts.out.join("report.md"), &report)?;
-    // A reader that has gone away (`| head -1`) ends the output quietly: the report is on disk.
-    match std::io::stdout().write_all(report.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
-    }
+    crate::bench::write_stdout(&report)
 }
 
 fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
@@ -342,14 +355,19 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
         cpu_model(),
         opts.python.display()
     ));
-    out.push_str("| draw | kind | heap | turnover | oracle | act / defaults | act / oracle | peak RSS act / defaults | longest pause act / defaults |\n");
-    out.push_str("|---|---|---|---|---|---|---|---|---|\n");
+    let ablated = opts.ablate;
+    out.push_str(&format!(
+        "| draw | kind | heap | turnover | oracle | act / defaults | act / oracle |{} peak RSS act / defaults | longest pause act / defaults |\n",
+        if ablated { " model none / oracle |" } else { "" }
+    ));
+    out.push_str(&format!("|---|---|---|---|---|---|---|{}---|---|\n", if ablated { "---|" } else { "" }));
     // Where neither arm paused for a millisecond the collector cannot move a score much, and
     // the two arms' difference is noise: those draws are named, and the distribution is given
     // over the others too. (A pause of act's own where the defaults had none is not noise: an
     // undone freeze's first full collection, 111 ms, on evaluation draw 1006.)
     let mut gc_regrets = Vec::new();
     let (mut regrets, mut harm, mut over) = (Vec::new(), 0, 0);
+    let (mut rules_regrets, mut rules_gc_regrets, mut rules_harm) = (Vec::new(), Vec::new(), 0);
     for r in results {
         let d = median(r.defaults.iter().map(|s| s.value).collect());
         let a = median(r.act.iter().map(|s| s.value).collect());
@@ -358,15 +376,24 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
         let rss_a = r.act.iter().map(|s| s.peak_rss_mib).fold(0.0, f64::max);
         let long_d = r.defaults.iter().map(|s| s.longest_ms).fold(0.0, f64::max);
         let long_a = r.act.iter().map(|s| s.longest_ms).fold(0.0, f64::max);
+        let long_r = r.rules.iter().map(|s| s.longest_ms).fold(0.0, f64::max);
         regrets.push(a / o);
-        let gc = long_d.max(long_a) >= GC_MATTERS_MS;
+        let gc = long_d.max(long_a).max(long_r) >= GC_MATTERS_MS;
         if gc {
             gc_regrets.push(a / o);
+        }
+        let rules = (!r.rules.is_empty()).then(|| median(r.rules.iter().map(|s| s.value).collect()) / o);
+        if let Some(x) = rules {
+            rules_harm += usize::from(x * o > d * HARM);
+            rules_regrets.push(x);
+            if gc {
+                rules_gc_regrets.push(x);
+            }
         }
         harm += usize::from(a > d * HARM);
         over += usize::from(rss_a > rss_bound(rss_d));
         out.push_str(&format!(
-            "| {}{} | {} | {} | {} | {} {:.3} | {:.2}x | {:.2}x | {:.2}x | {:.0} / {:.0} ms |\n",
+            "| {}{} | {} | {} | {} | {} {:.3} | {:.2}x | {:.2}x |{} {:.2}x | {:.0} / {:.0} ms |\n",
             r.seed,
             if gc { "" } else { " (noise)" },
             r.desc["kind"].as_str().unwrap_or("?"),
@@ -376,6 +403,7 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
             r.oracle.1.value,
             a / d,
             a / o,
+            rules.map_or(String::new(), |x| format!(" {x:.2}x |")),
             rss_a / rss_d,
             long_a,
             long_d
@@ -399,5 +427,14 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
         spread(&regrets),
         spread(&gc_regrets)
     ));
+    if ablated {
+        out.push_str(&format!(
+            "\nThe ablation, act on the analytic model alone (`--model none`), run interleaved with \
+             the other two arms: model none / oracle: {}; where either arm pauses for \
+             {GC_MATTERS_MS} ms or more: {}. Worse than the defaults by > 5%: {rules_harm}.\n",
+            spread(&rules_regrets),
+            spread(&rules_gc_regrets)
+        ));
+    }
     out
 }

@@ -7,6 +7,7 @@ pub mod measure;
 mod overhead;
 pub mod plot;
 mod policy;
+mod pyperformance;
 pub mod report;
 pub mod steer;
 
@@ -16,6 +17,16 @@ use anyhow::Result;
 use clap::Subcommand;
 
 use crate::workspace_root;
+
+/// A report to stdout; a reader that has gone away (`| head -1`) ends it quietly, the report
+/// being on disk.
+fn write_stdout(report: &str) -> Result<()> {
+    use std::io::Write;
+    match std::io::stdout().write_all(report.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
 
 #[derive(Subcommand)]
 pub enum Which {
@@ -99,6 +110,18 @@ pub enum Which {
         #[arg(long)]
         half_speed: bool,
     },
+    /// The public pyperformance suite's pure-Python benchmarks, each in one process, under the
+    /// defaults, observe and act (launched under the agent): time against the defaults
+    Pyperformance {
+        /// Interleaved rounds of the three arms
+        #[arg(long, default_value = "3", value_parser = clap::value_parser!(u32).range(1..=100))]
+        rounds: u32,
+        #[arg(long, default_value = "/usr/bin/python3.11")]
+        python: PathBuf,
+        /// Folder for report.md and each run's output
+        #[arg(long, default_value = "target/bench-pyperformance")]
+        out: PathBuf,
+    },
     /// Steering on drawn workloads (workloads/generated/draw.py): each draw's oracle among the
     /// fixed recipes (cached), then interleaved rounds of defaults and act; act / oracle,
     /// harm and memory-budget violations over the draws
@@ -133,6 +156,13 @@ pub enum Which {
         /// A busy loop shares the workload's CPU throughout (about half speed)
         #[arg(long)]
         half_speed: bool,
+        /// Add a third arm, act on the analytic model alone (`--model none`): what the learned
+        /// model earns
+        #[arg(long)]
+        ablate: bool,
+        /// Measure and cache the draws' oracles, and stop (no agent runs)
+        #[arg(long)]
+        oracles_only: bool,
     },
     /// The locust experiment's shape (-u 100 -r 10 --run-time 1m) on the cache service, with
     /// and without the agent: RPS, P95/P99 and GC events
@@ -215,6 +245,8 @@ pub fn run(which: Which) -> Result<()> {
             python,
             out,
             half_speed,
+            ablate,
+            oracles_only,
         } => draws::run(&draws::Options {
             pool,
             sample: sample as usize,
@@ -226,6 +258,13 @@ pub fn run(which: Which) -> Result<()> {
             python,
             out: workspace_root().join(out),
             half_speed,
+            ablate,
+            oracles_only,
+        }),
+        Which::Pyperformance { rounds, python, out } => pyperformance::run(&pyperformance::Options {
+            rounds: rounds as usize,
+            python,
+            out: workspace_root().join(out),
         }),
         Which::Report { collections, rounds } => crate::bench::report::run(collections, rounds),
     }

@@ -127,18 +127,7 @@ const HELD_OUT_PACKAGES: [&str; 5] =
 
 /// The folder the held-out families' packages are installed in (installed when missing).
 pub fn held_out_site() -> Result<PathBuf> {
-    let dir = crate::pythons::cache_dir().join("heldout-site");
-    let stamp = dir.join(".packages");
-    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(&HELD_OUT_PACKAGES.join(" ")) {
-        crate::run(
-            Command::new("python3")
-                .args(["-m", "pip", "install", "--quiet", "--upgrade", "--target"])
-                .arg(&dir)
-                .args(HELD_OUT_PACKAGES),
-        )?;
-        std::fs::write(&stamp, HELD_OUT_PACKAGES.join(" "))?;
-    }
-    Ok(dir)
+    crate::pythons::pip_site("heldout-site", Path::new("python3"), &HELD_OUT_PACKAGES)
 }
 
 /// One stretch of the measured load: its share of the run, rate relative to the workload's, path.
