@@ -147,6 +147,8 @@ pub struct Controller {
     deferred: Option<Deferred>,
     /// A deferred freeze waited in vain: the next one is made at once.
     deferral_failed: bool,
+    /// neurogc undid all it set for memory once (`grown_here`).
+    undone_for_memory: bool,
     /// What was last said about budgets no setting can hold (said once).
     said: Option<String>,
     /// The model's chance of a pause over the budget in the next window, at the setting chosen.
@@ -229,6 +231,7 @@ impl Controller {
             change: None,
             deferred: None,
             deferral_failed: false,
+            undone_for_memory: false,
             said: None,
             expected_over: 0.0,
             work_per_alloc: 1.0,
@@ -382,8 +385,14 @@ impl Controller {
         if let Some(grown) = self.grown_since_freeze(r) {
             return if grown > 0.0 { grown + rising } else { 0.0 };
         }
+        // Once neurogc has undone everything for memory, the process has shown that its RSS
+        // turns with what is left uncollected: growth at a setting of neurogc's is then the
+        // setting's, warm heap or not. An evaluation draw (a 1.3M-dict catalog rebuilt every
+        // 4.7 s by a builder thread) had its freeze undone, was moved to 2000/50/100, and grew
+        // from 1.4 to 2.8 GiB there, 1.8x the defaults' peak, all of it counted as the heap
+        // warming up (a tuning draw of the same shape, 51, had done the same at 5000/50/100).
         let own = self.current == candidates::own(self.cfg(), self.original);
-        if own || !self.collector.heap_warm() {
+        if own || !(self.collector.heap_warm() || self.undone_for_memory) {
             return 0.0;
         }
         let grown = self.kept.grown(r.rss as f64);

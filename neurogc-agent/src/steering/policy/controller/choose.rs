@@ -47,8 +47,13 @@ impl Controller {
         // within a window of 700/10/10 frozen).
         let allowance = self.budgets.memory_allowance(app_rss);
         let own_thresholds = candidates::own(self.cfg(), self.original);
-        let undo_all =
-            now.misses.memory > 0.0 && self.grown_since_freeze(r).is_some_and(|grown| grown > allowance);
+        // So too, once everything was undone for memory, where RSS has grown past the allowance
+        // at thresholds of neurogc's (`grown_here`): the model's memory figures have been wrong
+        // in this process, and the application's own settings are the one place its RSS is its
+        // own (each other setting predicted to hold the budget took the catalog 40 MiB further).
+        let undo_all = now.misses.memory > 0.0
+            && (self.grown_since_freeze(r).is_some_and(|grown| grown > allowance)
+                || (self.undone_for_memory && self.grown_here(r) > allowance));
         if here.frozen && !undo_all {
             scored.retain(|s| s.c.frozen);
         } else if undo_all {
@@ -79,11 +84,13 @@ impl Controller {
         // pause budget set aside kept the draw of tuning seed 1 frozen at 2.9x its own RSS,
         // "no setting does better: staying").
         if undo_all && let Some(own) = scored.first().copied() {
+            self.undone_for_memory = true;
             let why = format!(
-                "memory budget missed at {here} ({}; {}): undoing all neurogc set, the freeze \
-                 included, back to the application's own {}",
+                "memory budget missed at {here} ({}; {}): undoing all neurogc set{}, back to the \
+                 application's own {}",
                 self.rss_words(r),
                 self.figures(&now, cost_now),
+                if here.frozen { ", the freeze included" } else { "" },
                 own.c
             );
             return Ok((choice(own, Some(Budget::Memory), why), unholdable));

@@ -371,6 +371,30 @@ fn a_frozen_setting_whose_rss_grew_past_the_budget_since_the_freeze_undoes_the_f
 }
 
 #[test]
+fn after_an_undo_for_memory_growth_at_neurogcs_thresholds_is_theirs_warm_heap_or_not() {
+    // Frozen at 700/10/10, RSS grew past the allowance: everything is undone. Then, moved to
+    // 2000/50/100 (as a later decision may), RSS climbs 40 MiB a window while no window shows
+    // the heap warm (a catalog rebuilt every few seconds, each old one left to a rarer full
+    // collection). The growth is the setting's: neurogc goes back to the application's own
+    // thresholds within a few windows, not 1.4 GiB later.
+    let gc = GuardConfig { freeze_after_s: Some(0.0), memory_budget: 0.05, ..cfg() };
+    let mut c = frozen_at(gc, [700, 10, 10]);
+    let v = c.decide(&mut analytic, &warm(c.thresholds(), 4, 30 << 20));
+    assert_eq!(v.freeze, Some(false), "{v:?}");
+    c.current = [2000, 50, 100];
+    c.kept.changed(430.0 * 1048576.0, false);
+    let back = (5..=14).find(|&w| {
+        let r = Reading {
+            rss: (430 << 20) + ((w - 4) as u64) * (40 << 20),
+            ..SERVICE.reading(c.thresholds(), w)
+        };
+        let v = c.decide(&mut analytic, &r);
+        v.budget == Some(Budget::Memory) && v.thresholds == [700, 10, 10]
+    });
+    assert!(back.is_some_and(|w| w <= 7), "back at window {back:?}");
+}
+
+#[test]
 fn rss_that_stays_below_its_own_peak_after_a_freeze_is_not_the_freezes() {
     // The application's RSS swung up to 400 MiB at its own settings; the freeze came at a low
     // point of the swing (340 MiB). RSS back at 395 MiB has grown 55 MiB since the freeze, more
