@@ -79,8 +79,9 @@ struct Run {
 
 fn run_once(opts: &Options, agent: &Path, site: &Path, bench: &str, arm: Arm, loops: u64) -> Result<Run> {
     let script = site.join(format!("pyperformance/data-files/benchmarks/bm_{bench}/run_benchmark.py"));
-    let output = opts.out.join(format!("{bench}-{}.json", arm.name()));
-    let jsonl = opts.out.join(format!("{bench}-{}.jsonl", arm.name()));
+    // Each run's own files, kept locally for reading (not committed: .gitignore).
+    let output = opts.out.join("raw").join(format!("{bench}-{}.json", arm.name()));
+    let jsonl = opts.out.join("raw").join(format!("{bench}-{}.jsonl", arm.name()));
     let _ = std::fs::remove_file(&output);
     let worker = |cmd: &mut Command| {
         cmd.args(["-c", "0"]).arg(&opts.python).arg(&script).args([
@@ -149,7 +150,7 @@ fn geomean(v: &[f64]) -> f64 {
 pub fn run(opts: &Options) -> Result<()> {
     let agent = build_release_agent()?;
     let site = site(&opts.python)?;
-    std::fs::create_dir_all(&opts.out)?;
+    std::fs::create_dir_all(opts.out.join("raw"))?;
     // runs[bench][arm]: one Run per round.
     let mut runs: Vec<[Vec<Run>; 3]> = Vec::new();
     let mut loops = Vec::new();
