@@ -85,6 +85,11 @@ pub fn wait_rusage(child: &mut Child) -> Result<(f64, i64)> {
     Ok((secs(usage.ru_utime) + secs(usage.ru_stime), usage.ru_maxrss))
 }
 
+/// The geometric mean of ratios (1 for none).
+pub fn geomean(v: &[f64]) -> f64 {
+    (v.iter().map(|x| x.ln()).sum::<f64>() / v.len().max(1) as f64).exp()
+}
+
 pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     if v.is_empty() { f64::NAN } else { v[v.len() / 2] }

@@ -13,7 +13,10 @@ use std::{
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
-use crate::{bench::measure::cpu_model, build_release_agent};
+use crate::{
+    bench::measure::{cpu_model, geomean},
+    build_release_agent,
+};
 
 /// The suite, pinned, with the pyperf it runs on.
 const PACKAGES: [&str; 2] = ["pyperformance==1.11.0", "pyperf==2.11.0"];
@@ -141,10 +144,6 @@ fn run_once(opts: &Options, agent: &Path, site: &Path, bench: &str, arm: Arm, lo
         })
         .flatten();
     Ok(Run { mean_s: values.iter().sum::<f64>() / values.len() as f64, collections })
-}
-
-fn geomean(v: &[f64]) -> f64 {
-    (v.iter().map(|x| x.ln()).sum::<f64>() / v.len().max(1) as f64).exp()
 }
 
 pub fn run(opts: &Options) -> Result<()> {

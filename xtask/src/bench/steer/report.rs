@@ -247,7 +247,7 @@ fn ablation(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
         );
     }
     if !held_out.is_empty() {
-        let geo = (held_out.iter().map(|r| r.ln()).sum::<f64>() / held_out.len() as f64).exp();
+        let geo = crate::bench::measure::geomean(&held_out);
         let worse = held_out.iter().filter(|r| **r > 1.0).count();
         md += &format!(
             "\nHeld-out families: geometric mean {geo:.3}×; medians worse with the model on {worse} of \
