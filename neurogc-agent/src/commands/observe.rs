@@ -355,7 +355,7 @@ impl Observer<'_> {
                 if collection.r#gen == 2
                     && let Some(s) = steer.as_mut()
                 {
-                    s.full_collection_ended();
+                    s.full_collection_ended(collection.collected);
                 }
             }
             sinks.iter_mut().try_for_each(|s| s.record(&rec))

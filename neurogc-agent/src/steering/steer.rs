@@ -454,10 +454,15 @@ impl Steering {
         Ok(decision)
     }
 
-    /// One of the application's full collections has just ended: a deferred freeze is queued
-    /// now, when the least garbage waits in the heap it moves, with its thresholds.
-    pub fn full_collection_ended(&mut self) {
+    /// One of the application's full collections has just ended, having freed `collected`
+    /// objects: a deferred freeze is queued now, when the least garbage waits in the heap it
+    /// moves, with its thresholds, unless what the collection found dead of the old heap says a
+    /// freeze would keep it turning over (`Controller::deferred_lands`).
+    pub fn full_collection_ended(&mut self, collected: i64) {
         let (Some(armed), Actuator::Ready(h)) = (self.armed.take(), &self.actuator) else { return };
+        if !self.controller.as_mut().is_some_and(|c| c.deferred_lands(collected)) {
+            return;
+        }
         h.send(Command::Freeze { collect: false, objects: armed.objects });
         if self.controller.as_ref().is_some_and(|c| c.thresholds() != armed.thresholds) {
             h.send(Command::Apply(armed.thresholds));

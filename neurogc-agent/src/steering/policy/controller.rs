@@ -33,7 +33,7 @@ use super::{
     budgets::{Budget, Budgets, GuardConfig, Kept, Misses},
     candidates::{self, Space},
     evidence::{Evidence, Observation, below_young},
-    predict::{Candidate, Collector, Correction, FEATURE_COUNT, Prediction, Reading},
+    predict::{Candidate, Collector, Correction, FEATURE_COUNT, HORIZON_S, Prediction, Reading},
     trust::{Trial, Trust},
 };
 use crate::sinks::view::thresholds;
@@ -107,6 +107,18 @@ struct Deferred {
     until_window: u64,
 }
 
+/// How a freeze can be made in act mode, neurogc running no collection of its own.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Deferral {
+    /// After the application's next full collection only.
+    Only,
+    /// After it (due in this many seconds at the setting in force), or at once with the garbage
+    /// pending since the last: the cheaper.
+    Either(f64),
+    /// At once.
+    Never,
+}
+
 /// The decision, before it is put in a verdict.
 struct Choice {
     to: Scored,
@@ -149,6 +161,9 @@ pub struct Controller {
     deferral_failed: bool,
     /// neurogc undid all it set for memory once (`grown_here`).
     undone_for_memory: bool,
+    /// A deferred freeze was dropped for what its full collection found dead of the old heap
+    /// (bytes; `deferred_lands`): said in the next decision.
+    turned_over: Option<f64>,
     /// What was last said about budgets no setting can hold (said once).
     said: Option<String>,
     /// The model's chance of a pause over the budget in the next window, at the setting chosen.
@@ -232,6 +247,7 @@ impl Controller {
             deferred: None,
             deferral_failed: false,
             undone_for_memory: false,
+            turned_over: None,
             said: None,
             expected_over: 0.0,
             work_per_alloc: 1.0,
@@ -261,6 +277,29 @@ impl Controller {
     /// agent queues it then (with the move's thresholds), and while it waits nothing else moves.
     pub fn freeze_deferred(&self) -> bool {
         self.deferred.is_some()
+    }
+
+    /// The application's full collection a deferred freeze waits for has ended, having freed
+    /// `collected` objects: whether the freeze lands now. Not where what it found dead of the old
+    /// heap alone is more than the memory budget allows neurogc's changes to keep: the old heap
+    /// turns over (a structure rebuilt and swapped in), and a freeze would keep each copy it
+    /// replaces (a tuning draw's catalog, frozen once, grew 648 MiB in 16 s). The freeze is
+    /// then dropped, and the next window decides again with that collection measured, whose
+    /// old deaths the model counts in what a freeze keeps.
+    pub fn deferred_lands(&mut self, collected: i64) -> bool {
+        if self.deferred.is_none() {
+            return false;
+        }
+        let app_rss = self.own_rss.or(self.rss_before).unwrap_or(0.0);
+        let turns_over = self
+            .collector
+            .old_found_bytes(collected)
+            .is_some_and(|old| old > self.budgets.memory_allowance(app_rss));
+        if turns_over {
+            self.deferred = None;
+            self.turned_over = self.collector.old_found_bytes(collected);
+        }
+        !turns_over
     }
 
     /// The actuator could not freeze (the main thread did not run the call).
@@ -335,6 +374,27 @@ impl Controller {
         let watched = r.ts_ns.saturating_sub(self.first_ts.unwrap_or(r.ts_ns)) as f64 / 1e9;
         let warm = self.collector.heap_warm() || r.age_s.unwrap_or(watched).max(watched) >= after;
         self.freeze_allowed && !self.freeze_used && warm
+    }
+
+    /// How a freeze of neurogc's can be made in act mode (`Deferral`): after the application's
+    /// next full collection where one of its own has been measured (it will come again), unless
+    /// one deferred already waited in vain; where none has, also so when the counts put the next
+    /// one within half the longest wait at the setting in force, or else at once. The count of
+    /// objects promoted since the last full collection says when that comes before any has been
+    /// seen.
+    fn deferral(&self) -> Deferral {
+        if self.deferral_failed {
+            return Deferral::Never;
+        }
+        if self.collector.own_full_median_ns().is_some() {
+            return Deferral::Only;
+        }
+        let here = Candidate { thresholds: self.current, frozen: self.frozen };
+        let window_s = self.budgets.window_s().max(1e-3);
+        match self.collector.predict(&here, self.frozen).next_full_s {
+            Some(due) if due / window_s <= MAX_FREEZE_WAIT_WINDOWS / 2.0 => Deferral::Either(due),
+            _ => Deferral::Never,
+        }
     }
 
     /// This window as evidence for the setting in force.
@@ -485,7 +545,23 @@ impl Controller {
             gc_budget: self.budgets.share(),
         };
         let effect = self.effect();
-        let (choice, unholdable) = match self.choose(learned, r, here, app_rss, cost_now) {
+        let dropped = self.turned_over.take().map(|b| {
+            format!(
+                "freeze dropped: the full collection it waited for found {:.0} MiB of the old heap \
+                 dead (the heap turns over; frozen, each copy replaced would be kept); ",
+                mib(b)
+            )
+        });
+        let chosen = self.choose(learned, r, here, app_rss, cost_now);
+        let chosen = match (dropped, chosen) {
+            (Some(d), Ok((mut c, u))) => {
+                c.reason.insert_str(0, &d);
+                Ok((c, u))
+            }
+            (Some(d), Err(e)) => Err(d + &e),
+            (None, chosen) => chosen,
+        };
+        let (choice, unholdable) = match chosen {
             Ok(c) => c,
             Err(reason) => {
                 return Verdict {

@@ -258,12 +258,12 @@ impl Controller {
         let young_now =
             if r.thresholds == Some(self.current) && !r.idle { r.young_pause_max_ns() } else { 0.0 };
         // In act mode neurogc runs no collection of its own: a freeze follows the application's
-        // next full collection (`Deferred`), and keeps only what came since. Where no full
-        // collection of the application's was measured, it freezes now and keeps the garbage
-        // pending since the last one, which the model counts as memory; so too where a deferred
-        // freeze waited in vain.
-        let after_own_full = self.collector.own_full_median_ns().is_some() && !self.deferral_failed;
-        let mut out = Vec::new();
+        // next full collection (`Deferred`), and keeps only what came since. Where none of the
+        // application's was measured and none is due soon at the setting in force, it freezes
+        // now and keeps the garbage pending since the last one, which the model counts as
+        // memory; so too where a deferred freeze waited in vain.
+        let deferral = self.deferral();
+        let mut out: Vec<Scored> = Vec::new();
         for (c, e) in cands.iter().zip(&preds) {
             let p = &e.p;
             let (ln_cost, sd, measured) = self.cost(c, p, &preds[0].p, slope);
@@ -273,11 +273,12 @@ impl Controller {
             // always collects first. Weighed window by window against freezing without it
             // (whether a full collection is due anyway turns with the sampled pending count),
             // the demo's advice turned over ten times in a minute.
-            let collects: &[bool] = match (freezing, self.act) {
-                (false, _) => &[false],
-                (true, true) if after_own_full => &[true],
-                (true, true) => &[false],
-                (true, false) => &[true],
+            let collects: &[bool] = match (freezing, self.act, deferral) {
+                (false, ..) => &[false],
+                (true, true, Deferral::Only) => &[true],
+                (true, true, Deferral::Either(_)) => &[false, true],
+                (true, true, Deferral::Never) => &[false],
+                (true, false, _) => &[true],
             };
             for collect in collects {
                 let mut p = *p;
@@ -315,6 +316,15 @@ impl Controller {
                         0.0
                     });
                     p.pause_ns[g] = p.pause_ns[g].max(floor);
+                }
+                // The full collection a deferred freeze waits for is the application's own at
+                // the setting in force: a pause the freeze pays to land, one window in the
+                // horizon (as the first full collection after a freeze is). Where a freeze made at
+                // once holds the memory budget, it spares the process that pause: tuning draw 62
+                // (4.3M objects) was due a 1.4 s full collection 10 s after attach, and frozen at
+                // once paid 21 MiB of pending garbage for never having it.
+                if freezing && *collect && self.act {
+                    p.first_full_ns = p.first_full_ns.max(preds[0].p.pause_ns[2]);
                 }
                 let odds = self.pauses_over(c, &p);
                 let (share, worst) = (odds.share, odds.worst_ns);
@@ -357,7 +367,7 @@ impl Controller {
                 // cost counts already. Counted twice, the ETL batch at half speed moved to
                 // 2,000/10/10 at 1.13x the cost, for a wait that one window's gen1 rounds swung
                 // by 4 ms, and took 1.30x the defaults' time.
-                let wait = idle * p.wait_p99_ns();
+                let wait = idle * p.wait_p99_ns(1.0 - idle);
                 let pause_cost = budget_ns.map_or(0.0, |b| PAUSE_WEIGHT * (share * worst + wait) / b);
                 // Advice stands until another is better by more than a change costs: the
                 // application's setting stays in force, so without this every near tie between
@@ -370,8 +380,18 @@ impl Controller {
                 } else {
                     CHANGE_COST
                 };
-                let objective =
+                let mut objective =
                     ln_cost + pause_cost + MEMORY_WEIGHT * p.memory_bytes / app_rss.max(1.0) + change;
+                // A freeze that waits for the application's full collection earns nothing until
+                // it lands: over the model's horizon, the setting in force's objective for as
+                // long as the wait. Against a freeze made at once, that is what the garbage it
+                // would keep must outweigh.
+                if let (true, true, Deferral::Either(due_s), Some(now)) =
+                    (freezing, *collect, deferral, out.first())
+                {
+                    let waited = due_s.min(HORIZON_S) / HORIZON_S;
+                    objective += waited * (now.objective - objective).max(0.0);
+                }
                 out.push(Scored {
                     c: *c,
                     collect: *collect,

@@ -521,6 +521,21 @@ impl Collector {
         v.get(v.len().saturating_sub(1) / 2).copied()
     }
 
+    /// Bytes of what a full collection of the application's that just freed `collected` objects
+    /// found dead in the old heap (what was there at the last full collection): past the most
+    /// that can have been promoted since (a quarter of the old generation, the collection's own
+    /// trigger, or more where the last reading counted more) and the young generations at the
+    /// thresholds in force. None without the old generation's counters.
+    pub fn old_found_bytes(&self, collected: i64) -> Option<f64> {
+        let r = self.last?;
+        let [total, pending] = r.long_lived?;
+        let t = r.thresholds?;
+        let young = t[0].max(0) as f64 * (t[1].max(0) + 1) as f64;
+        let promoted = (pending.max(0) as f64).max(total.max(0) as f64 / 4.0);
+        let old = (collected.max(0) as f64 - promoted - young).max(0.0);
+        Some(old * self.object_bytes.or(PRIOR_OBJECT_BYTES))
+    }
+
     /// Bytes of garbage a freeze without a collection first keeps for ever.
     pub fn frozen_pending_bytes(&self) -> f64 {
         let pending = self.last.and_then(|r| r.long_lived).map_or(0.0, |[_, p]| p.max(0) as f64);
