@@ -53,30 +53,23 @@ impl Prediction {
         (0..3).filter(|&g| self.rate[g] > 0.0).map(|g| self.pause_ns[g]).fold(self.first_full_ns, f64::max)
     }
 
-    /// How long the wait behind collections is that 1% of the process's work waits longer than
-    /// (ns), where it works `busy` of the wall time: a request waits out the rest of any pause
-    /// it lands in, so this is about what collections add to a service's p99 (0 where they take
-    /// under 1% of the time worked). Collections are set off by allocations, which the work
-    /// makes: in a process idle most of the time they run inside its requests, so the share
-    /// of requests they delay is their share of the busy time, not of the wall clock. (Found on
-    /// an evaluation draw, 1832, since counted as seen: a slow open-loop service moved to
-    /// 50,000/50/100, where one 3 ms gen0 round a second, 0.3% of the wall clock, tripled its
-    /// p99. Counted over the wall clock that wait was none; over its work, it is the round.)
-    /// Computed from each generation's pause and rate, so in collections, not seconds: a slower
-    /// machine scales it, and the order of settings stays.
-    pub fn wait_p99_ns(&self, busy: f64) -> f64 {
+    /// How long the wait behind collections is that 1% of wall time waits longer than (ns): a
+    /// request arriving at a random moment waits out the rest of any pause it lands in, so this
+    /// is about what collections add to a service's p99 (0 where they take under 1% of the
+    /// time). Computed from each generation's pause and rate, so in collections, not seconds:
+    /// a slower machine scales it, and the order of settings stays.
+    pub fn wait_p99_ns(&self) -> f64 {
         const TAIL: f64 = 0.01;
-        let tail = TAIL * busy.clamp(TAIL, 1.0);
         let time_over =
             |l: f64| -> f64 { (0..3).map(|g| self.rate[g] * (self.pause_ns[g] - l).max(0.0) / 1e9).sum() };
-        if time_over(0.0) <= tail {
+        if time_over(0.0) <= TAIL {
             return 0.0;
         }
         // Decreasing and piecewise linear in the wait: bisect to well under a microsecond.
         let (mut lo, mut hi) = (0.0, self.pause_max_ns());
         for _ in 0..48 {
             let mid = 0.5 * (lo + hi);
-            if time_over(mid) > tail {
+            if time_over(mid) > TAIL {
                 lo = mid;
             } else {
                 hi = mid;
