@@ -480,7 +480,13 @@ impl Controller {
             self.deferral_failed = true;
         }
         self.collector.observe(r);
-        if self.collector.heap_warm() {
+        // Growth is a setting's own from the first warm window, or, once neurogc has undone all
+        // it set for memory, from the first window at thresholds of its own again, warm heap or
+        // not (`grown_here`): measured only from a warm window, an evaluation draw's catalog,
+        // never seen warm, grew from 1.2 to 2.7 GiB across three moves after its undo while
+        // every decision said "memory +4 MiB".
+        let own = self.current == candidates::own(self.cfg(), self.original);
+        if self.collector.heap_warm() || (self.undone_for_memory && !own) {
             self.kept.warmed(r.rss as f64);
         }
         let check = check(&before, &self.collector, r);

@@ -395,6 +395,32 @@ fn after_an_undo_for_memory_growth_at_neurogcs_thresholds_is_theirs_warm_heap_or
 }
 
 #[test]
+fn after_an_undo_for_memory_growth_counts_though_no_full_collection_was_ever_seen() {
+    // As above, but the heap was never seen warm (no full collection in any window): what RSS
+    // grows at neurogc's thresholds after the undo is still theirs.
+    let gc = GuardConfig { freeze_after_s: Some(0.0), memory_budget: 0.05, ..cfg() };
+    let mut c = Controller::new(gc, [700, 10, 10], true);
+    c.allow_freeze(true);
+    for w in 1..=3 {
+        c.decide(&mut analytic, &SERVICE.reading([700, 10, 10], w));
+    }
+    (c.deferred, c.current, c.frozen, c.freeze_used) = (None, [700, 10, 10], true, true);
+    c.collector.froze(false);
+    c.kept.changed(400.0 * 1048576.0, false);
+    c.rss_at_freeze = Some(400.0 * 1048576.0);
+    assert!(!c.collector.heap_warm());
+    let undo = c.decide(&mut analytic, &SERVICE.reading(c.thresholds(), 4).with_rss_mib(430));
+    assert_eq!(undo.freeze, Some(false), "{undo:?}");
+    c.current = [2000, 50, 100];
+    let back = (5..=14).find(|&w| {
+        let r = SERVICE.reading(c.thresholds(), w).with_rss_mib(430 + (w as u64 - 4) * 40);
+        let v = c.decide(&mut analytic, &r);
+        v.budget == Some(Budget::Memory) && v.thresholds == [700, 10, 10]
+    });
+    assert!(back.is_some_and(|w| w <= 8), "back at window {back:?}");
+}
+
+#[test]
 fn rss_that_stays_below_its_own_peak_after_a_freeze_is_not_the_freezes() {
     // The application's RSS swung up to 400 MiB at its own settings; the freeze came at a low
     // point of the swing (340 MiB). RSS back at 395 MiB has grown 55 MiB since the freeze, more
