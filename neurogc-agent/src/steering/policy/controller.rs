@@ -291,13 +291,11 @@ impl Controller {
             return false;
         }
         let app_rss = self.own_rss.or(self.rss_before).unwrap_or(0.0);
-        let turns_over = self
-            .collector
-            .old_found_bytes(collected)
-            .is_some_and(|old| old > self.budgets.memory_allowance(app_rss));
+        let old = self.collector.old_found_bytes(collected);
+        let turns_over = old.is_some_and(|old| old > self.budgets.memory_allowance(app_rss));
         if turns_over {
             self.deferred = None;
-            self.turned_over = self.collector.old_found_bytes(collected);
+            self.turned_over = old;
         }
         !turns_over
     }

@@ -580,29 +580,35 @@ fn a_freeze_whose_collection_would_miss_the_pause_budget_is_made_without_it() {
     assert!(c.freeze_deferred() && !c.frozen(), "{verdicts:?}");
 }
 
-/// Freezing allowed at once, and a memory budget with no room for garbage frozen with the heap.
-fn tight_freeze() -> GuardConfig {
-    GuardConfig { freeze_after_s: Some(0.0), memory_limit_bytes: Some((400 << 20) + (1 << 20)), ..cfg() }
+/// `SERVICE` with no full collection measured yet, and the objects promoted since the last a
+/// hair under a quarter of the old generation: the application's own comes within a window or
+/// two.
+fn full_collection_near(c: &Controller, w: i64) -> Reading {
+    let mut r = SERVICE.reading(c.thresholds(), w);
+    r.long_lived = Some([1_000_000, 240_000 + w * 3_000]);
+    r
+}
+
+/// A controller, freezing allowed at once and a memory budget with no room for garbage frozen
+/// with the heap, run on `full_collection_near` until it decides a freeze: the verdict, and
+/// its window.
+fn freeze_decided_near_a_full_collection() -> (Controller, Verdict, i64) {
+    let gc =
+        GuardConfig { freeze_after_s: Some(0.0), memory_limit_bytes: Some((400 << 20) + (1 << 20)), ..cfg() };
+    let mut c = Controller::new(gc, [700, 10, 10], true);
+    c.allow_freeze(true);
+    let (w, v) = (1..=6)
+        .map(|w| (w, c.decide(&mut analytic, &full_collection_near(&c, w))))
+        .find(|(_, v)| v.freeze == Some(true))
+        .expect("a freeze");
+    (c, v, w)
 }
 
 #[test]
 fn a_freeze_waits_for_the_applications_full_collection_the_counts_say_is_near() {
-    // No full collection measured yet, but the objects promoted since the last are a hair under
-    // a quarter of the old generation: the application's own comes within a window or two.
     // Frozen now, the 240,000 pending objects would be kept, and the memory budget has no room
-    // for them; frozen after it, none are.
-    let gc = tight_freeze();
-    let mut c = Controller::new(gc, [700, 10, 10], true);
-    c.allow_freeze(true);
-    let near = |c: &Controller, w: i64| {
-        let mut r = SERVICE.reading(c.thresholds(), w);
-        r.long_lived = Some([1_000_000, 240_000 + w * 3_000]);
-        r
-    };
-    let v = (1..=6)
-        .map(|w| c.decide(&mut analytic, &near(&c, w)))
-        .find(|v| v.freeze == Some(true))
-        .expect("a freeze");
+    // for them; frozen after the application's full collection, none are.
+    let (mut c, v, _) = freeze_decided_near_a_full_collection();
     assert!(v.collect && c.freeze_deferred(), "{v:?}");
     // Where it is further off, a freeze is made at once (the test above).
     // The full collection comes and frees what was promoted since the last and the young
@@ -612,22 +618,14 @@ fn a_freeze_waits_for_the_applications_full_collection_the_counts_say_is_near() 
 
 #[test]
 fn a_deferred_freeze_is_dropped_where_its_full_collection_finds_the_old_heap_turning_over() {
-    let gc = tight_freeze();
-    let mut c = Controller::new(gc, [700, 10, 10], true);
-    c.allow_freeze(true);
-    let near = |c: &Controller, w: i64| {
-        let mut r = SERVICE.reading(c.thresholds(), w);
-        r.long_lived = Some([1_000_000, 240_000 + w * 3_000]);
-        r
-    };
-    let w = (1..=6).find(|w| c.decide(&mut analytic, &near(&c, *w)).freeze == Some(true)).expect("a freeze");
+    let (mut c, _, w) = freeze_decided_near_a_full_collection();
     assert!(c.freeze_deferred());
     // It frees 900,000 objects: 600,000 more than can have been promoted since the last one or
     // be young, some 190 MiB of the 400 MiB heap, past the memory budget. A catalog rebuilt and
     // swapped in: frozen, each copy replaced would be kept.
     assert!(!c.deferred_lands(900_000));
     assert!(!c.freeze_deferred() && !c.frozen());
-    let next = c.decide(&mut analytic, &near(&c, w + 1));
+    let next = c.decide(&mut analytic, &full_collection_near(&c, w + 1));
     assert!(next.reason.starts_with("freeze dropped: the full collection it waited for found"), "{next:?}");
 }
 
