@@ -236,16 +236,17 @@ impl Budgets {
     }
 
     /// Pauses: the budget holds where at most 1% of windows hold a longer pause; past that, the
-    /// miss grows with both the share of windows (`over`) and how far over the longest is.
-    pub fn pause_miss(&self, over: f64, worst_ns: f64) -> f64 {
+    /// miss grows with both the share of windows (`over`) and how far over the pause such a
+    /// window holds is (`Prediction::windows_over`).
+    pub fn pause_miss(&self, over: f64, pause_ns: f64) -> f64 {
         let Some(budget) = self.pause_ns() else { return 0.0 };
-        if over <= HELD_WINDOWS { 0.0 } else { over * worst_ns.max(budget) / budget }
+        if over <= HELD_WINDOWS { 0.0 } else { over * pause_ns.max(budget) / budget }
     }
 
     fn predicted_pause_miss(&self, p: &Prediction) -> f64 {
         let Some(budget) = self.pause_ns() else { return 0.0 };
-        let (windows, worst) = p.windows_over(budget, self.window_s);
-        self.pause_miss(windows, worst)
+        let (windows, pause) = p.windows_over(budget, self.window_s);
+        self.pause_miss(windows, pause)
     }
 
     /// How far a GC share is over its budget, as a fraction of it (0 where it holds).

@@ -72,8 +72,9 @@ pub(super) struct PauseOdds {
     /// The share, model and measurements together, and its standard deviation.
     pub(super) share: f64,
     pub(super) sd: f64,
-    /// The longest pause over the budget, predicted or measured there (ns).
-    pub(super) worst_ns: f64,
+    /// The pause a window over the budget holds, predicted (`Prediction::windows_over`), or
+    /// the longest measured there where that is longer (ns).
+    pub(super) over_ns: f64,
     /// The model's own share, before any evidence.
     pub(super) model_share: f64,
 }
@@ -204,7 +205,7 @@ impl Controller {
     /// what was measured at `c`.
     pub(super) fn pauses_over(&self, c: &Candidate, p: &Prediction) -> PauseOdds {
         let Some(budget) = self.budgets.pause_ns() else { return PauseOdds::default() };
-        let (model_share, worst) = p.windows_over(budget, self.budgets.window_s());
+        let (model_share, pause) = p.windows_over(budget, self.budgets.window_s());
         // The model's chance, scaled by how far off its chances have been, shrunk towards what
         // the settings below this one measured.
         let model = (model_share * self.evidence.over_calibration(c.frozen)).min(1.0);
@@ -219,7 +220,7 @@ impl Controller {
         PauseOdds {
             share,
             sd: (share * (1.0 - share) / (n + 1.0)).sqrt(),
-            worst_ns: worst.max(if over > 0.0 { measured_worst } else { 0.0 }),
+            over_ns: pause.max(if over > 0.0 { measured_worst } else { 0.0 }),
             model_share,
         }
     }
@@ -327,7 +328,7 @@ impl Controller {
                     p.first_full_ns = p.first_full_ns.max(preds[0].p.pause_ns[2]);
                 }
                 let odds = self.pauses_over(c, &p);
-                let (share, worst) = (odds.share, odds.worst_ns);
+                let (share, over_ns) = (odds.share, odds.over_ns);
                 // A setting is left only where its pause budget is credibly missed (one standard
                 // deviation); another is entered on its estimate. (Ten windows cannot show a 1%
                 // share: an upper bound would bar every setting with any chance of a long pause.)
@@ -339,7 +340,7 @@ impl Controller {
                 // where that was more.
                 p.memory_bytes = p.memory_bytes.max(self.evidence.grown_below(c));
                 let mut misses = self.budgets.misses(&p, app_rss);
-                misses.pause = self.budgets.pause_miss(over, worst);
+                misses.pause = self.budgets.pause_miss(over, over_ns);
                 // The GC share is judged as pauses are, both ways: the setting in force is left
                 // only where it credibly misses (one standard error over the windows there; a
                 // window holding a full collection can read 100%), another entered only where it
@@ -368,7 +369,7 @@ impl Controller {
                 // 2,000/10/10 at 1.13x the cost, for a wait that one window's gen1 rounds swung
                 // by 4 ms, and took 1.30x the defaults' time.
                 let wait = idle * p.wait_p99_ns();
-                let pause_cost = budget_ns.map_or(0.0, |b| PAUSE_WEIGHT * (share * worst + wait) / b);
+                let pause_cost = budget_ns.map_or(0.0, |b| PAUSE_WEIGHT * (share * over_ns + wait) / b);
                 // Advice stands until another is better by more than a change costs: the
                 // application's setting stays in force, so without this every near tie between
                 // two candidates would turn the advice over window by window.

@@ -329,6 +329,32 @@ fn the_wait_a_request_has_one_chance_in_a_hundred_of_is_read_from_pauses_and_rat
 }
 
 #[test]
+fn a_one_off_full_collection_weighs_in_the_pause_over_the_budget_by_its_share() {
+    // The test profile frozen on a loaded machine: its full collections, a 100 ms one every
+    // 5 s, after the application's own 750 ms one the freeze waits for, once in the horizon.
+    let frozen = Prediction {
+        pause_ns: [2e6, 3e6, 100e6],
+        rate: [25.0, 2.4, 0.2],
+        first_full_ns: 750e6,
+        ..Prediction::default()
+    };
+    let (share, pause) = frozen.windows_over(20e6, 0.5);
+    let once = 0.5 / HORIZON_S;
+    assert!((share - (0.1 + once)).abs() < 1e-9, "{share}");
+    // Not 750 ms for every such window: 100 ms, and the one-off by its share of them.
+    let expected = (0.1 * 100e6 + once * 750e6) / (0.1 + once);
+    assert!((pause - expected).abs() < 1.0 && pause < 110e6, "{pause}");
+    // Alone, it is that pause, in a share of windows the budget allows.
+    let alone = Prediction { rate: [25.0, 2.4, 0.0], ..frozen };
+    assert_eq!(alone.windows_over(20e6, 0.5), (once, 750e6));
+    // Without it, the longest of the recurring pauses over the budget.
+    let unfrozen =
+        Prediction { pause_ns: [2e6, 30e6, 750e6], rate: [25.0, 0.4, 0.2], first_full_ns: 0.0, ..frozen };
+    let (share, pause) = unfrozen.windows_over(20e6, 0.5);
+    assert!((share - 0.3).abs() < 1e-9 && pause == 750e6, "{share} {pause}");
+}
+
+#[test]
 fn a_full_collection_read_late_finds_no_old_deaths() {
     // The demo service (Debian 3.11): 608k old objects, and every full collection finds its
     // 150k promoted request garbage. One window's reading came just after the collection
