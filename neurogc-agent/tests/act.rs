@@ -47,14 +47,15 @@ fn act_mode_steers_and_sigterm_restores() {
         // is the controller's to weigh with generations 1 and 2: on this 11 MiB target the memory
         // a young generation of 5000 is predicted to keep (+50 to +100 MiB, pessimistic before
         // it is measured) weighs against it, and on a busy machine 2000 came out cheaper (3.9
-        // and 3.10, 2026-11-29).
+        // and 3.10, 2026-11-29), with both CPUs busy besides, 1000 (3.11, 2026-11-29).
         let decided = thresholds(&d);
-        if decided.len() != 3 || !(2000..=5000).contains(&decided[0]) {
+        let larger = |t: i64| t > target.original[0] && t <= 5000;
+        if decided.len() != 3 || !larger(decided[0]) {
             errors.push(format!("{}: unexpected decision {d}", py.name));
         }
         // Within one window (0.5 s) of the decision, the target itself sees the new thresholds.
         match target.reports(&decided, Duration::from_millis(600)) {
-            Some(t) => eprintln!("{}: target saw the change {t:?} after the decision line", py.name),
+            Some(t) => eprintln!("{}: target saw {decided:?} {t:?} after the decision line", py.name),
             None => errors.push(format!("{}: the target never reported {decided:?}", py.name)),
         }
         signal(agent.id(), "-TERM");

@@ -259,10 +259,10 @@ impl Controller {
         let young_now =
             if r.thresholds == Some(self.current) && !r.idle { r.young_pause_max_ns() } else { 0.0 };
         // In act mode neurogc runs no collection of its own: a freeze follows the application's
-        // next full collection (`Deferred`), and keeps only what came since. Where none of the
-        // application's was measured and none is due soon at the setting in force, it freezes
-        // now and keeps the garbage pending since the last one, which the model counts as
-        // memory; so too where a deferred freeze waited in vain.
+        // next full collection (`Deferred`), and keeps only what came since. Where none is due
+        // soon at the setting in force, it freezes now and keeps the garbage pending since the
+        // last one, which the model counts as memory; so too where a deferred freeze waited in
+        // vain.
         let deferral = self.deferral();
         let mut out: Vec<Scored> = Vec::new();
         for (c, e) in cands.iter().zip(&preds) {

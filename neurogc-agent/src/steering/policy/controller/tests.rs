@@ -687,6 +687,32 @@ fn a_freeze_follows_the_applications_own_full_collection_and_no_collection_of_ne
 }
 
 #[test]
+fn a_freeze_waits_for_no_full_collection_the_counts_put_far_off_though_one_was_measured() {
+    // The application ran a full collection in the first window; since then, a handful of
+    // objects promoted of the quarter-million that call the next one.
+    let gc = GuardConfig { freeze_after_s: Some(0.0), pause_budget_ns: None, ..cfg() };
+    let reading = |c: &Controller, w: i64| {
+        let mut r = SERVICE.reading(c.thresholds(), w);
+        if w == 1 {
+            r.collections[2] = 1;
+            (r.pause_p50_ns[2], r.pause_max_ns[2]) = (300e6, 300e6);
+            r.collected_per[2] = 1_000.0;
+        }
+        r.long_lived = Some([1_000_000, 10 * w]);
+        r
+    };
+    let mut c = Controller::new(gc, [700, 10, 10], true);
+    c.allow_freeze(true);
+    let v = (1..=8)
+        .map(|w| c.decide(&mut analytic, &reading(&c, w)))
+        .find(|v| v.freeze == Some(true))
+        .expect("a freeze");
+    // Made at once, with the move it comes with: the few objects pending are all it keeps.
+    assert!(!v.collect && !c.freeze_deferred() && c.frozen(), "{v:?}");
+    assert_eq!(c.thresholds(), v.thresholds);
+}
+
+#[test]
 fn the_learned_model_corrects_every_candidate_in_one_call_once_it_has_come_true_here() {
     let d_ln_t0 = crate::steering::policy::predict::FEATURES.iter().position(|f| *f == "d_ln_t0").unwrap();
     let first_move = |learned: Learned, borne_out: usize| {
