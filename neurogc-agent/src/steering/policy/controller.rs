@@ -30,7 +30,7 @@
 use neurogc_trace::{Check, Effect, Observed, Predicted};
 
 use super::{
-    budgets::{Budget, Budgets, GuardConfig, Kept, Misses},
+    budgets::{Budget, Budgets, GuardConfig, Kept, Misses, OwnGrowth},
     candidates::{self, Space},
     evidence::{Evidence, Observation, below_young},
     predict::{Candidate, Collector, Correction, FEATURE_COUNT, HORIZON_S, Prediction, Reading},
@@ -146,11 +146,15 @@ pub struct Controller {
     first_ts: Option<u64>,
     /// What RSS holds of neurogc's settings since its first change, against the application's.
     kept: Kept,
-    /// RSS in the window neurogc froze: what the freeze keeps can be no more than RSS grew since.
-    rss_at_freeze: Option<f64>,
+    /// RSS in the window neurogc froze, and when (s): what the freeze keeps can be no more than
+    /// RSS grew since, past the application's own growth.
+    rss_at_freeze: Option<(f64, f64)>,
     /// The highest RSS measured while the application's own settings were in force (its
     /// thresholds, nothing frozen by neurogc): what a memory miss is told against.
     own_rss: Option<f64>,
+    /// How RSS grows at the application's own settings, and the last window that told it.
+    own_growth: OwnGrowth,
+    own_window: Option<u64>,
     /// RSS in the last window, where the setting in force was in force in it.
     rss_before: Option<f64>,
     /// The last change, until its effect is reported.
@@ -182,6 +186,11 @@ pub struct Controller {
 
 fn mib(b: f64) -> f64 {
     b / 1048576.0
+}
+
+/// A reading's clock in seconds.
+fn secs(ts_ns: u64) -> f64 {
+    ts_ns as f64 / 1e9
 }
 
 fn predicted(p: &Prediction) -> Predicted {
@@ -242,6 +251,8 @@ impl Controller {
             kept: Kept::default(),
             rss_at_freeze: None,
             own_rss: None,
+            own_growth: OwnGrowth::default(),
+            own_window: None,
             rss_before: None,
             change: None,
             deferred: None,
@@ -335,9 +346,18 @@ impl Controller {
             Some(st) => {
                 let pause = st.pause_max_ms().unwrap_or(0.0);
                 let (n, windows) = st.over_budget();
+                // What the pause budget is missed by where no window measured shows it.
+                let due = match s.p.next_full_s {
+                    Some(due)
+                        if n == 0.0 && s.misses.pause > 0.0 && !s.c.frozen && self.due_miss(&s.p) > 0.0 =>
+                    {
+                        format!("; its {:.0} ms full collection due in {due:.0} s", s.p.pause_ns[2] / 1e6)
+                    }
+                    _ => String::new(),
+                };
                 format!(
                     "measured over {}: longest pause {pause:.1} ms a window (mean){}, GC {:.1}%, \
-                     memory +{memory:.0} MiB",
+                     memory +{memory:.0} MiB{due}",
                     crate::text::plural(s.measured, "collection"),
                     over(pause * 1e6, n / windows.max(1e-9), None),
                     st.gc_share().unwrap_or(s.p.share) * 100.0,
@@ -458,7 +478,7 @@ impl Controller {
         if own || !(self.collector.heap_warm() || self.undone_for_memory) {
             return 0.0;
         }
-        let grown = self.kept.grown(r.rss as f64);
+        let grown = self.kept.grown(r.rss as f64, secs(r.ts_ns), &self.own_growth);
         if grown > 0.0 { grown + rising } else { 0.0 }
     }
 
@@ -490,7 +510,7 @@ impl Controller {
         // every decision said "memory +4 MiB".
         let own = self.current == candidates::own(self.cfg(), self.original);
         if self.collector.heap_warm() || (self.undone_for_memory && !own) {
-            self.kept.warmed(r.rss as f64);
+            self.kept.warmed(r.rss as f64, secs(r.ts_ns));
         }
         let check = check(&before, &self.collector, r);
         let mut here = Candidate { thresholds: self.current, frozen: self.frozen };
@@ -514,6 +534,9 @@ impl Controller {
         let in_force = r.thresholds == Some(self.current);
         if in_force && here == self.own_unfrozen() {
             self.own_rss = Some(self.own_rss.map_or(r.rss as f64, |o| o.max(r.rss as f64)));
+            let next = self.own_window == Some(self.window - 1);
+            self.own_growth.add(secs(r.ts_ns), r.rss as f64, next);
+            self.own_window = Some(self.window);
         }
         let clean = in_force && !r.idle && !self.collector.held_freeze_collection();
         if clean {
@@ -677,11 +700,11 @@ impl Controller {
         self.current = c.thresholds;
         self.trial = Some(Trial { to: c, analytic_share: to.analytic_share, learned: to.learned });
         self.trial_rows = (!to.learned.is_finite()).then_some([here_row, to.row]);
-        self.kept.changed(r.rss as f64, self.collector.heap_warm());
+        self.kept.changed(r.rss as f64, self.collector.heap_warm(), secs(r.ts_ns));
         self.rss_before = None;
         match freeze {
             Some(true) => {
-                self.rss_at_freeze = Some(r.rss as f64);
+                self.rss_at_freeze = Some((r.rss as f64, secs(r.ts_ns)));
                 self.frozen = true;
                 self.freeze_used = true;
                 // A deferred freeze's landing was told to the model before the window was read.
@@ -696,7 +719,7 @@ impl Controller {
                 self.frozen = false;
                 self.collector.unfroze();
                 self.kept = Kept::default();
-                self.kept.changed(r.rss as f64, self.collector.heap_warm());
+                self.kept.changed(r.rss as f64, self.collector.heap_warm(), secs(r.ts_ns));
             }
             None => {}
         }
@@ -756,6 +779,14 @@ impl Controller {
         }
         if let Some(grown) = self.grown_since_freeze(r) {
             w.push_str(&format!("; {:+.0} MiB since the freeze", mib(grown)));
+            let own = self.own_since_freeze(r);
+            if own > 0.0 {
+                w.push_str(&format!(
+                    " past the application's own growth ({:.0} MiB at {:.1} MiB/s)",
+                    mib(own),
+                    mib(self.own_growth.rate())
+                ));
+            }
         }
         w
     }
@@ -766,9 +797,19 @@ impl Controller {
     /// waiting between collections is the application's up to its own peak (an evaluation draw
     /// frozen at a low point of the swing read +30 MiB "since the freeze" at 0.7x the RSS it
     /// had at its own settings, and the undo cost a 111 ms full collection).
+    /// Growth at the application's own pace (`OwnGrowth`) is its own, not the freeze's.
     fn grown_since_freeze(&self, r: &Reading) -> Option<f64> {
         let own = self.own_rss.unwrap_or(0.0);
-        self.rss_at_freeze.filter(|_| self.frozen).map(|at| r.rss as f64 - at.max(own))
+        let growth = self.own_since_freeze(r);
+        self.rss_at_freeze.filter(|_| self.frozen).map(|(at, _)| r.rss as f64 - at.max(own) - growth)
+    }
+
+    /// What RSS grows at the application's own pace since neurogc's freeze (0 where none stands).
+    fn own_since_freeze(&self, r: &Reading) -> f64 {
+        match self.rss_at_freeze.filter(|_| self.frozen) {
+            Some((_, t)) => self.own_growth.over(secs(r.ts_ns) - t),
+            None => 0.0,
+        }
     }
 
     /// Where a pause budget is missed and a freeze is not a move, why.
