@@ -402,13 +402,13 @@ impl Controller {
     /// test profile of cyclic young garbage ran one in its first second and none in the next
     /// ten (73 objects promoted of the 1,800 that call one), and the freeze waited for it with
     /// the move to 5,000/10/10 it came with, a 0.59x cost.
-    fn deferral(&self) -> Deferral {
+    /// `here`: the prediction for the setting in force.
+    fn deferral(&self, here: &Prediction) -> Deferral {
         if self.deferral_failed {
             return Deferral::Never;
         }
-        let here = Candidate { thresholds: self.current, frozen: self.frozen };
         let window_s = self.budgets.window_s().max(1e-3);
-        match self.collector.predict(&here, self.frozen).next_full_s {
+        match here.next_full_s {
             Some(due) if due / window_s <= MAX_FREEZE_WAIT_WINDOWS / 2.0 => {
                 if self.collector.own_full_median_ns().is_some() {
                     Deferral::Only

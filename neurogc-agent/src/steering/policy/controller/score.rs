@@ -226,14 +226,19 @@ impl Controller {
     }
 
     /// The pause budget's miss by the full collection of the unfrozen heap that the counts put
-    /// within the horizon at an unfrozen setting (`p`): one window in the horizon, counted as
-    /// the budgets its pause spans (`Budgets::pause_once_miss`). Counted as a share of windows,
-    /// a long one that is rare holds the budget (a 614 ms one every 3 minutes is 0.6% of
-    /// windows), and no few windows can show it; yet the counts that say it is coming are read,
-    /// not guessed, and only a freeze spares the process it. Offered only where a freeze is
-    /// (`score_all`): where none is, every setting has it coming, and it tells them apart by
-    /// nothing. An evaluation draw's cache service (1.37M objects) stayed at 5,000/50/100,
-    /// "budgets hold", until its own 401 ms full collection came 17 s after attach: its p99.
+    /// within the horizon at the setting in force (`p`, unfrozen): one window in the horizon,
+    /// counted as the budgets its pause spans (`Budgets::pause_once_miss`). Counted as a share
+    /// of windows, a long one that is rare holds the budget (a 614 ms one every 3 minutes is
+    /// 0.6% of windows), and no few windows can show it; yet the counts that say it is coming
+    /// are read, not guessed. It is every unfrozen setting's miss (`score_all`): only a freeze
+    /// spares the process it. Thresholds put it off only in the model, whose objects promoted
+    /// come with gen1 rounds, where a heap's own growth comes whatever their cadence: judged
+    /// each on its own counts, evaluation draw 1832 (a 608k-tuple heap still growing, 50
+    /// requests a second) moved to 50,000/50/100 to put its 113 ms one past the horizon, and
+    /// its young rounds there tripled its p99. Offered only where a freeze is: where none is,
+    /// every setting has it coming, and it tells them apart by nothing. Evaluation draw 1193's
+    /// cache (1.37M objects) stayed at 5,000/50/100, "budgets hold", until its own 401 ms full
+    /// collection came 17 s after attach: its p99.
     pub(super) fn due_miss(&self, p: &Prediction) -> f64 {
         match p.next_full_s {
             Some(due) if due <= HORIZON_S => self.budgets.pause_once_miss(p.pause_ns[2]),
@@ -279,8 +284,9 @@ impl Controller {
         // soon at the setting in force, it freezes now and keeps the garbage pending since the
         // last one, which the model counts as memory; so too where a deferred freeze waited in
         // vain.
-        let deferral = self.deferral();
+        let deferral = self.deferral(&preds[0].p);
         let freeze_offered = !here.frozen && cands.iter().any(|c| c.frozen);
+        let due = if freeze_offered { self.due_miss(&preds[0].p) } else { 0.0 };
         let mut out: Vec<Scored> = Vec::new();
         for (c, e) in cands.iter().zip(&preds) {
             let p = &e.p;
@@ -358,8 +364,8 @@ impl Controller {
                 p.memory_bytes = p.memory_bytes.max(self.evidence.grown_below(c));
                 let mut misses = self.budgets.misses(&p, app_rss);
                 misses.pause = self.budgets.pause_miss(over, over_ns);
-                if freeze_offered && !c.frozen {
-                    misses.pause = misses.pause.max(self.due_miss(&p));
+                if !c.frozen {
+                    misses.pause = misses.pause.max(due);
                 }
                 // The GC share is judged as pauses are, both ways: the setting in force is left
                 // only where it credibly misses (one standard error over the windows there; a
