@@ -30,9 +30,10 @@
 use neurogc_trace::{Check, Effect, Observed, Predicted};
 
 use super::{
-    budgets::{Budget, Budgets, GuardConfig, Kept, Misses, OwnGrowth},
+    budgets::{Budget, Budgets, GuardConfig, Misses},
     candidates::{self, Space},
     evidence::{Evidence, Observation, below_young},
+    growth::{Kept, OwnGrowth},
     predict::{Candidate, Collector, Correction, FEATURE_COUNT, HORIZON_S, Prediction, Reading},
     trust::{Trial, Trust},
 };

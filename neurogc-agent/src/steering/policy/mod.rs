@@ -2,12 +2,14 @@
 //! (`predict`, the analytic model fitted to this process, corrected by the learned ONNX model,
 //! `model`); each setting that has been in force keeps what it measured (`evidence`); the
 //! controller weighs the settings worth considering (`candidates`) and chooses (`controller`);
-//! the budgets say what holds (`budgets`); how far the learned model's corrections have come
+//! the budgets say what holds (`budgets`), against what RSS measured of neurogc's settings
+//! (`growth`); how far the learned model's corrections have come
 //! true for this process weighs them (`trust`).
 pub mod budgets;
 pub mod candidates;
 pub mod controller;
 pub mod evidence;
+pub mod growth;
 pub mod model;
 pub mod predict;
 pub mod trust;
