@@ -350,7 +350,10 @@ impl Controller {
                 // What the pause budget is missed by where no window measured shows it.
                 let due = match s.p.next_full_s {
                     Some(due)
-                        if n == 0.0 && s.misses.pause > 0.0 && !s.c.frozen && self.due_miss(&s.p) > 0.0 =>
+                        if n == 0.0
+                            && s.misses.pause > 0.0
+                            && s.due_miss > 0.0
+                            && s.c == (Candidate { thresholds: self.current, frozen: self.frozen }) =>
                     {
                         format!("; its {:.0} ms full collection due in {due:.0} s", s.p.pause_ns[2] / 1e6)
                     }

@@ -64,6 +64,9 @@ pub(super) struct Scored {
     pub(super) misses: Misses,
     /// ln cost plus the weight of pauses over the budget, memory and the change itself.
     pub(super) objective: f64,
+    /// The pause budget's miss by the setting in force's due full collection, where counted
+    /// (`Controller::due_miss`): what the decision names it by.
+    pub(super) due_miss: f64,
 }
 
 /// A setting's share of windows over the pause budget, estimated.
@@ -432,6 +435,7 @@ impl Controller {
                     row: e.row,
                     misses,
                     objective,
+                    due_miss: if c.frozen { 0.0 } else { due },
                 });
             }
         }

@@ -1178,10 +1178,17 @@ fn a_long_full_collection_the_counts_put_near_misses_the_pause_budget_a_freeze_s
         r.long_lived = Some([1_000_000, 240_000 + w * 400]);
         r
     };
-    let mut c = Controller::new(gc, [700, 10, 100], true);
+    let mut c = Controller::new(gc.clone(), [700, 10, 100], true);
     c.allow_freeze(true);
     let moved = (1..=6).find_map(|w| Some(c.decide(&mut analytic, &reading(&c, w))).filter(|v| v.change));
     let v = moved.expect("a move");
     assert!(v.reason.contains("its 250 ms full collection due in 22 s"), "{v:?}");
     assert!(v.freeze == Some(true) && !v.collect, "{v:?}");
+    // No freeze on offer: every setting has it coming, it is no miss, and no decision names it.
+    let no_freeze = GuardConfig { freeze_after_s: None, ..gc };
+    let mut c = Controller::new(no_freeze, [700, 10, 100], true);
+    for w in 1..=6 {
+        let v = c.decide(&mut analytic, &reading(&c, w));
+        assert!(!v.reason.contains("due in"), "{v:?}");
+    }
 }
