@@ -214,6 +214,20 @@ fn acted(jsonl: &Path) -> Result<bool> {
     Ok(false)
 }
 
+/// Whether an agent arm changed the target in any round.
+fn changed(arm: &[Score]) -> bool {
+    arm.iter().any(|s| s.acted)
+}
+
+/// Whether an agent arm scoring `value` is worse than the defaults' `defaults` by more than
+/// `HARM`, where it changed something: one that changed nothing in any round collected as the
+/// defaults did, and how far its score is from theirs is noise (evaluation draw 1523, whose main
+/// thread slept where the hook is queued, read 0.32x and 1.41x the defaults in two runs of the
+/// same sample), not harm.
+fn harmed(value: f64, defaults: f64, arm: &[Score]) -> bool {
+    value > defaults * HARM && changed(arm)
+}
+
 /// The interpreter's version, for the cache's key (the oracle depends on the build).
 fn version(python: &Path) -> Result<String> {
     let out = Command::new(python).args(["-c", "import sys; print(sys.version.split()[0])"]).output()?;
@@ -415,22 +429,16 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
             gc_regrets.push(a / o);
         }
         let rules = (!r.rules.is_empty()).then(|| median(r.rules.iter().map(|s| s.value).collect()) / o);
-        // As for act below: an arm that changed nothing is noise, not harm.
-        let rules_unchanged = !r.rules.iter().any(|s| s.acted);
         if let Some(x) = rules {
-            rules_harm += usize::from(x * o > d * HARM && !rules_unchanged);
+            rules_harm += usize::from(harmed(x * o, d, &r.rules));
             rules_regrets.push(x);
             if gc {
                 rules_gc_regrets.push(x);
             }
         }
-        // An act arm that changed nothing in any round collected as the defaults did: how far
-        // its score is from theirs is noise (evaluation draw 1523, whose main thread slept
-        // where the hook is queued, read 0.32x and 1.41x the defaults in two runs of the same
-        // sample), not harm.
-        let unchanged = !r.act.iter().any(|s| s.acted);
+        let unchanged = !changed(&r.act);
         unchanged_draws += usize::from(unchanged);
-        harm += usize::from(a > d * HARM && !unchanged);
+        harm += usize::from(harmed(a, d, &r.act));
         over += usize::from(rss_a > rss_bound(rss_d));
         out.push_str(&format!(
             "| {}{} | {} | {} | {} | {} {:.3} | {:.2}x | {:.2}x |{} {:.2}x | {:.0} / {:.0} ms |\n",

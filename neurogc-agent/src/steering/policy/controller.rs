@@ -153,9 +153,8 @@ pub struct Controller {
     /// The highest RSS measured while the application's own settings were in force (its
     /// thresholds, nothing frozen by neurogc): what a memory miss is told against.
     own_rss: Option<f64>,
-    /// How RSS grows at the application's own settings, and the last window that told it.
+    /// How RSS grows at the application's own settings.
     own_growth: OwnGrowth,
-    own_window: Option<u64>,
     /// RSS in the last window, where the setting in force was in force in it.
     rss_before: Option<f64>,
     /// The last change, until its effect is reported.
@@ -253,7 +252,6 @@ impl Controller {
             rss_at_freeze: None,
             own_rss: None,
             own_growth: OwnGrowth::default(),
-            own_window: None,
             rss_before: None,
             change: None,
             deferred: None,
@@ -538,9 +536,7 @@ impl Controller {
         let in_force = r.thresholds == Some(self.current);
         if in_force && here == self.own_unfrozen() {
             self.own_rss = Some(self.own_rss.map_or(r.rss as f64, |o| o.max(r.rss as f64)));
-            let next = self.own_window == Some(self.window - 1);
-            self.own_growth.add(secs(r.ts_ns), r.rss as f64, next);
-            self.own_window = Some(self.window);
+            self.own_growth.add(self.window, secs(r.ts_ns), r.rss as f64);
         }
         let clean = in_force && !r.idle && !self.collector.held_freeze_collection();
         if clean {
@@ -804,8 +800,9 @@ impl Controller {
     /// Growth at the application's own pace (`OwnGrowth`) is its own, not the freeze's.
     fn grown_since_freeze(&self, r: &Reading) -> Option<f64> {
         let own = self.own_rss.unwrap_or(0.0);
-        let growth = self.own_since_freeze(r);
-        self.rss_at_freeze.filter(|_| self.frozen).map(|(at, _)| r.rss as f64 - at.max(own) - growth)
+        self.rss_at_freeze
+            .filter(|_| self.frozen)
+            .map(|(at, _)| r.rss as f64 - at.max(own) - self.own_since_freeze(r))
     }
 
     /// What RSS grows at the application's own pace since neurogc's freeze (0 where none stands).

@@ -36,6 +36,8 @@ pub struct OwnGrowth {
     /// before it: (s, RSS bytes) each.
     run: Vec<(f64, f64)>,
     before: Vec<(f64, f64)>,
+    /// The controller's window that added the last one.
+    last_window: Option<u64>,
 }
 
 /// Windows of the application's own settings a growth rate is read from, at least.
@@ -44,10 +46,12 @@ const GROWTH_WINDOWS: usize = 4;
 const GROWTH_KEPT: usize = 120;
 
 impl OwnGrowth {
-    /// A window at the application's own settings, ending at `t_s` with RSS at `rss`; `next`:
-    /// whether it follows the last one added directly.
-    pub fn add(&mut self, t_s: f64, rss: f64, next: bool) {
-        if !next && !self.run.is_empty() {
+    /// The controller's window `window`, at the application's own settings, ending at `t_s`
+    /// with RSS at `rss`: one that does not follow the last added starts a new run.
+    pub fn add(&mut self, window: u64, t_s: f64, rss: f64) {
+        let next = self.last_window.is_some_and(|w| w + 1 == window);
+        self.last_window = Some(window);
+        if !next {
             if self.run.len() >= GROWTH_WINDOWS {
                 self.before = std::mem::take(&mut self.run);
             }
@@ -164,7 +168,7 @@ mod tests {
         // A cache filling at 7 MiB/s, then at 3 MiB/s, over eight windows at its own settings.
         for w in 0..8 {
             let rss = if w <= 4 { 200.0 + 7.0 * w as f64 } else { 228.0 + 3.0 * (w - 4) as f64 };
-            own.add(w as f64, rss * MIB, true);
+            own.add(w, w as f64, rss * MIB);
         }
         assert!((own.rate() - 3.0 * MIB).abs() < 1.0, "{}", own.rate() / MIB);
         // Credited for no longer than measured: 7 s.
@@ -176,16 +180,16 @@ mod tests {
         // Windows at neurogc's settings break the run; three own ones after them are too few to
         // read a rate from, and the run before still tells it.
         for w in 20..23 {
-            own.add(w as f64, 300.0 * MIB, w > 20);
+            own.add(w, w as f64, 300.0 * MIB);
         }
         assert!((own.rate() - 3.0 * MIB).abs() < 1.0);
         // Four that do not grow: the application's RSS stands still now.
-        own.add(23.0, 300.0 * MIB, true);
+        own.add(23, 23.0, 300.0 * MIB);
         assert_eq!(own.rate(), 0.0);
         // A heap that shrank is credited nothing.
         let mut falling = OwnGrowth::default();
         for w in 0..6 {
-            falling.add(w as f64, (300.0 - w as f64) * MIB, true);
+            falling.add(w, w as f64, (300.0 - w as f64) * MIB);
         }
         assert_eq!(falling.over(10.0), 0.0);
     }
