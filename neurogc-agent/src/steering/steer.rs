@@ -424,11 +424,7 @@ impl Steering {
         }
         if verdict.change {
             match &self.actuator {
-                Actuator::Ready(h) if deferred => {
-                    // The freeze waits; its thresholds, where the controller put them in force.
-                    if controller.thresholds() != before {
-                        h.send(Command::Apply(controller.thresholds()));
-                    }
+                Actuator::Ready(_) if deferred => {
                     self.armed =
                         Some(Armed { thresholds: verdict.thresholds, objects: heap_objects(&window.sample) });
                     decision.requested = true;

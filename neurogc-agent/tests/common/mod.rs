@@ -480,6 +480,13 @@ pub fn act_agent(pid: i32, model: &str, extra: &[&str]) -> (Child, Lines, Lines)
             args.extend([budget, value]);
         }
     }
+    // No freeze unless a test asks for one: a freeze the controller decides once the heap is
+    // warm waits for the target's own next full collection, and its move's thresholds with it
+    // (by design: they could put that collection off). These targets run one seconds apart, or
+    // not at all, and a test waiting 10 s for the move to be applied failed (3.9, 2026-11-29).
+    if !extra.contains(&"--freeze-after") {
+        args.push("--no-freeze");
+    }
     args.extend_from_slice(extra);
     attach_agent(pid, &args, "act agent")
 }

@@ -123,8 +123,6 @@ enum Deferral {
 /// The decision, before it is put in a verdict.
 struct Choice {
     to: Scored,
-    /// A deferred freeze's thresholds, scored unfrozen, where they go in at once (`AtOnce`).
-    first: Option<Scored>,
     /// The setting in force's features (what a move's learned correction is relative to).
     here_row: [f32; FEATURE_COUNT],
     budget: Option<Budget>,
@@ -286,8 +284,7 @@ impl Controller {
     }
 
     /// A freeze is decided and waits for the application's next full collection to end: the
-    /// agent queues it then, with the move's thresholds where they did not go in at once
-    /// (`AtOnce`), and while it waits nothing else moves.
+    /// agent queues it then (with the move's thresholds), and while it waits nothing else moves.
     pub fn freeze_deferred(&self) -> bool {
         self.deferred.is_some()
     }
@@ -617,12 +614,10 @@ impl Controller {
             }
         };
         let to = choice.to.c;
-        // A deferred freeze's thresholds that go in at once (`AtOnce`): act mode only.
-        let first = choice.first.filter(|_| self.act && choice.to.collect);
         // `choose` left the chance of the setting in force; in act mode the next window is the
         // chosen one's (in advise mode the setting in force stays the application's).
         if self.act {
-            self.expected_over = first.as_ref().unwrap_or(&choice.to).q_model;
+            self.expected_over = choice.to.q_model;
         }
         let change = to != here;
         if !self.act {
@@ -637,7 +632,6 @@ impl Controller {
                 thresholds(to.thresholds)
             };
             match freeze {
-                Some(true) if first.is_some() => w.push_str(", freeze after the next full collection"),
                 Some(true) if collect && self.act => w.push_str(" + freeze after the next full collection"),
                 Some(true) if collect => w.push_str(" + collect, freeze"),
                 Some(true) => w.push_str(" + freeze"),
@@ -653,21 +647,13 @@ impl Controller {
                 // neurogc's, and only what came since is frozen with the heap (the cache
                 // service's collection of neurogc's own, 459 ms, was its run's p99; a draw of the
                 // generator's evaluation pool paid 161 ms for one). It waits about as long as
-                // the model puts that collection off, twice over. Its thresholds go in now where
-                // they hold what the setting in force holds (`AtOnce`): the wait is theirs.
-                let mut here_row = choice.here_row;
-                let mut what = what;
-                if let Some(u) = &first {
-                    self.enter(r, &o, here, u, choice.here_row, what);
-                    (here, here_row) = (u.c, u.row);
-                    what = format!("{} + freeze", thresholds(to.thresholds));
-                }
+                // the model puts that collection off, twice over.
                 let due = self.collector.predict(&here, false).next_full_s.unwrap_or(f64::INFINITY);
                 let wait =
                     (2.0 * due / self.budgets.window_s().max(1e-3)).clamp(2.0, MAX_FREEZE_WAIT_WINDOWS);
                 self.deferred = Some(Deferred {
                     to: choice.to,
-                    here_row,
+                    here_row: choice.here_row,
                     what,
                     until_window: self.window + wait.ceil() as u64,
                 });

@@ -32,7 +32,6 @@ impl Controller {
         debug_assert_eq!(now.c, here);
         self.expected_over = now.q_model;
         self.measured_memory(&mut now, cost_now, app_rss);
-        let at_once = AtOnce { scored: scored.clone(), here: now.misses };
         // An unfreeze is a move for memory alone: it puts the whole heap back into full
         // collections, the longest pauses there are, and neurogc cannot freeze again. So it
         // waits for the memory to be measured: RSS grown since the freeze past the allowance
@@ -75,7 +74,6 @@ impl Controller {
         let given_up = self.give_up(&unholdable, &now, &scored);
         let here_row = now.row;
         let choice = |to: Scored, budget: Option<Budget>, reason: String| Choice {
-            first: at_once.thresholds_of(&to, here),
             to,
             here_row,
             budget,
@@ -284,28 +282,4 @@ fn least_missing<'a>(set: impl Iterator<Item = &'a Scored>) -> Option<&'a Scored
             .unwrap_or(std::cmp::Ordering::Equal)
             .then(a.objective.total_cmp(&b.objective))
     })
-}
-
-/// What of a deferred freeze's move goes in at once: its thresholds, where they miss no budget
-/// by more than the setting in force or the move itself does. A freeze waits for the
-/// application's full collection; its thresholds need not. Held back with it, they waited for a
-/// full collection that did not come in ten seconds (an act test's target on 3.9, 2026-11-29),
-/// and nothing moved meanwhile.
-struct AtOnce {
-    /// Every candidate scored but the setting in force, before any was ruled out.
-    scored: Vec<Scored>,
-    /// The setting in force's misses, as measured.
-    here: Misses,
-}
-
-impl AtOnce {
-    fn thresholds_of(&self, to: &Scored, here: Candidate) -> Option<Scored> {
-        if !(to.collect && to.c.frozen && !here.frozen) || to.c.thresholds == here.thresholds {
-            return None;
-        }
-        let twin = Candidate { thresholds: to.c.thresholds, frozen: false };
-        let u = self.scored.iter().find(|s| s.c == twin)?;
-        let (k, h, t) = (u.misses.key(), self.here.key(), to.misses.key());
-        (0..3).all(|i| k[i] <= h[i].max(t[i]) + 1e-12).then_some(*u)
-    }
 }
