@@ -361,16 +361,6 @@ impl Controller {
                 let over = if *c == here { (share - odds.sd).max(0.0) } else { share };
                 if freezing && !collect {
                     p.memory_bytes += self.collector.frozen_pending_bytes();
-                    // Made before any of the application's full collections was seen, it may
-                    // keep the whole old heap (`Collector::unmeasured_turnover_bytes`): an
-                    // evaluation draw rebuilding a 1.2M-object catalog every few seconds,
-                    // frozen at once 2 s after attach, kept the replaced copy (+145 MiB within a
-                    // second of the rebuild), and the undo's first full collection stopped it
-                    // for 1.6 s. A freeze that waits for that collection is checked by it
-                    // (`Controller::deferred_lands`).
-                    if let Some(heap) = self.collector.unmeasured_turnover_bytes() {
-                        p.memory_bytes = p.memory_bytes.max(heap);
-                    }
                 }
                 // What RSS measured growing while it, or a setting below it, was in force,
                 // where that was more.

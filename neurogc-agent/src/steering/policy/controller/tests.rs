@@ -583,30 +583,12 @@ fn a_freeze_whose_collection_would_miss_the_pause_budget_is_made_without_it() {
     let gc = GuardConfig { freeze_after_s: Some(0.0), ..cfg() };
     let mut c = Controller::new(gc.clone(), [700, 10, 10], true);
     c.allow_freeze(true);
-    // No full collection of the application's seen yet: what a freeze keeps of the old heap
-    // is unknown (it may turn over whole), so none is made at once; one waits for it.
     let froze = (1..=6).find_map(|w| {
         let v = c.decide(&mut analytic, &SERVICE.reading(c.thresholds(), w));
         (v.freeze == Some(true)).then_some(v)
     });
-    let v = froze.expect("a freeze");
-    assert!(v.collect && c.freeze_deferred() && !c.frozen(), "{v:?}");
-    // Seen once (window 1), with next to nothing promoted since: the next is far off, and one
-    // of neurogc's own now would stop the process for 250 ms, where freezing the pending
-    // objects with the heap costs a few MiB.
-    let mut c = Controller::new(gc.clone(), [700, 10, 10], true);
-    c.allow_freeze(true);
-    let froze = (1..=6).find_map(|w| {
-        let mut r = SERVICE.reading(c.thresholds(), w);
-        r.long_lived = Some([1_000_000, 10 * w]);
-        if w == 1 {
-            r.collections[2] = 1;
-            (r.pause_p50_ns[2], r.pause_max_ns[2]) = (250e6, 250e6);
-            r.collected_per[2] = 1_000.0;
-        }
-        let v = c.decide(&mut analytic, &r);
-        (v.freeze == Some(true)).then_some(v)
-    });
+    // The next full collection is far off: one of neurogc's own now would stop the process
+    // for 250 ms, where freezing the pending objects with the heap costs a few MiB.
     let v = froze.expect("frozen");
     assert!(!v.collect && v.what.as_deref().is_some_and(|w| w.ends_with(" + freeze")), "{v:?}");
     // A memory budget too small for the pending garbage, and no full collection of the
@@ -1063,8 +1045,7 @@ fn a_setting_of_neurogcs_stays_only_while_the_evidence_says_it_is_cheaper() {
     for w in 1..=40 {
         settings.push((c.thresholds(), c.frozen()));
         let mut r = p.reading(c.thresholds(), w);
-        // A freeze waiting for the application's full collection lands with it.
-        if c.frozen() || c.freeze_deferred() {
+        if c.frozen() {
             // The old generation frozen: full collections walk what came since.
             r.long_lived = Some([10_000, 1_000]);
             r.freeze_count = Some(1_000_000);
@@ -1188,9 +1169,8 @@ fn a_long_full_collection_the_counts_put_near_misses_the_pause_budget_a_freeze_s
     // promoted a gen1 round), and the counts put the next 22 s off. As a share of windows it
     // held the 10 ms budget, nothing was credibly cheaper than staying, and it came. It is 25
     // budgets long, in the horizon for certain: every unfrozen setting misses the budget
-    // (rarer gen1 rounds put it off only in the model), and the heap is frozen as it ends: none
-    // of the application's full collections has been seen, so what a freeze made before it
-    // would keep of the old heap is unknown.
+    // (rarer gen1 rounds put it off only in the model), and the heap is frozen at once, before
+    // it, for the pending garbage the memory budget allows.
     let gc = GuardConfig { freeze_after_s: Some(0.0), gc_budget: None, gc_at_attach: false, ..cfg() };
     let few = Process { promoted: 10.0, mutator_ns: 5_000.0, ..SERVICE };
     let reading = |c: &Controller, w: i64| {
@@ -1203,7 +1183,7 @@ fn a_long_full_collection_the_counts_put_near_misses_the_pause_budget_a_freeze_s
     let moved = (1..=6).find_map(|w| Some(c.decide(&mut analytic, &reading(&c, w))).filter(|v| v.change));
     let v = moved.expect("a move");
     assert!(v.reason.contains("its 250 ms full collection due in 22 s"), "{v:?}");
-    assert!(v.freeze == Some(true) && v.collect, "{v:?}");
+    assert!(v.freeze == Some(true) && !v.collect, "{v:?}");
     // No freeze on offer: every setting has it coming, it is no miss, and no decision names it.
     let no_freeze = GuardConfig { freeze_after_s: None, ..gc };
     let mut c = Controller::new(no_freeze, [700, 10, 100], true);

@@ -536,20 +536,6 @@ impl Collector {
         Some(old * self.object_bytes.or(PRIOR_OBJECT_BYTES))
     }
 
-    /// The old heap a freeze would hold (bytes), where no full collection of the application's
-    /// has been seen on its unfrozen heap: what the freeze keeps of it is what dies of it later,
-    /// which only such a collection measures (what it finds dead of the old heap). Until then
-    /// the old heap may turn over whole (a catalog rebuilt and swapped in), and the freeze would
-    /// keep every copy it replaces. None once one has been seen, or without the old
-    /// generation's counters.
-    pub fn unmeasured_turnover_bytes(&self) -> Option<f64> {
-        if !self.own_full_ns.is_empty() {
-            return None;
-        }
-        let [total, _] = self.last?.long_lived?;
-        Some(total.max(0) as f64 * self.object_bytes.or(PRIOR_OBJECT_BYTES))
-    }
-
     /// Bytes of garbage a freeze without a collection first keeps for ever.
     pub fn frozen_pending_bytes(&self) -> f64 {
         let pending = self.last.and_then(|r| r.long_lived).map_or(0.0, |[_, p]| p.max(0) as f64);
