@@ -85,6 +85,16 @@ impl Controller {
         // "no setting does better: staying").
         if undo_all && let Some(own) = scored.first().copied() {
             self.undone_for_memory = true;
+            // What RSS grew under the freeze past the application's own pace is its old heap
+            // dying, kept there; unfrozen, it is garbage until a full collection finds it, so a
+            // setting that puts those off holds it the longer. The counts had not shown it:
+            // after their undo, evaluation draws rebuilding a catalog moved to 100,000/10/10
+            // and 20,000/50/100 (predicted to keep 0 MiB) or 1,000/50/100 (44 MiB), which grew
+            // RSS 373 MiB in 4 s; 2,000/20/100 after it ran a 1.9 s full collection.
+            if let (Some(grown), Some((_, t))) = (self.grown_since_freeze(r), self.rss_at_freeze) {
+                let secs = (secs(r.ts_ns) - t).max(self.budgets.window_s());
+                self.collector.learn_turnover(grown.max(0.0) / secs);
+            }
             let why = format!(
                 "memory budget missed at {here} ({}; {}): undoing all neurogc set{}, back to the \
                  application's own {}",

@@ -371,6 +371,32 @@ fn a_frozen_setting_whose_rss_grew_past_the_budget_since_the_freeze_undoes_the_f
 }
 
 #[test]
+fn an_undo_for_memory_teaches_the_model_that_the_old_heap_turns_over() {
+    // Frozen at 700/10/10, RSS grew 30 MiB in 4 s past the allowance: the old heap dies at
+    // about 7.5 MiB/s, which its full collections (finding little) had not shown. Undone, a
+    // setting that puts full collections off holds that garbage the longer, and says so.
+    let gc = GuardConfig { freeze_after_s: Some(0.0), memory_budget: 0.05, ..cfg() };
+    let mut c = frozen_at(gc, [700, 10, 10]);
+    let rarer = Candidate { thresholds: [20_000, 50, 100], frozen: false };
+    // The same collector told the same windows, but not of the undo's reason.
+    let mut unlearned = c.collector.clone();
+    let undone = warm(c.thresholds(), 4, 30 << 20);
+    let v = c.decide(&mut analytic, &undone);
+    assert_eq!(v.freeze, Some(false), "{v:?}");
+    // A window at its own settings, whose full collection the counts put 45 s off.
+    let r = Reading { rss: 430 << 20, ..SERVICE.reading(c.thresholds(), 5) };
+    c.decide(&mut analytic, &r);
+    unlearned.observe(&undone);
+    unlearned.unfroze();
+    unlearned.observe(&r);
+    let before = unlearned.predict(&rarer, false).memory_bytes;
+    let after = c.collector.predict(&rarer, false).memory_bytes;
+    assert!(after > before + 100.0 * 1048576.0, "{before} -> {after}");
+    let own = Candidate { thresholds: [700, 10, 10], frozen: false };
+    assert_eq!(c.collector.predict(&own, false).memory_bytes, 0.0);
+}
+
+#[test]
 fn after_an_undo_for_memory_growth_at_neurogcs_thresholds_is_theirs_warm_heap_or_not() {
     // Frozen at 700/10/10, RSS grew past the allowance: everything is undone. Then, moved to
     // 2000/50/100 (as a later decision may), RSS climbs 40 MiB a window while no window shows

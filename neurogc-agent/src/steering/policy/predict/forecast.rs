@@ -128,7 +128,10 @@ impl Collector {
         let deferred_young = (t0 - original[0] as f64).max(0.0).min(alloc * HORIZON_S);
         let young_cost = deferred_young * self.young_bytes.or(bytes * self.young_garbage.or(0.5));
         let per_round = self.old_garbage.or(0.0) / self.gen1_rate.or(0.0).max(1e-3);
-        let garbage = per_round * r1;
+        // An old heap seen turning over (`Collector::learn_turnover`) dies whatever the cadence
+        // of gen1 rounds: a replaced catalog waits for the next full collection whole.
+        let turnover = self.turnover_bytes / bytes;
+        let garbage = (per_round * r1).max(turnover);
         let own = Candidate { thresholds: original, frozen: false };
         let own_r1 = alloc / original[0].max(1) as f64 / (original[1].max(1) as f64 + 1.0);
         let r2_own = self.full(&own, false, own_r1, original[2].max(1) as f64, &r).rate;
@@ -148,7 +151,7 @@ impl Collector {
         // graph of a step: 2,000/10/10 frozen, predicted +8 MiB so, promoted as much garbage a
         // second as 700/10/10 and held 15 MiB more, for the rest of the run). Its upper bound
         // keeps the flow full collections find now.
-        let deferred_upper = garbage.max(self.old_garbage.or(0.0)) * held_longer;
+        let deferred_upper = garbage.max(self.old_garbage.or(0.0)).max(turnover) * held_longer;
         // A frozen heap keeps the old objects that die later; freezing now also keeps the garbage
         // among the objects promoted since the last full collection, unless one runs first
         // (the controller adds it to the freeze), and a freeze made so keeps it while it holds

@@ -106,6 +106,10 @@ pub struct Collector {
     /// The share of a young generation that is garbage when it is collected: what a larger one
     /// holds on to (acyclic garbage is freed at once whatever the thresholds).
     young_garbage: Avg,
+    /// Bytes a second of the old heap seen dying under neurogc's freeze (`learn_turnover`): old
+    /// garbage that unfrozen, the application's full collections find, however few of them the
+    /// windows before had shown.
+    turnover_bytes: f64,
     /// The last full pause seen, for builds without long-lived counters.
     full_pause_ns: Avg,
     /// The longest full pause of each window in which the application's own full collections
@@ -384,6 +388,15 @@ impl Collector {
             }
         }
         self.last = Some(*r);
+    }
+
+    /// RSS grew `bytes_per_s` past the application's own pace while neurogc's freeze stood, and
+    /// the freeze was undone for it: the old heap turns over at that pace (a catalog rebuilt and
+    /// swapped in), the most measured counts.
+    pub fn learn_turnover(&mut self, bytes_per_s: f64) {
+        if bytes_per_s.is_finite() {
+            self.turnover_bytes = self.turnover_bytes.max(bytes_per_s);
+        }
     }
 
     /// A change of threshold0 by `delta_t0` moved RSS by `delta_rss` bytes: what a young object

@@ -385,3 +385,22 @@ fn costs_are_learned_from_the_process() {
     assert!(p.next_full_s.unwrap() > 60.0, "a quarter of the old generation must be new first: {p:?}");
     assert!(c.full_ns.or(0.0) < 150.0, "{:?}", c.full_ns);
 }
+
+#[test]
+fn an_old_heap_seen_turning_over_is_garbage_that_rarer_full_collections_hold() {
+    // Undone for memory, the freeze showed the old heap dying at 20 MiB/s: what the counts,
+    // a few objects promoted a round, had not. Unfrozen, it waits for a full collection.
+    let mut c = warm();
+    let own = Candidate { thresholds: [700, 10, 10], frozen: false };
+    let rarer = Candidate { thresholds: [20_000, 50, 100], frozen: false };
+    let before = c.predict(&rarer, false);
+    c.learn_turnover(20.0 * 1048576.0);
+    let after = c.predict(&rarer, false);
+    // Its full collections come so much later that what dies meanwhile waits the longer.
+    let later = after.next_full_s.unwrap_or(HORIZON_S).min(HORIZON_S)
+        - c.predict(&own, false).next_full_s.unwrap_or(HORIZON_S).min(HORIZON_S);
+    assert!(later > 10.0, "{after:?}");
+    assert!(after.memory_bytes > before.memory_bytes + 100.0 * 1048576.0, "{before:?} -> {after:?}");
+    // The application's own settings hold none of it: it is theirs.
+    assert_eq!(c.predict(&own, false).memory_bytes, 0.0);
+}
