@@ -157,6 +157,9 @@ pub struct Controller {
     own_growth: OwnGrowth,
     /// RSS in the last window, where the setting in force was in force in it.
     rss_before: Option<f64>,
+    /// RSS in the last window, whatever was in force, and how much it rose in this one.
+    last_rss: Option<f64>,
+    rss_rise: f64,
     /// The last change, until its effect is reported.
     change: Option<Change>,
     /// A freeze waiting for the application's next full collection to end (`Deferred`).
@@ -253,6 +256,8 @@ impl Controller {
             own_rss: None,
             own_growth: OwnGrowth::default(),
             rss_before: None,
+            last_rss: None,
+            rss_rise: 0.0,
             change: None,
             deferred: None,
             deferral_failed: false,
@@ -505,6 +510,8 @@ impl Controller {
             self.deferral_failed = true;
         }
         self.collector.observe(r);
+        self.rss_rise = self.last_rss.map_or(0.0, |b| (r.rss as f64 - b).max(0.0));
+        self.last_rss = Some(r.rss as f64);
         // Growth is a setting's own from the first warm window, or, once neurogc has undone all
         // it set for memory, from the first window at thresholds of its own again, warm heap or
         // not (`grown_here`): measured only from a warm window, an evaluation draw's catalog,

@@ -362,6 +362,14 @@ impl Controller {
                 if freezing && !collect {
                     p.memory_bytes += self.collector.frozen_pending_bytes();
                 }
+                // What RSS rose by in this window may be a replacement in the making (a catalog
+                // rebuilt while the old one serves): frozen now, what it replaces is kept. A
+                // tuning draw, frozen in the window its RSS rose from 190 to 255 MiB, grew to
+                // 563 MiB by its next rebuild (1.34x the defaults' peak). A freeze waits for a
+                // window in which less arrived than it may keep.
+                if freezing {
+                    p.memory_bytes = p.memory_bytes.max(self.rss_rise);
+                }
                 // What RSS measured growing while it, or a setting below it, was in force,
                 // where that was more.
                 p.memory_bytes = p.memory_bytes.max(self.evidence.grown_below(c));

@@ -767,6 +767,29 @@ fn a_freeze_waits_for_no_full_collection_the_counts_put_far_off_though_one_was_m
 }
 
 #[test]
+fn no_freeze_is_made_in_a_window_whose_rss_rose_more_than_the_freeze_may_keep() {
+    // As above, a freeze is due at once; but RSS rises 150 MiB a window for four windows (a
+    // structure being rebuilt beside the one in use), then holds. While it rises, a freeze
+    // would keep what the new one replaces: it waits for a window in which RSS held.
+    let gc = GuardConfig { freeze_after_s: Some(0.0), pause_budget_ns: None, ..cfg() };
+    let reading = |c: &Controller, w: i64| {
+        let mut r = SERVICE.reading(c.thresholds(), w);
+        if w == 1 {
+            r.collections[2] = 1;
+            (r.pause_p50_ns[2], r.pause_max_ns[2]) = (300e6, 300e6);
+            r.collected_per[2] = 1_000.0;
+        }
+        r.long_lived = Some([1_000_000, 10 * w]);
+        r.rss = (400 << 20) + (w.min(5) as u64) * (150 << 20);
+        r
+    };
+    let mut c = Controller::new(gc, [700, 10, 10], true);
+    c.allow_freeze(true);
+    let froze = (1..=10).find(|&w| c.decide(&mut analytic, &reading(&c, w)).freeze == Some(true));
+    assert!(froze.is_some_and(|w| w >= 6), "frozen in window {froze:?}");
+}
+
+#[test]
 fn the_learned_model_corrects_every_candidate_in_one_call_once_it_has_come_true_here() {
     let d_ln_t0 = crate::steering::policy::predict::FEATURES.iter().position(|f| *f == "d_ln_t0").unwrap();
     let first_move = |learned: Learned, borne_out: usize| {
