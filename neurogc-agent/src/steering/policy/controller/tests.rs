@@ -740,25 +740,26 @@ fn a_freeze_follows_the_applications_own_full_collection_and_no_collection_of_ne
     assert!(dropped.is_some(), "still waiting after {MAX_FREEZE_WAIT_WINDOWS} windows");
 }
 
+/// `SERVICE` whose application ran a full collection (300 ms) in the first window; since then,
+/// a handful of objects promoted of the quarter-million that call the next one.
+fn full_collection_long_ago(c: &Controller, w: i64) -> Reading {
+    let mut r = SERVICE.reading(c.thresholds(), w);
+    if w == 1 {
+        r.collections[2] = 1;
+        (r.pause_p50_ns[2], r.pause_max_ns[2]) = (300e6, 300e6);
+        r.collected_per[2] = 1_000.0;
+    }
+    r.long_lived = Some([1_000_000, 10 * w]);
+    r
+}
+
 #[test]
 fn a_freeze_waits_for_no_full_collection_the_counts_put_far_off_though_one_was_measured() {
-    // The application ran a full collection in the first window; since then, a handful of
-    // objects promoted of the quarter-million that call the next one.
     let gc = GuardConfig { freeze_after_s: Some(0.0), pause_budget_ns: None, ..cfg() };
-    let reading = |c: &Controller, w: i64| {
-        let mut r = SERVICE.reading(c.thresholds(), w);
-        if w == 1 {
-            r.collections[2] = 1;
-            (r.pause_p50_ns[2], r.pause_max_ns[2]) = (300e6, 300e6);
-            r.collected_per[2] = 1_000.0;
-        }
-        r.long_lived = Some([1_000_000, 10 * w]);
-        r
-    };
     let mut c = Controller::new(gc, [700, 10, 10], true);
     c.allow_freeze(true);
     let v = (1..=8)
-        .map(|w| c.decide(&mut analytic, &reading(&c, w)))
+        .map(|w| c.decide(&mut analytic, &full_collection_long_ago(&c, w)))
         .find(|v| v.freeze == Some(true))
         .expect("a freeze");
     // Made at once, with the move it comes with: the few objects pending are all it keeps.
@@ -772,16 +773,9 @@ fn no_freeze_is_made_in_a_window_whose_rss_rose_more_than_the_freeze_may_keep() 
     // structure being rebuilt beside the one in use), then holds. While it rises, a freeze
     // would keep what the new one replaces: it waits for a window in which RSS held.
     let gc = GuardConfig { freeze_after_s: Some(0.0), pause_budget_ns: None, ..cfg() };
-    let reading = |c: &Controller, w: i64| {
-        let mut r = SERVICE.reading(c.thresholds(), w);
-        if w == 1 {
-            r.collections[2] = 1;
-            (r.pause_p50_ns[2], r.pause_max_ns[2]) = (300e6, 300e6);
-            r.collected_per[2] = 1_000.0;
-        }
-        r.long_lived = Some([1_000_000, 10 * w]);
-        r.rss = (400 << 20) + (w.min(5) as u64) * (150 << 20);
-        r
+    let reading = |c: &Controller, w: i64| Reading {
+        rss: (400 << 20) + (w.min(5) as u64) * (150 << 20),
+        ..full_collection_long_ago(c, w)
     };
     let mut c = Controller::new(gc, [700, 10, 10], true);
     c.allow_freeze(true);
