@@ -353,10 +353,7 @@ impl Controller {
                 // What the pause budget is missed by where no window measured shows it.
                 let due = match s.p.next_full_s {
                     Some(due)
-                        if n == 0.0
-                            && s.misses.pause > 0.0
-                            && s.due_miss > 0.0
-                            && s.c == (Candidate { thresholds: self.current, frozen: self.frozen }) =>
+                        if n == 0.0 && s.misses.pause > 0.0 && s.due_miss > 0.0 && s.c == self.in_force() =>
                     {
                         format!("; its {:.0} ms full collection due in {due:.0} s", s.p.pause_ns[2] / 1e6)
                     }
@@ -522,7 +519,7 @@ impl Controller {
             self.kept.warmed(r.rss as f64, secs(r.ts_ns));
         }
         let check = check(&before, &self.collector, r);
-        let mut here = Candidate { thresholds: self.current, frozen: self.frozen };
+        let mut here = self.in_force();
         // Online correction: what the model predicts for the setting in force against what this
         // window measured.
         self.collector.correct(&here, self.frozen, r);
@@ -567,7 +564,7 @@ impl Controller {
         self.rss_before = Some(r.rss as f64);
         if landed && let Some(d) = self.deferred.take() {
             self.enter(r, &o, here, &d.to, d.here_row, d.what);
-            here = Candidate { thresholds: self.current, frozen: self.frozen };
+            here = self.in_force();
         }
         let keeps = self.collector.predict(&here, self.frozen).memory_bytes.max(o.grown_bytes);
         let (cost_now, app_rss) = self.kept.split(r.rss as f64, keeps);
@@ -768,6 +765,11 @@ impl Controller {
         };
         self.change = None;
         Some(effect)
+    }
+
+    /// The setting in force, as the controller counts it.
+    fn in_force(&self) -> Candidate {
+        Candidate { thresholds: self.current, frozen: self.frozen }
     }
 
     /// The application's own settings: its thresholds (within the user's bounds), unfrozen.

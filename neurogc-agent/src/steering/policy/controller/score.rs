@@ -171,7 +171,7 @@ impl Controller {
         here_p: &Prediction,
         slope: f64,
     ) -> (f64, f64, u64) {
-        let here = Candidate { thresholds: self.current, frozen: self.frozen };
+        let here = self.in_force();
         let measured = self.evidence.cost(c);
         let collections = self.evidence.get(c).map_or(0, |s| s.collections);
         let Some(anchor) = self.evidence.cost(&here) else {
@@ -267,7 +267,7 @@ impl Controller {
 
     /// Every candidate, with and without neurogc's collection for a freeze, estimated.
     pub(super) fn score_all(&self, learned: Learned, r: &Reading, app_rss: f64) -> Vec<Scored> {
-        let here = Candidate { thresholds: self.current, frozen: self.frozen };
+        let here = self.in_force();
         let space = Space {
             cfg: self.cfg(),
             original: self.original,

@@ -151,7 +151,7 @@ impl Collector {
         // graph of a step: 2,000/10/10 frozen, predicted +8 MiB so, promoted as much garbage a
         // second as 700/10/10 and held 15 MiB more, for the rest of the run). Its upper bound
         // keeps the flow full collections find now.
-        let deferred_upper = garbage.max(self.old_garbage.or(0.0)).max(turnover) * held_longer;
+        let deferred_upper = garbage.max(self.old_garbage.or(0.0)) * held_longer;
         // A frozen heap keeps the old objects that die later; freezing now also keeps the garbage
         // among the objects promoted since the last full collection, unless one runs first
         // (the controller adds it to the freeze), and a freeze made so keeps it while it holds
