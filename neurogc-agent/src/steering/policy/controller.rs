@@ -108,6 +108,51 @@ struct Deferred {
     until_window: u64,
 }
 
+/// A structure the heap replaces whole (a catalog rebuilt and swapped in): what a setting that
+/// puts the application's full collections off (or a freeze) keeps of it is the old copy, until
+/// the next full collection finds it, and a freeze for ever. Nothing else tells it before that
+/// collection runs: the counters count the old copy as live. Tuning draw 1 (a 422k-object
+/// catalog rebuilt every 4.9 s by a builder thread) moved to 5,000/50/10 in the window its RSS
+/// rose 65 MiB with the first rebuild; the full collection that would have freed the old copy
+/// did not come for 10 s, and the next rebuild held three copies (peak RSS 1.48x the
+/// defaults'). Every build so far had gone over its budget there.
+#[derive(Debug, Clone, Copy, Default)]
+struct Replacement {
+    /// RSS rose past the memory allowance within one window (bytes), and no full collection of
+    /// the application's own has run since to tell whether what arrived replaced something.
+    unresolved: f64,
+    /// The most one full collection of the application's own found dead of the old heap, where
+    /// past the allowance: a replacement seen (bytes).
+    seen: f64,
+}
+
+impl Replacement {
+    /// One window: RSS rose by `rise`; `own_full`: what the application's own full collection,
+    /// at its own settings, found dead of the old heap (bytes), where one ran.
+    fn window(&mut self, rise: f64, own_full: Option<f64>, allowance: f64) {
+        if let Some(old) = own_full {
+            // The collection that would have freed a replaced copy ran: what it found says
+            // whether one was.
+            self.unresolved = 0.0;
+            self.found(old, allowance);
+        }
+        if rise > allowance {
+            self.unresolved = self.unresolved.max(rise);
+        }
+    }
+
+    fn found(&mut self, old: f64, allowance: f64) {
+        if old > allowance {
+            self.seen = self.seen.max(old);
+        }
+    }
+
+    /// What a setting that puts full collections off may keep (bytes).
+    fn held(&self) -> f64 {
+        self.unresolved.max(self.seen)
+    }
+}
+
 /// How a freeze can be made in act mode, neurogc running no collection of its own.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Deferral {
@@ -168,6 +213,9 @@ pub struct Controller {
     deferral_failed: bool,
     /// neurogc undid all it set for memory once (`grown_here`).
     undone_for_memory: bool,
+    /// What a setting that puts the application's full collections off may keep of a structure
+    /// the heap replaces whole (`Replacement`).
+    replacement: Replacement,
     /// A deferred freeze was dropped for what its full collection found dead of the old heap
     /// (bytes; `deferred_lands`): said in the next decision.
     turned_over: Option<f64>,
@@ -262,6 +310,7 @@ impl Controller {
             deferred: None,
             deferral_failed: false,
             undone_for_memory: false,
+            replacement: Replacement::default(),
             turned_over: None,
             said: None,
             expected_over: 0.0,
@@ -307,10 +356,12 @@ impl Controller {
         }
         let app_rss = self.own_rss.or(self.rss_before).unwrap_or(0.0);
         let old = self.collector.old_found_bytes(collected);
-        let turns_over = old.is_some_and(|old| old > self.budgets.memory_allowance(app_rss));
+        let allowance = self.budgets.memory_allowance(app_rss);
+        let turns_over = old.is_some_and(|old| old > allowance);
         if turns_over {
             self.deferred = None;
             self.turned_over = old;
+            self.replacement.found(old.unwrap_or(0.0), allowance);
         }
         !turns_over
     }
@@ -479,11 +530,22 @@ impl Controller {
         // from 1.4 to 2.8 GiB there, 1.8x the defaults' peak, all of it counted as the heap
         // warming up (a tuning draw of the same shape, 51, had done the same at 5000/50/100).
         let own = self.current == candidates::own(self.cfg(), self.original);
-        if own || !(self.collector.heap_warm() || self.undone_for_memory) {
+        if own {
             return 0.0;
         }
-        let grown = self.kept.grown(r.rss as f64, secs(r.ts_ns), &self.own_growth);
+        let grown = self.grown_at_neurogcs(r);
         if grown > 0.0 { grown + rising } else { 0.0 }
+    }
+
+    /// What RSS has grown, past the application's own pace, since growth began to be measured
+    /// as the settings' of neurogc (`Kept::grown`: the first change, or the first window after
+    /// it that counts): what any threshold setting of neurogc's would be judged to keep, once
+    /// in force (none where growth is not measured yet: the heap is filling).
+    fn grown_at_neurogcs(&self, r: &Reading) -> f64 {
+        if !(self.collector.heap_warm() || self.undone_for_memory) {
+            return 0.0;
+        }
+        self.kept.grown(r.rss as f64, secs(r.ts_ns), &self.own_growth)
     }
 
     pub fn decide(&mut self, learned: Learned, r: &Reading) -> Verdict {
@@ -506,6 +568,7 @@ impl Controller {
             self.deferred = None;
             self.deferral_failed = true;
         }
+        let found_old = self.collector.old_found_bytes((r.collected_per[2] * r.collections[2] as f64) as i64);
         self.collector.observe(r);
         self.rss_rise = self.last_rss.map_or(0.0, |b| (r.rss as f64 - b).max(0.0));
         self.last_rss = Some(r.rss as f64);
@@ -524,8 +587,9 @@ impl Controller {
         // window measured.
         self.collector.correct(&here, self.frozen, r);
         // The window is evidence for the setting in force where the target had it all through:
-        // not one that held neurogc's own collection before a freeze (that pause is the move's,
-        // not the setting's), nor one whose thresholds the actuator had not written yet.
+        // not one that held neurogc's own collection before a freeze, a collection begun before
+        // the move or the thawed heap's after an unfreeze (those pauses are the move's, not the
+        // setting's), nor one whose thresholds the actuator had not written yet.
         let mut o = self.observation(r);
         // The first full collection after a freeze is a pause the model foresaw as a one-off
         // (`Prediction::first_full_ns`): it calibrates the model's chances only where it was not.
@@ -542,7 +606,10 @@ impl Controller {
             self.own_rss = Some(self.own_rss.map_or(r.rss as f64, |o| o.max(r.rss as f64)));
             self.own_growth.add(self.window, secs(r.ts_ns), r.rss as f64);
         }
-        let clean = in_force && !r.idle && !self.collector.held_freeze_collection();
+        let clean = in_force
+            && !r.idle
+            && !self.collector.held_freeze_collection()
+            && !self.collector.held_carried_pause();
         if clean {
             self.evidence.add(here, &o);
         }
@@ -570,6 +637,12 @@ impl Controller {
         let (cost_now, app_rss) = self.kept.split(r.rss as f64, keeps);
         // `split` caps the cost at what RSS has grown; the next window's rise is on top of it.
         let cost_now = cost_now.max(o.grown_bytes);
+        let own_full = clean && here == self.own_unfrozen() && r.collections[2] > 0;
+        self.replacement.window(
+            self.rss_rise,
+            own_full.then_some(found_old.unwrap_or(0.0)),
+            self.budgets.memory_allowance(app_rss),
+        );
         let (g, worst) = r.worst();
         let observed = Observed {
             pause_max_ms: worst / 1e6,
@@ -721,7 +794,7 @@ impl Controller {
                 // application's own settings (the allocator may keep what the freeze
                 // held), so a later move is judged on what it grows from now.
                 self.frozen = false;
-                self.collector.unfroze();
+                self.collector.thaw();
                 self.kept = Kept::default();
                 self.kept.changed(r.rss as f64, self.collector.heap_warm(), secs(r.ts_ns));
             }

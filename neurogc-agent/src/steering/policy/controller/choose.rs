@@ -18,6 +18,12 @@ impl Controller {
         if r.idle {
             return Err("idle: no collection and no CPU in this window, nothing to improve".into());
         }
+        // Memory first: a freeze waiting for a full collection that the thresholds in force put
+        // off waits no longer once RSS has grown past the allowance there (tuning draw 1 waited
+        // 12 s at 20,000/20/20 for one, its RSS doubling).
+        if self.deferred.is_some() && self.grown_here(r) > self.budgets.memory_allowance(app_rss) {
+            self.deferred = None;
+        }
         if let Some(d) = &self.deferred {
             return Err(format!(
                 "{}: waiting for the application's next full collection to end, then freezing",

@@ -87,6 +87,12 @@ fn young_size(c: &Candidate) -> i64 {
     c.thresholds[0].max(1) * (c.thresholds[1].max(0) + 1)
 }
 
+/// Net allocations between full collections at `c`'s thresholds, past CPython's gate:
+/// threshold0 × (threshold1 + 1) × (threshold2 + 1).
+fn full_cycle(c: &Candidate) -> i64 {
+    young_size(c) * (c.thresholds[2].max(0) + 1)
+}
+
 impl Controller {
     /// Every candidate's prediction: the analytic model's, corrected by the learned model in one
     /// call. The first candidate is the setting in force, which the online correction already
@@ -288,6 +294,9 @@ impl Controller {
         // last one, which the model counts as memory; so too where a deferred freeze waited in
         // vain.
         let deferral = self.deferral(&preds[0].p);
+        let own = self.own_unfrozen();
+        let own_thresholds = own.thresholds;
+        let grown_now = self.grown_at_neurogcs(r);
         let freeze_offered = !here.frozen && cands.iter().any(|c| c.frozen);
         let due = if freeze_offered { self.due_miss(&preds[0].p) } else { 0.0 };
         let mut out: Vec<Scored> = Vec::new();
@@ -373,6 +382,19 @@ impl Controller {
                 // What RSS measured growing while it, or a setting below it, was in force,
                 // where that was more.
                 p.memory_bytes = p.memory_bytes.max(self.evidence.grown_below(c));
+                // Thresholds of neurogc's are judged, once in force, on what RSS has grown since
+                // growth began to be measured as theirs (`grown_here`): what it has grown so far
+                // is theirs from the first window. Entered on the model's figure alone, a
+                // service whose RSS had grown past the allowance left its own thresholds after
+                // the undo three times, each move undone a window later.
+                if !c.frozen && c.thresholds != own_thresholds {
+                    p.memory_bytes = p.memory_bytes.max(grown_now);
+                }
+                // A structure the heap replaces whole is kept by any setting that puts off the
+                // full collection that frees the old copy, or freezes it (`Replacement`).
+                if c.frozen || full_cycle(c) > full_cycle(&own) {
+                    p.memory_bytes = p.memory_bytes.max(self.replacement.held());
+                }
                 let mut misses = self.budgets.misses(&p, app_rss);
                 misses.pause = self.budgets.pause_miss(over, over_ns);
                 if !c.frozen {

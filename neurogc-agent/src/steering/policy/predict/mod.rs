@@ -139,6 +139,13 @@ pub struct Collector {
     last_held_freeze_collection: bool,
     /// See `held_first_full_after_freeze`.
     last_held_first_full: bool,
+    /// neurogc undid its freeze and no full collection has run since: the next walks the
+    /// thawed heap whole, a pause of the undo's.
+    thawing: bool,
+    /// See `held_carried_pause`.
+    last_held_carried: bool,
+    /// The action in force at the last reading, as this model knew it then.
+    seen: Option<Candidate>,
     /// The application froze and no full collection has run since (the old generation's counters
     /// still include the frozen objects; neurogc's freeze collects right after, which resets them).
     frozen_uncollected: bool,
@@ -220,6 +227,24 @@ impl Collector {
         self.freeze_walked_heap = false;
     }
 
+    /// neurogc's freeze was undone by neurogc: the next full collection walks the thawed heap.
+    pub fn thaw(&mut self) {
+        self.unfroze();
+        self.thawing = true;
+    }
+
+    /// Whether the last window's longest pause was a move's rather than the setting in force's:
+    /// a collection that began before the move (read when it ends, in the window after), or the
+    /// first full collection after neurogc's unfreeze, which walks the thawed heap once. Counted
+    /// as the setting's, evaluation draw 1896's undo (a 1.2M-object catalog rebuilt every 7 s)
+    /// charged its own thresholds with the frozen heap's 322 ms collection, and the next
+    /// setting with the thawed heap's 1.6 s one: each read as the setting missing the pause
+    /// budget, and it moved twice to thresholds that put full collections off, each undone for
+    /// memory, its p99 1.77x the defaults'.
+    pub fn held_carried_pause(&self) -> bool {
+        self.last_held_carried
+    }
+
     /// Whether the last window observed held neurogc's own full collection before its freeze:
     /// the longest pause and the GC share in it are not the action's.
     pub fn held_freeze_collection(&self) -> bool {
@@ -246,6 +271,11 @@ impl Collector {
             (Some(b), Some(0)) if b > 0 && self.frozen => self.unfroze(),
             _ => {}
         }
+        let setting = r.thresholds.map(|t| Candidate { thresholds: t, frozen: self.frozen });
+        let moved = self.seen.is_some() && setting != self.seen;
+        self.last_held_carried = (moved && r.began_before()) || (self.thawing && r.collections[2] > 0);
+        self.thawing &= r.collections[2] == 0;
+        self.seen = setting;
         let Some(t) = r.thresholds else {
             self.last = Some(*r);
             return;
@@ -444,7 +474,7 @@ impl Collector {
         // The window with neurogc's own collection before a freeze: its full pause and GC share
         // are that collection's, not the frozen action's; nor is the first full collection
         // after the freeze, a one-off, what the next ones will take.
-        let one_off = self.held_freeze_collection() || self.last_held_first_full;
+        let one_off = self.held_freeze_collection() || self.last_held_first_full || self.last_held_carried;
         let p = self.raw(c, frozen_now);
         // The one-off's time is in this window's GC share but not in the setting's steady share
         // the model predicts (it is spread over the horizon): the ratio would scale every later

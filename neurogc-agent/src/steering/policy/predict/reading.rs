@@ -104,6 +104,15 @@ impl Reading {
         (self.cpu_share + self.runq_share).clamp(0.0, 1.0)
     }
 
+    /// Whether the window's longest collection began before the window did: its pause is longer
+    /// than all the window's time in collections (which counts only what falls inside it), by
+    /// more than a tenth of it. A collection is read when it ends, so one that spans a window's
+    /// edge lands, whole, in the window it ends in.
+    pub fn began_before(&self) -> bool {
+        let (_, worst) = self.worst();
+        worst - self.gc_share * self.secs * 1e9 > (worst / 10.0).max(1e6)
+    }
+
     /// The longest young pause in the window (generations 0 and 1): what the young generations'
     /// size decides.
     pub fn young_pause_max_ns(&self) -> f64 {

@@ -404,3 +404,46 @@ fn an_old_heap_seen_turning_over_is_garbage_that_rarer_full_collections_hold() {
     // The application's own settings hold none of it: it is theirs.
     assert_eq!(c.predict(&own, false).memory_bytes, 0.0);
 }
+
+/// `service` at `t` with a full collection of `pause_ms`, of which only `inside_ms` fell in
+/// the window (the rest before it began).
+fn with_full(t: [i64; 3], pause_ms: f64, inside_ms: f64) -> Reading {
+    let mut r = service(t, 100_000);
+    r.collections[2] = 1;
+    r.pause_p50_ns[2] = pause_ms * 1e6;
+    r.pause_max_ns[2] = pause_ms * 1e6;
+    r.gc_share = 0.02 + inside_ms / 1e3;
+    r
+}
+
+#[test]
+fn a_pause_begun_before_a_move_is_the_moves_not_the_new_settings() {
+    let mut c = warm();
+    // A 1.6 s full collection, begun under 700/10/10, read in the first window at 700/20/100.
+    c.observe(&with_full([700, 20, 100], 1_600.0, 960.0));
+    assert!(c.held_carried_pause());
+    // The same in a window with no move at its start is the setting's own.
+    c.observe(&with_full([700, 20, 100], 1_600.0, 960.0));
+    assert!(!c.held_carried_pause());
+    // A move, and a full collection that fell inside the window: the new setting's.
+    c.observe(&with_full([2_000, 20, 100], 300.0, 300.0));
+    assert!(!c.held_carried_pause());
+}
+
+#[test]
+fn the_first_full_collection_after_neurogcs_unfreeze_is_the_undos() {
+    let mut c = warm();
+    c.froze(true);
+    c.observe(&service([700, 10, 10], 0));
+    c.observe(&service([700, 10, 10], 3_000));
+    c.thaw();
+    // The window of the unfreeze, with no full collection yet: nothing carried.
+    c.observe(&service([700, 10, 10], 6_000));
+    assert!(!c.held_carried_pause());
+    // The first full collection walks the thawed heap: the undo's pause.
+    c.observe(&with_full([700, 10, 10], 900.0, 900.0));
+    assert!(c.held_carried_pause());
+    // The next one is the setting's own.
+    c.observe(&with_full([700, 10, 10], 900.0, 900.0));
+    assert!(!c.held_carried_pause());
+}
