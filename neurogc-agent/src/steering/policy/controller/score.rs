@@ -384,9 +384,10 @@ impl Controller {
                 p.memory_bytes = p.memory_bytes.max(self.evidence.grown_below(c));
                 // Thresholds of neurogc's are judged, once in force, on what RSS has grown since
                 // growth began to be measured as theirs (`grown_here`): what it has grown so far
-                // is theirs from the first window. Entered on the model's figure alone, a
-                // service whose RSS had grown past the allowance left its own thresholds after
-                // the undo three times, each move undone a window later.
+                // is theirs from the first window. Entered on the model's figure alone, a heap
+                // whose RSS had grown past the allowance (the unit test `rss_grown_past_the_
+                // allowance_at_neurogcs_thresholds_bars_every_one_of_them`) walked down five
+                // settings, each left a window after it was entered.
                 if !c.frozen && c.thresholds != own_thresholds {
                     p.memory_bytes = p.memory_bytes.max(grown_now);
                 }
