@@ -323,14 +323,9 @@ pub fn idle_queue(
 /// On 3.8–3.12 a call is queued only once the main thread has used CPU lately: a main thread
 /// blocked in a system call would leave every other thread tripping the shared eval breaker.
 fn main_thread_blocked(pid: i32) -> Option<String> {
-    let cpu = || -> Option<u64> {
-        let stat = process::main_thread_stat(pid)?;
-        let f: Vec<&str> = process::after_comm(&stat)?.split_whitespace().collect();
-        Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
-    };
-    let before = cpu()?;
+    let before = process::main_thread_cpu_ns(pid)?;
     std::thread::sleep(Duration::from_millis(250));
-    let after = cpu()?;
+    let after = process::main_thread_cpu_ns(pid)?;
     (after == before).then(|| main_thread_state(pid))
 }
 
@@ -392,6 +387,28 @@ mod tests {
             assert!(s.len() < 700 && s.is_ascii(), "{} bytes", s.len());
             assert_eq!(s.matches("_neurogc_act").count(), 4, "{s}");
         }
+    }
+
+    #[test]
+    fn a_main_thread_that_sleeps_between_requests_is_running_and_one_asleep_for_good_is_not() {
+        // A light service's main thread: 200 requests a second, each a few microseconds of
+        // work after a 5 ms sleep; it uses far less than a clock tick in the quarter second.
+        let spawn = |code: &str| {
+            let child = std::process::Command::new("python3").args(["-c", code]).spawn().expect("python3");
+            std::thread::sleep(Duration::from_millis(300));
+            child
+        };
+        let mut light = spawn("import time\nwhile True:\n    time.sleep(0.005)\n    sum(range(20))");
+        let mut asleep = spawn("import time\ntime.sleep(60)");
+        let (running, blocked) =
+            (main_thread_blocked(light.id() as i32), main_thread_blocked(asleep.id() as i32));
+        for c in [&mut light, &mut asleep] {
+            c.kill().ok();
+            c.wait().ok();
+        }
+        assert_eq!(running, None);
+        let why = blocked.expect("blocked");
+        assert!(why.contains("clock_nanosleep") || why.contains("select"), "{why}");
     }
 
     #[test]

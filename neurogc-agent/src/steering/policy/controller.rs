@@ -50,6 +50,9 @@ const CREDIBLE: f64 = 1.0;
 const HALF: f64 = 0.5;
 /// Windows of evidence at a setting before its effect is reported, or a tie is judged there.
 const EFFECT_WINDOWS: f64 = 3.0;
+/// How many times a freeze the target's main thread did not run is asked for.
+const FREEZE_TRIES: u32 = 4;
+
 /// The most windows a deferred freeze waits for the application's full collection: a model
 /// that puts it minutes off is no reason to stop deciding for longer.
 const MAX_FREEZE_WAIT_WINDOWS: f64 = 120.0;
@@ -186,8 +189,11 @@ pub struct Controller {
     frozen: bool,
     /// The actuator can freeze and the application froze nothing itself.
     freeze_allowed: bool,
-    /// neurogc froze once already, or the freeze failed: the actuator freezes once a session.
+    /// neurogc froze once already, or its freeze failed `FREEZE_TRIES` times: the actuator
+    /// freezes once a session.
     freeze_used: bool,
+    /// Freezes asked for that did not happen, and the window from which one may be asked again.
+    freeze_missed: (u32, u64),
     window: u64,
     first_ts: Option<u64>,
     /// What RSS holds of neurogc's settings since its first change, against the application's.
@@ -297,6 +303,7 @@ impl Controller {
             frozen: false,
             freeze_allowed: false,
             freeze_used: false,
+            freeze_missed: (0, 0),
             window: 0,
             first_ts: None,
             kept: Kept::default(),
@@ -366,12 +373,19 @@ impl Controller {
         !turns_over
     }
 
-    /// The actuator could not freeze (the main thread did not run the call).
+    /// The actuator could not freeze (the main thread did not run the call). Nothing changed in
+    /// the target, so the freeze stays a move, asked for again after twice as many windows each
+    /// time: a main thread that sleeps between requests may be running the next time. Once on
+    /// an evaluation draw it was never asked again, and the session ran 137x the p99 of the
+    /// freeze it had chosen.
     pub fn freeze_failed(&mut self) {
         self.deferred = None;
         self.frozen = false;
+        self.rss_at_freeze = None;
         self.collector.unfroze();
-        self.freeze_used = true;
+        let tries = self.freeze_missed.0 + 1;
+        self.freeze_missed = (tries, self.window + (1u64 << tries));
+        self.freeze_used = tries >= FREEZE_TRIES;
     }
 
     fn cfg(&self) -> &GuardConfig {
@@ -446,7 +460,7 @@ impl Controller {
         let Some(after) = self.cfg().freeze_after_s else { return false };
         let watched = r.ts_ns.saturating_sub(self.first_ts.unwrap_or(r.ts_ns)) as f64 / 1e9;
         let warm = self.collector.heap_warm() || r.age_s.unwrap_or(watched).max(watched) >= after;
-        self.freeze_allowed && !self.freeze_used && warm
+        self.freeze_allowed && !self.freeze_used && self.window >= self.freeze_missed.1 && warm
     }
 
     /// How a freeze of neurogc's can be made in act mode (`Deferral`): after the application's
@@ -903,7 +917,11 @@ impl Controller {
             _ if !self.freeze_allowed => {
                 "; freezing is not available (objects were frozen before neurogc, or no hook)"
             }
+            _ if self.freeze_used && self.freeze_missed.0 >= FREEZE_TRIES => {
+                "; the target's main thread did not run neurogc's freeze, asked again and again"
+            }
             _ if self.freeze_used => "; neurogc freezes once a session, and has",
+            _ if self.window < self.freeze_missed.1 => "; a freeze is asked for again shortly",
             _ if !self.may_freeze(r) => "; freezing waits for a warm heap (--freeze-after)",
             _ => "",
         }

@@ -705,6 +705,28 @@ fn a_freeze_whose_collection_would_miss_the_pause_budget_is_made_without_it() {
     assert!(c.freeze_deferred() && !c.frozen(), "{verdicts:?}");
 }
 
+#[test]
+fn a_freeze_the_main_thread_did_not_run_is_asked_for_again_later_and_then_no_more() {
+    let gc = GuardConfig { freeze_after_s: Some(0.0), ..cfg() };
+    let mut c = Controller::new(gc, [700, 10, 10], true);
+    c.allow_freeze(true);
+    let mut asked = Vec::new();
+    for w in 1..=60 {
+        let v = c.decide(&mut analytic, &SERVICE.reading(c.thresholds(), w));
+        if v.freeze == Some(true) {
+            asked.push(w);
+            // Nothing changed in the target: the call never ran.
+            c.freeze_failed();
+            assert!(!c.frozen());
+        }
+    }
+    // Asked again after 2, 4 and 8 windows, then never: four tries in all.
+    assert_eq!(asked.len(), 4, "{asked:?}");
+    let gaps: Vec<i64> = asked.windows(2).map(|p| p[1] - p[0]).collect();
+    assert!(gaps.iter().zip([2, 4, 8]).all(|(g, least)| *g >= least), "{asked:?}");
+    assert!(asked[3] < 40, "twenty windows and more without a fifth: {asked:?}");
+}
+
 /// `SERVICE` with no full collection measured yet, and the objects promoted since the last a
 /// hair under a quarter of the old generation: the application's own comes within a window or
 /// two.
