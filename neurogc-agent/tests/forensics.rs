@@ -233,6 +233,7 @@ fn sample(ts_ns: u64, rss_mib: u64, t0: i64) -> Sample {
         older_counts: None,
         long_lived: None,
         runq_ns: None,
+        runs: None,
     }
 }
 
@@ -302,6 +303,7 @@ fn synthetic(path: &Path, n: u64, json: bool) -> Vec<Collection> {
                 features: vec![0.0; 25],
                 sample: sample(now, 100, t),
                 runq_share: None,
+                runs_per_s: None,
             }))
             .unwrap();
             window_start = now;
@@ -469,6 +471,7 @@ fn measured_trace(path: &Path) {
             features,
             sample: sample(start + second, 100, t),
             runq_share: None,
+            runs_per_s: None,
         }))
         .unwrap();
     }

@@ -339,6 +339,7 @@ mod tests {
                 older_counts: None,
                 long_lived: None,
                 runq_ns: None,
+                runs: None,
             },
             build: None,
             host: None,

@@ -262,6 +262,10 @@ pub struct Sample {
     /// kernel keeps it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runq_ns: Option<u64>,
+    /// Times its threads were put on a CPU so far (schedstat's third field): each wake-up is
+    /// one, so a service that sleeps between requests counts about one a request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -303,6 +307,10 @@ pub struct Window {
     /// what models were trained on, stay as they are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runq_share: Option<f64>,
+    /// Times a second the target's threads were put on a CPU in the window (wake-ups, and
+    /// switches between its threads), where both samples tell it. Not a feature either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_per_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -516,6 +524,7 @@ mod tests {
             older_counts: None,
             long_lived: None,
             runq_ns: None,
+            runs: None,
         };
         let w = Record::Window(Window {
             schema: 1,
@@ -525,6 +534,7 @@ mod tests {
             features,
             sample,
             runq_share: None,
+            runs_per_s: None,
         });
         let back: Record = serde_json::from_str(&serde_json::to_string(&w).unwrap()).unwrap();
         assert_eq!(back, w);

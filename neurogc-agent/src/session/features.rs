@@ -97,6 +97,10 @@ impl Windower {
             (Some(b), Some(a)) => Some(b.saturating_sub(a) as f64 / 1e9 / secs),
             _ => None,
         };
+        let runs_per_s = match (now.runs, self.prev.runs) {
+            (Some(b), Some(a)) => Some(b.saturating_sub(a) as f64 / secs),
+            _ => None,
+        };
         let window = Window {
             schema: SCHEMA,
             start_ns: self.prev.ts_ns,
@@ -105,6 +109,7 @@ impl Windower {
             features: f,
             sample: now,
             runq_share,
+            runs_per_s,
         };
         self.prev = now;
         self.pauses = Default::default();
@@ -128,11 +133,12 @@ pub fn feature(window: &Window, name: &str) -> f64 {
 }
 
 /// The target's threads, summed, from /proc: RSS, CPU time and the time they waited for a CPU
-/// (schedstat's first two fields, in ns).
+/// (schedstat's first two fields, in ns), and how many times they were put on one (its third).
 pub struct ProcStat {
     pub rss_bytes: u64,
     pub cpu_ns: u64,
     pub runq_ns: u64,
+    pub runs: u64,
 }
 
 pub fn read_proc(pid: i32) -> Option<ProcStat> {
@@ -140,15 +146,15 @@ pub fn read_proc(pid: i32) -> Option<ProcStat> {
     let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
-    let (cpu_ns, runq_ns) = std::fs::read_dir(format!("/proc/{pid}/task"))
+    let (cpu_ns, runq_ns, runs) = std::fs::read_dir(format!("/proc/{pid}/task"))
         .ok()?
         .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
         .filter_map(|s| {
             let mut f = s.split_whitespace().map(|x| x.parse::<u64>().ok());
-            Some((f.next()??, f.next()??))
+            Some((f.next()??, f.next()??, f.next()??))
         })
-        .fold((0, 0), |(c, q), (dc, dq)| (c + dc, q + dq));
-    Some(ProcStat { rss_bytes: pages * page, cpu_ns, runq_ns })
+        .fold((0, 0, 0), |(c, q, n), (dc, dq, dn)| (c + dc, q + dq, n + dn));
+    Some(ProcStat { rss_bytes: pages * page, cpu_ns, runq_ns, runs })
 }
 
 #[cfg(test)]
@@ -167,6 +173,7 @@ mod tests {
             older_counts: None,
             long_lived: None,
             runq_ns: None,
+            runs: None,
         }
     }
 
@@ -245,5 +252,24 @@ mod tests {
         let mut w = Windower::new(at(10.0, 0, None));
         let unknown = w.close(at(12.0, 400, None));
         assert_eq!((unknown.runq_share, Reading::from_window(&unknown, None).demand()), (None, 0.2));
+    }
+
+    #[test]
+    fn a_service_sleeping_between_requests_is_put_on_a_cpu_about_once_a_request() {
+        // 100 requests a second, each a few microseconds of work after a 10 ms sleep.
+        let mut child = std::process::Command::new("python3")
+            .args(["-c", "import time\nwhile True:\n    time.sleep(0.01)\n    sum(range(20))"])
+            .spawn()
+            .expect("python3");
+        let pid = child.id() as i32;
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let at = |ts_s: f64| Sample { runs: read_proc(pid).map(|p| p.runs), ..sample(ts_s, 100, 50, 0) };
+        let mut w = Windower::new(at(0.0));
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let window = w.close(at(1.0));
+        child.kill().ok();
+        child.wait().ok();
+        let rate = window.runs_per_s.expect("schedstat");
+        assert!((50.0..=300.0).contains(&rate), "{rate} a second");
     }
 }

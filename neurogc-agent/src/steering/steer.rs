@@ -435,7 +435,7 @@ impl Steering {
                             collect: verdict.collect,
                             objects: heap_objects(&window.sample),
                         }),
-                        Some(false) => h.send(Command::Unfreeze),
+                        Some(false) => h.send(Command::Unfreeze { collect: verdict.collect }),
                         None => {}
                     }
                     if verdict.thresholds != before {

@@ -52,6 +52,7 @@ fn write_trace(path: &Path, n: u64, json: bool) -> Result<u64> {
         older_counts: None,
         long_lived: None,
         runq_ns: None,
+        runs: None,
     };
     w.write(&Record::Attach(Box::new(Attach {
         format: neurogc_trace::FORMAT,
@@ -135,6 +136,7 @@ fn write_trace(path: &Path, n: u64, json: bool) -> Result<u64> {
                 features,
                 sample: sample(ts, t, (200 << 20) + (i / 1000) * 4096),
                 runq_share: None,
+                runs_per_s: None,
             }))?;
             window_start = ts;
             in_window = [0; 3];

@@ -44,7 +44,7 @@ impl Worker {
             PendingLayout::for_interpreter(&self.plan.interpreter).context("no pending-call layout")?;
         let (plan, mem) = (&self.plan, &self.mem);
         let custodian = self.custodian.as_mut().expect("custodian");
-        let undo = Injection::place(plan, mem, custodian, &inject::unfreeze_stub())?;
+        let undo = Injection::place(plan, mem, custodian, &inject::unfreeze_stub(false))?;
         let exit = [f.restore_steps(&[ours]), r.release_steps()].concat();
         let code = inject::freeze_stub(collect, objects.is_none());
         // Queued again while the guard finds a collection running (the call ran inside one,
@@ -138,6 +138,34 @@ impl Worker {
                 )
             },
         });
+        Ok(())
+    }
+
+    /// Swaps the undo owed for one that also runs the thawed heap's first full collection: the
+    /// new stub is placed and owed by the exit program before the plain one is retired, so the
+    /// agent's death at any point leaves one of them owed. Where no page tail is free, the plain
+    /// undo stays, and the application's own full collection frees what the freeze kept.
+    pub(super) fn undo_with_collection(
+        &mut self,
+        f: &Fields,
+        ours: [i64; 3],
+        r: Option<Record>,
+        fz: &mut Freezer,
+    ) -> Result<()> {
+        let Some(plain) = fz.undo.take() else { return Ok(()) };
+        let (plan, mem) = (&self.plan, &self.mem);
+        let custodian = self.custodian.as_mut().expect("custodian");
+        match Injection::place(plan, mem, custodian, &inject::unfreeze_stub(true)) {
+            Ok(thaw) => {
+                fz.undo = Some(thaw);
+                self.arm(f, &[ours], r, fz)?;
+                self.custodian().run(plain.retire_steps())?;
+            }
+            Err(e) => {
+                tracing::warn!("act mode: neurogc's freeze is undone without its collection: {e:#}");
+                fz.undo = Some(plain);
+            }
+        }
         Ok(())
     }
 

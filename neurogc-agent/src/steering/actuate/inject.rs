@@ -95,9 +95,11 @@ pub fn freeze_stub(collect: bool, count: bool) -> String {
     )
 }
 
-/// python-hook/action.py as a stub calling the fork guard's `unfreeze()`.
-pub fn unfreeze_stub() -> String {
-    wrap(ACTION_HEAD, &compact(ACTION).replace("@ACTION@", "unfreeze()"))
+/// python-hook/action.py as a stub calling the fork guard's `unfreeze()`; `collect`: then
+/// `gc.collect()`, through the guard's own reference to the module.
+pub fn unfreeze_stub(collect: bool) -> String {
+    let call = if collect { "unfreeze(); c.gc.collect()" } else { "unfreeze()" };
+    wrap(ACTION_HEAD, &compact(ACTION).replace("@ACTION@", call))
 }
 
 /// Where the stub goes: a zeroed page tail past the end of a loaded segment, preferring
@@ -382,7 +384,9 @@ mod tests {
         // Exactly one statement binds a name in __main__, and it is deleted again.
         assert_eq!(s.matches("_neurogc").count(), 4, "{s}");
         assert!(s.contains("\\0neurogc-0123456789abcdef0123456789abcdef"));
-        for s in [freeze_stub(true, true), freeze_stub(false, false), unfreeze_stub()] {
+        for s in
+            [freeze_stub(true, true), freeze_stub(false, false), unfreeze_stub(false), unfreeze_stub(true)]
+        {
             assert!(s.starts_with(ACTION_HEAD) && !s.starts_with(STUB_HEAD), "{s}");
             assert!(s.len() < 700 && s.is_ascii(), "{} bytes", s.len());
             assert_eq!(s.matches("_neurogc_act").count(), 4, "{s}");

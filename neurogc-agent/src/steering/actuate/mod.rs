@@ -59,8 +59,11 @@ pub enum Command {
         /// heap with the GIL held (a stall of 80-95 ms per million objects).
         objects: Option<i64>,
     },
-    /// Undo neurogc's freeze.
-    Unfreeze,
+    /// Undo neurogc's freeze; `collect`: and run the thawed heap's first full collection then
+    /// (an undo for memory: what the freeze kept is freed before more of the heap dies).
+    Unfreeze {
+        collect: bool,
+    },
     /// Give the application its settings back and end.
     Stop,
 }
@@ -301,7 +304,7 @@ impl Worker {
         loop {
             match self.commands.try_recv() {
                 Ok(Command::Stop) | Err(mpsc::TryRecvError::Disconnected) => return true,
-                Ok(Command::Apply(_) | Command::Freeze { .. } | Command::Unfreeze) => continue, // nothing to apply to yet
+                Ok(Command::Apply(_) | Command::Freeze { .. } | Command::Unfreeze { .. }) => continue, // nothing to apply to yet
                 Err(mpsc::TryRecvError::Empty) => return false,
             }
         }
@@ -460,7 +463,10 @@ impl Worker {
                     self.freeze(&f, ours, r, &mut fz, collect, objects)?;
                     continue;
                 }
-                (Some(Command::Unfreeze), Some(r)) => {
+                (Some(Command::Unfreeze { collect }), Some(r)) => {
+                    if collect {
+                        self.undo_with_collection(&f, ours, record, &mut fz)?;
+                    }
                     if let Some(undo) = fz.undo.take() {
                         let t = Instant::now();
                         let (queued, ran) = self.unfreeze(&undo, r)?;
@@ -473,12 +479,15 @@ impl Worker {
                             outcome: if ran { "unfrozen" } else { "unfreeze-pending" },
                             count: ran.then_some(0),
                             latency: t.elapsed(),
-                            detail: undo_detail(queued, ran),
+                            detail: match collect && queued {
+                                true => format!("{}; a full collection follows it", undo_detail(queued, ran)),
+                                false => undo_detail(queued, ran),
+                            },
                         });
                     }
                     continue;
                 }
-                (Some(Command::Freeze { .. } | Command::Unfreeze), _) => continue,
+                (Some(Command::Freeze { .. } | Command::Unfreeze { .. }), _) => continue,
                 (Some(Command::Apply(_)), _) if halted => continue,
                 (Some(Command::Apply(want)), _) => want,
                 (Some(Command::Stop), _) => {

@@ -428,7 +428,7 @@ impl Controller {
                 // cost counts already. Counted twice, the ETL batch at half speed moved to
                 // 2,000/10/10 at 1.13x the cost, for a wait that one window's gen1 rounds swung
                 // by 4 ms, and took 1.30x the defaults' time.
-                let wait = idle * p.wait_p99_ns();
+                let wait = idle * p.wait_p99_ns(self.collector.runs_per_s());
                 let pause_cost = budget_ns.map_or(0.0, |b| PAUSE_WEIGHT * (share * over_ns + wait) / b);
                 // Advice stands until another is better by more than a change costs: the
                 // application's setting stays in force, so without this every near tie between

@@ -75,6 +75,8 @@ pub struct Collector {
     alloc: Avg,
     /// The share of wall time the process wanted a CPU (`Reading::demand`), while it runs.
     demand: Avg,
+    /// Times a second its threads were put on a CPU, while it runs: about its requests.
+    runs: Avg,
     young_ns: Avg,
     /// Young cost per object by threshold0, as observed (threshold0, decaying average): a larger
     /// young generation holds more live objects, each walked with what it references, so the
@@ -285,6 +287,9 @@ impl Collector {
         }
         if !r.idle {
             self.demand.add(r.demand(), 0.3);
+            if r.runs_per_s > 0.0 {
+                self.runs.add(r.runs_per_s, 0.3);
+            }
         }
         let t0 = t[0].max(1) as f64;
         if r.collections[0] > 0 && r.pause_p50_ns[0] > 0.0 {
@@ -593,6 +598,13 @@ impl Collector {
     /// The share of wall time the process has nothing to run (1 until a window tells).
     pub fn idle_share(&self) -> f64 {
         1.0 - self.demand.or(0.0)
+    }
+
+    /// About the requests a second of a service that sleeps between them (0 until a window
+    /// tells): the times its threads were put on a CPU. Switches between its own threads count
+    /// too, which only makes each request's share of the collections look smaller.
+    pub fn runs_per_s(&self) -> f64 {
+        self.runs.or(0.0)
     }
 }
 

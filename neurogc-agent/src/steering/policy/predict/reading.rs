@@ -24,6 +24,9 @@ pub struct Reading {
     /// The threads' wait for a CPU in the window over its length (0 where the kernel does not
     /// keep it).
     pub runq_share: f64,
+    /// Times a second its threads were put on a CPU (0 where unknown): about its requests, for
+    /// a service that sleeps between them.
+    pub runs_per_s: f64,
     pub rss: u64,
     /// Thresholds in force at the window's end (the target's own reading, when located).
     pub thresholds: Option<[i64; 3]>,
@@ -55,6 +58,7 @@ impl Reading {
             alloc_per_s: feature(window, "alloc_per_s"),
             cpu_share: feature(window, "cpu_share"),
             runq_share: window.runq_share.unwrap_or(0.0),
+            runs_per_s: window.runs_per_s.unwrap_or(0.0),
             rss: s.rss_bytes,
             thresholds: s.thresholds,
             older_counts: s.older_counts,

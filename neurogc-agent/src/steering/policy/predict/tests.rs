@@ -13,6 +13,7 @@ fn service(t: [i64; 3], pending: i64) -> Reading {
         alloc_per_s: 300_000.0,
         cpu_share: 0.5,
         runq_share: 0.0,
+        runs_per_s: 0.0,
         rss: 400 << 20,
         thresholds: Some(t),
         older_counts: Some([3, 5]),
@@ -317,15 +318,26 @@ fn the_wait_a_request_has_one_chance_in_a_hundred_of_is_read_from_pauses_and_rat
         ..Prediction::default()
     };
     // Under 1% of the time in collections: no request waits at the 99th percentile.
-    assert_eq!(p([0.05, 1.0, 50.0], [100.0, 1.0, 0.01]).wait_p99_ns(), 0.0);
+    assert_eq!(p([0.05, 1.0, 50.0], [100.0, 1.0, 0.01]).wait_p99_ns(0.0), 0.0);
     // A 100 ms full collection every 5 s: 2% of the time, so a 50 ms wait at p99.
-    let full = p([0.05, 1.0, 100.0], [0.0, 0.0, 0.2]).wait_p99_ns();
+    let full = p([0.05, 1.0, 100.0], [0.0, 0.0, 0.2]).wait_p99_ns(0.0);
     assert!((full - 50e6).abs() < 1e3, "{full}");
     // The cache service's two recipes, both frozen: short young rounds and 1.7 ms gen1
     // rounds (1.8% of the time) wait less than 7 ms young rounds at 20,000 (2.9%).
-    let small = p([0.04, 1.7, 11.4], [105.0, 10.5, 0.4]).wait_p99_ns();
-    let large = p([7.2, 12.1, 0.0], [3.7, 0.37, 0.0]).wait_p99_ns();
+    let small = p([0.04, 1.7, 11.4], [105.0, 10.5, 0.4]).wait_p99_ns(0.0);
+    let large = p([7.2, 12.1, 0.0], [3.7, 0.37, 0.0]).wait_p99_ns(0.0);
     assert!(small < 2e6 && large > 5e6, "{small} {large}");
+    // A service at 50 requests a second, 1,077 objects each (an evaluation draw): at 700 a
+    // 0.07 ms young round in every request, at 20,000 a 2 ms one in every 19th. Both take 0.5%
+    // of the wall clock, so on that alone neither waits at p99; the requests that start one
+    // wait it out whole, and one in 19 is more than one in a hundred.
+    let at_700 = p([0.07, 0.0, 0.0], [77.0, 0.0, 0.0]);
+    let at_20k = p([2.0, 0.0, 0.0], [2.7, 0.0, 0.0]);
+    assert_eq!((at_700.wait_p99_ns(0.0), at_20k.wait_p99_ns(0.0)), (0.0, 0.0));
+    let (short, long) = (at_700.wait_p99_ns(50.0), at_20k.wait_p99_ns(50.0));
+    assert!((short - 0.07e6).abs() < 1e3 && (long - 2e6).abs() < 1e3, "{short} {long}");
+    // A full collection every 60 s starts in one request of 3,000: no p99 request's.
+    assert_eq!(p([0.0, 0.0, 250.0], [0.0, 0.0, 1.0 / 60.0]).wait_p99_ns(50.0), 0.0);
 }
 
 #[test]
