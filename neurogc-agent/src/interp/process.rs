@@ -36,8 +36,7 @@ pub fn main_thread_stat(pid: i32) -> Option<String> {
 /// serving 200 requests a second from `time.sleep` used under one 10 ms tick in a quarter
 /// second, and read as blocked on ticks alone (an evaluation draw's freeze was never queued).
 pub fn main_thread_cpu_ns(pid: i32) -> Option<u64> {
-    let sched = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/schedstat")).ok();
-    if let Some(ns) = sched.as_deref().and_then(|s| s.split_whitespace().next()?.parse().ok()) {
+    if let Some([ns, ..]) = schedstat(std::path::Path::new(&format!("/proc/{pid}/task/{pid}"))) {
         return Some(ns);
     }
     let stat = main_thread_stat(pid)?;
@@ -45,6 +44,14 @@ pub fn main_thread_cpu_ns(pid: i32) -> Option<u64> {
     let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
     // USER_HZ is 100 on every Linux ABI that exposes it to /proc.
     Some(ticks * 10_000_000)
+}
+
+/// A thread's `schedstat` (`task`: its /proc/PID/task/TID directory), where the kernel keeps
+/// one: time on a CPU and time waiting for one (ns), and how many times it was put on one.
+pub fn schedstat(task: &std::path::Path) -> Option<[u64; 3]> {
+    let s = std::fs::read_to_string(task.join("schedstat")).ok()?;
+    let mut f = s.split_whitespace().map(|x| x.parse::<u64>().ok());
+    Some([f.next()??, f.next()??, f.next()??])
 }
 
 /// Running (not gone, not a zombie waiting to be reaped).

@@ -7,6 +7,8 @@ pub use neurogc_trace::{Sample, Window};
 
 pub use neurogc_trace::features::{COUNT, NAMES, SCHEMA, index};
 
+use crate::interp::process;
+
 /// Folds collections into the current window.
 pub struct Windower {
     prev: Sample,
@@ -146,14 +148,10 @@ pub fn read_proc(pid: i32) -> Option<ProcStat> {
     let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
-    let (cpu_ns, runq_ns, runs) = std::fs::read_dir(format!("/proc/{pid}/task"))
+    let [cpu_ns, runq_ns, runs] = std::fs::read_dir(format!("/proc/{pid}/task"))
         .ok()?
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
-        .filter_map(|s| {
-            let mut f = s.split_whitespace().map(|x| x.parse::<u64>().ok());
-            Some((f.next()??, f.next()??, f.next()??))
-        })
-        .fold((0, 0, 0), |(c, q, n), (dc, dq, dn)| (c + dc, q + dq, n + dn));
+        .filter_map(|t| process::schedstat(&t.ok()?.path()))
+        .fold([0; 3], |sum, s| [0, 1, 2].map(|i| sum[i] + s[i]));
     Some(ProcStat { rss_bytes: pages * page, cpu_ns, runq_ns, runs })
 }
 

@@ -17,10 +17,14 @@ pub(super) struct Freezer {
     pub(super) spent: bool,
 }
 
-pub(super) fn undo_detail(queued: bool, ran: bool) -> String {
+/// What an undo did, in words; `collect`: the stub runs the thawed heap's first full collection.
+pub(super) fn undo_detail(queued: bool, ran: bool, collect: bool) -> String {
+    let then = if collect && queued { "; a full collection follows it" } else { "" };
     match (queued, ran) {
-        (_, true) => "neurogc's gc.freeze() undone".to_owned(),
-        (true, false) => "gc.unfreeze() is queued and runs when the main thread next runs Python".to_owned(),
+        (_, true) => format!("neurogc's gc.freeze() undone{then}"),
+        (true, false) => {
+            format!("gc.unfreeze() is queued and runs when the main thread next runs Python{then}")
+        }
         (false, _) => {
             "gc.unfreeze() could not be queued yet (the queue is busy or the main thread blocked)".to_owned()
         }

@@ -479,10 +479,7 @@ impl Worker {
                             outcome: if ran { "unfrozen" } else { "unfreeze-pending" },
                             count: ran.then_some(0),
                             latency: t.elapsed(),
-                            detail: match collect && queued {
-                                true => format!("{}; a full collection follows it", undo_detail(queued, ran)),
-                                false => undo_detail(queued, ran),
-                            },
+                            detail: undo_detail(queued, ran, collect),
                         });
                     }
                     continue;
@@ -496,7 +493,7 @@ impl Worker {
                     if let (Some(undo), Some(r)) = (fz.undo.take(), record) {
                         let (queued, ran) = self.unfreeze(&undo, r)?;
                         finish.restored &= ran;
-                        finish.detail = format!("{}; {}", finish.detail, undo_detail(queued, ran));
+                        finish.detail = format!("{}; {}", finish.detail, undo_detail(queued, ran, false));
                         if !queued {
                             // Leave it to the custodian's exit program, exactly as if killed.
                             drop(self.custodian.take());

@@ -723,7 +723,8 @@ impl Controller {
         // at the first rebuild, its thaw came 9.5 s later, after the next, and freed 3.9M
         // objects in 4.3 s, where its own full collections took 2.4 s.
         let thaw = freeze == Some(false) && choice.budget == Some(Budget::Memory);
-        let collect = (freeze == Some(true) && choice.to.collect) || thaw;
+        let collect_first = freeze == Some(true) && choice.to.collect;
+        let collect = collect_first || thaw;
         let what = change.then(|| {
             let mut w = if to.thresholds != here.thresholds {
                 format!("{} -> {}", thresholds(here.thresholds), thresholds(to.thresholds))
@@ -731,8 +732,10 @@ impl Controller {
                 thresholds(to.thresholds)
             };
             match freeze {
-                Some(true) if collect && self.act => w.push_str(" + freeze after the next full collection"),
-                Some(true) if collect => w.push_str(" + collect, freeze"),
+                Some(true) if collect_first && self.act => {
+                    w.push_str(" + freeze after the next full collection")
+                }
+                Some(true) if collect_first => w.push_str(" + collect, freeze"),
                 Some(true) => w.push_str(" + freeze"),
                 Some(false) if thaw => w.push_str(" + unfreeze, collect"),
                 Some(false) => w.push_str(" + unfreeze"),
@@ -742,7 +745,7 @@ impl Controller {
         });
         if change && self.act {
             let what = what.clone().unwrap_or_default();
-            if collect && !thaw {
+            if collect_first {
                 // The freeze follows the application's own next full collection: no pause of
                 // neurogc's, and only what came since is frozen with the heap (the cache
                 // service's collection of neurogc's own, 459 ms, was its run's p99; a draw of the
