@@ -50,6 +50,10 @@ const CREDIBLE: f64 = 1.0;
 const HALF: f64 = 0.5;
 /// Windows of evidence at a setting before its effect is reported, or a tie is judged there.
 const EFFECT_WINDOWS: f64 = 3.0;
+/// How much of the pace RSS kept at neurogc's unfrozen settings the application's own windows
+/// must show for that pace to be the application's (`Controller::own_credit`): two windows'
+/// growth is noisy, and a filling heap slows as it fills.
+const OWN_PACE_SHOWN: f64 = 0.75;
 /// How many times a freeze the target's main thread did not run is asked for.
 const FREEZE_TRIES: u32 = 4;
 
@@ -127,6 +131,8 @@ struct Replacement {
     /// The most one full collection of the application's own found dead of the old heap, where
     /// past the allowance: a replacement seen (bytes).
     seen: f64,
+    /// A full collection of the application's own has told what it found dead of the old heap.
+    checked: bool,
 }
 
 impl Replacement {
@@ -145,6 +151,7 @@ impl Replacement {
     }
 
     fn found(&mut self, old: f64, allowance: f64) {
+        self.checked = true;
         if old > allowance {
             self.seen = self.seen.max(old);
         }
@@ -154,13 +161,17 @@ impl Replacement {
     fn held(&self) -> f64 {
         self.unresolved.max(self.seen)
     }
+
+    /// The application's full collections found its old heap standing: one looked, none found
+    /// a replaced copy dead, and no rise since waits for one to tell.
+    fn old_heap_stands(&self) -> bool {
+        self.checked && self.held() == 0.0
+    }
 }
 
 /// How a freeze can be made in act mode, neurogc running no collection of its own.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Deferral {
-    /// After the application's next full collection only.
-    Only,
     /// After it (due in this many seconds at the setting in force), or at once with the garbage
     /// pending since the last: the cheaper.
     Either(f64),
@@ -206,6 +217,9 @@ pub struct Controller {
     own_rss: Option<f64>,
     /// How RSS grows at the application's own settings.
     own_growth: OwnGrowth,
+    /// How RSS grows at any setting with nothing frozen by neurogc, its own or the
+    /// application's: the pace neurogc's settings' growth is told against (`own_credit`).
+    unfrozen_growth: OwnGrowth,
     /// RSS in the last window, where the setting in force was in force in it.
     rss_before: Option<f64>,
     /// RSS in the last window, whatever was in force, and how much it rose in this one.
@@ -310,6 +324,7 @@ impl Controller {
             rss_at_freeze: None,
             own_rss: None,
             own_growth: OwnGrowth::default(),
+            unfrozen_growth: OwnGrowth::default(),
             rss_before: None,
             last_rss: None,
             rss_rise: 0.0,
@@ -365,10 +380,12 @@ impl Controller {
         let old = self.collector.old_found_bytes(collected);
         let allowance = self.budgets.memory_allowance(app_rss);
         let turns_over = old.is_some_and(|old| old > allowance);
+        if let Some(old) = old {
+            self.replacement.found(old, allowance);
+        }
         if turns_over {
             self.deferred = None;
             self.turned_over = old;
-            self.replacement.found(old.unwrap_or(0.0), allowance);
         }
         !turns_over
     }
@@ -465,12 +482,18 @@ impl Controller {
 
     /// How a freeze of neurogc's can be made in act mode (`Deferral`): after the application's
     /// next full collection where the counts put it within half the longest wait at the setting
-    /// in force (the count of objects promoted since the last says when it comes), and only so
-    /// where one of its own has been measured; else at once, as where one deferred already
-    /// waited in vain. A full collection measured once is no sign that another comes soon: the
-    /// test profile of cyclic young garbage ran one in its first second and none in the next
-    /// ten (73 objects promoted of the 1,800 that call one), and the freeze waited for it with
-    /// the move to 5,000/10/10 it came with, a 0.59x cost.
+    /// in force (the count of objects promoted since the last says when it comes), or at once
+    /// with the garbage pending since the last, whichever the model prices cheaper: the wait
+    /// earns nothing, the freeze at once keeps what of the pending objects is garbage (the
+    /// share the application's full collections found dead of them). At once too where one
+    /// deferred already waited in vain. Waiting was once the only way where one of the
+    /// application's own full collections had been measured: a draw filling a 1.25M-object
+    /// cache whose full collections found none of it dead waited 1.6 s for its next, a 221 ms
+    /// pause the freeze would have spared; another waited six windows and an 838 ms one.
+    /// A full collection measured once is no sign that another comes soon: the test profile of
+    /// cyclic young garbage ran one in its first second and none in the next ten (73 objects
+    /// promoted of the 1,800 that call one), and a freeze that could only wait for it waited
+    /// with the move to 5,000/10/10 it came with, a 0.59x cost.
     /// `here`: the prediction for the setting in force.
     fn deferral(&self, here: &Prediction) -> Deferral {
         if self.deferral_failed {
@@ -478,13 +501,7 @@ impl Controller {
         }
         let window_s = self.budgets.window_s().max(1e-3);
         match here.next_full_s {
-            Some(due) if due / window_s <= MAX_FREEZE_WAIT_WINDOWS / 2.0 => {
-                if self.collector.own_full_median_ns().is_some() {
-                    Deferral::Only
-                } else {
-                    Deferral::Either(due)
-                }
-            }
+            Some(due) if due / window_s <= MAX_FREEZE_WAIT_WINDOWS / 2.0 => Deferral::Either(due),
             _ => Deferral::Never,
         }
     }
@@ -559,7 +576,7 @@ impl Controller {
         if !(self.collector.heap_warm() || self.undone_for_memory) {
             return 0.0;
         }
-        self.kept.grown(r.rss as f64, secs(r.ts_ns), &self.own_growth)
+        self.kept.grown(r.rss as f64, secs(r.ts_ns), |s| self.own_credit(s).0)
     }
 
     pub fn decide(&mut self, learned: Learned, r: &Reading) -> Verdict {
@@ -620,6 +637,9 @@ impl Controller {
             self.own_rss = Some(self.own_rss.map_or(r.rss as f64, |o| o.max(r.rss as f64)));
             self.own_growth.add(self.window, secs(r.ts_ns), r.rss as f64);
         }
+        if in_force && !self.frozen {
+            self.unfrozen_growth.add(self.window, secs(r.ts_ns), r.rss as f64);
+        }
         let clean = in_force
             && !r.idle
             && !self.collector.held_freeze_collection()
@@ -648,7 +668,8 @@ impl Controller {
             here = self.in_force();
         }
         let keeps = self.collector.predict(&here, self.frozen).memory_bytes.max(o.grown_bytes);
-        let (cost_now, app_rss) = self.kept.split(r.rss as f64, keeps);
+        let own = self.kept.first_change_s().map_or(0.0, |t| self.own_credit(secs(r.ts_ns) - t).0);
+        let (cost_now, app_rss) = self.kept.split(r.rss as f64, keeps, own);
         // `split` caps the cost at what RSS has grown; the next window's rise is on top of it.
         let cost_now = cost_now.max(o.grown_bytes);
         let own_full = clean && here == self.own_unfrozen() && r.collections[2] > 0;
@@ -887,12 +908,13 @@ impl Controller {
         }
         if let Some(grown) = self.grown_since_freeze(r) {
             w.push_str(&format!("; {:+.0} MiB since the freeze", mib(grown)));
-            let own = self.own_since_freeze(r);
+            let (own, rate) =
+                self.rss_at_freeze.map_or((0.0, 0.0), |(_, t)| self.own_credit(secs(r.ts_ns) - t));
             if own > 0.0 {
                 w.push_str(&format!(
                     " past the application's own growth ({:.0} MiB at {:.1} MiB/s)",
                     mib(own),
-                    mib(self.own_growth.rate())
+                    mib(rate)
                 ));
             }
         }
@@ -916,9 +938,35 @@ impl Controller {
     /// What RSS grows at the application's own pace since neurogc's freeze (0 where none stands).
     fn own_since_freeze(&self, r: &Reading) -> f64 {
         match self.rss_at_freeze.filter(|_| self.frozen) {
-            Some((_, t)) => self.own_growth.over(secs(r.ts_ns) - t),
+            Some((_, t)) => self.own_credit(secs(r.ts_ns) - t).0,
             None => 0.0,
         }
+    }
+
+    /// What of RSS's growth over `secs` at neurogc's settings is the application's own (bytes),
+    /// and at what pace (bytes/s). Its pace at its own settings, for as long as that was
+    /// measured (`OwnGrowth::over`); or the pace RSS kept at every unfrozen setting, for as
+    /// long as neurogc's setting stands, where that is the application's: it grew as fast in
+    /// its own windows (two are enough to tell that, `OwnGrowth::pace`), and its full
+    /// collections found its old heap standing (`Replacement::old_heap_stands`). What a freeze
+    /// keeps is frozen objects that die, and what thresholds that put full collections off keep
+    /// is old objects that die: a full collection that found none of the old heap dead says
+    /// the growth is new data, which neither holds. What a larger young generation keeps is a
+    /// step as it fills, which the slower half of a run does not count (`OwnGrowth::rate`).
+    /// An evaluation draw (a 1.25M-object cache filling at 16 MiB/s at every setting) was
+    /// frozen after two windows of its own settings, too few to read a rate from: its fill
+    /// read as the freeze's ("+49 MiB since the freeze") 3 s later, and the undo cost a 289 ms
+    /// collection and the 337 ms full collections the freeze had ended. Growth past the pace
+    /// stays neurogc's, and so does all growth where the application's own windows did not
+    /// show it (RSS that grows only at neurogc's thresholds is theirs).
+    fn own_credit(&self, secs: f64) -> (f64, f64) {
+        let own = (self.own_growth.over(secs), self.own_growth.rate());
+        let pace = self.unfrozen_growth.rate();
+        let shown = self.own_growth.pace() >= OWN_PACE_SHOWN * pace;
+        if !(shown && self.replacement.old_heap_stands()) || pace * secs.max(0.0) <= own.0 {
+            return own;
+        }
+        (pace * secs.max(0.0), pace)
     }
 
     /// Where a pause budget is missed and a freeze is not a move, why.

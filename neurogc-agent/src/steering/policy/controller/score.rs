@@ -311,7 +311,6 @@ impl Controller {
             // the demo's advice turned over ten times in a minute.
             let collects: &[bool] = match (freezing, self.act, deferral) {
                 (false, ..) => &[false],
-                (true, true, Deferral::Only) => &[true],
                 (true, true, Deferral::Either(_)) => &[false, true],
                 (true, true, Deferral::Never) => &[false],
                 (true, false, _) => &[true],

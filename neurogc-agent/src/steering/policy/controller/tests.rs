@@ -428,12 +428,17 @@ fn frozen_at(gc: GuardConfig, t: [i64; 3]) -> Controller {
     // collection, landed).
     c.deferred = None;
     c.current = t;
-    c.frozen = true;
-    c.freeze_used = true;
-    c.collector.froze(true);
-    c.kept.changed(400.0 * 1048576.0, true, 0.0);
-    c.rss_at_freeze = Some((400.0 * 1048576.0, 0.0));
+    landed(&mut c, 400.0, 0.0);
     c
+}
+
+/// `c` as a freeze of neurogc's that followed a full collection leaves it, RSS at `rss_mib`, at
+/// `t_s`: neurogc's first change.
+fn landed(c: &mut Controller, rss_mib: f64, t_s: f64) {
+    (c.frozen, c.freeze_used) = (true, true);
+    c.collector.froze(true);
+    c.kept.changed(rss_mib * 1048576.0, true, t_s);
+    c.rss_at_freeze = Some((rss_mib * 1048576.0, t_s));
 }
 
 #[test]
@@ -553,11 +558,7 @@ fn rss_growing_at_the_applications_own_pace_after_a_freeze_is_not_the_freezes() 
         for w in 1..=6 {
             c.decide(&mut analytic, &warm([700, 10, 10], w, (w as u64 - 1) * (8 << 20)));
         }
-        (c.frozen, c.freeze_used) = (true, true);
-        c.collector.froze(true);
-        let at = (400 + 40) as f64 * 1048576.0;
-        c.kept.changed(at, true, 6.0);
-        c.rss_at_freeze = Some((at, 6.0));
+        landed(&mut c, 440.0, 6.0);
         (7..=12).find(|&w| {
             let grown = (w as u64 - 1) * (8 << 20) + (w as u64 - 6) * (extra << 20);
             let v = c.decide(&mut analytic, &warm([700, 10, 10], w, grown));
@@ -566,6 +567,47 @@ fn rss_growing_at_the_applications_own_pace_after_a_freeze_is_not_the_freezes() 
     };
     assert_eq!(undone_at(0), None);
     assert_eq!(undone_at(20), Some(8));
+}
+
+#[test]
+fn a_freeze_made_before_the_applications_own_pace_was_read_is_told_against_the_unfrozen_pace() {
+    // A cache filling at 8 MiB a window whatever the thresholds: neurogc moves off the
+    // application's own settings after two windows, too few to read its own pace from, and
+    // freezes in window 6. Where the application's full collections found none of its old heap
+    // dead, the pace RSS kept at every unfrozen setting before the freeze is the application's
+    // for as long as the freeze stands (twelve windows here, past the 20 MiB a 5% budget
+    // allows after three), and growth past it is the freeze's: undone within two windows.
+    // Where no full collection has looked at the old heap, what fills may be a structure
+    // replacing one, and the growth is the freeze's once past the allowance; so too where RSS
+    // stood still in the application's own windows and grew only at neurogc's thresholds.
+    let undone_at = |fulls: bool, own_grows: bool, extra: u64| {
+        let gc = GuardConfig { memory_budget: 0.05, ..pinned(Some(10_000_000)) };
+        let mut c = Controller::new(gc, [700, 10, 10], true);
+        let reading = |c: &Controller, w: i64, grown: u64| {
+            let r = if fulls { warm(c.thresholds(), w, 0) } else { SERVICE.reading(c.thresholds(), w) };
+            Reading { rss: (400 << 20) + grown, ..r }
+        };
+        // RSS flat at the application's own settings: the growth is neurogc's thresholds'.
+        let before = |w: i64| if own_grows || w > 2 { (w as u64 - 1) * (8 << 20) } else { 0 };
+        for w in 1..=6 {
+            let r = reading(&c, w, before(w));
+            c.decide(&mut analytic, &r);
+            // As moved by neurogc after its two windows of learning.
+            if w >= 2 {
+                c.current = [5000, 10, 10];
+            }
+        }
+        assert_eq!(c.own_growth.rate(), 0.0);
+        landed(&mut c, 440.0, 6.0);
+        (7..=18).find(|&w| {
+            let grown = (w as u64 - 1) * (8 << 20) + (w as u64 - 6) * (extra << 20);
+            c.decide(&mut analytic, &reading(&c, w, grown)).freeze == Some(false)
+        })
+    };
+    assert_eq!(undone_at(true, true, 0), None);
+    assert!(matches!(undone_at(true, true, 20), Some(7..=8)));
+    assert!(matches!(undone_at(false, true, 0), Some(7..=10)), "{:?}", undone_at(false, true, 0));
+    assert!(matches!(undone_at(true, false, 0), Some(7..=10)), "{:?}", undone_at(true, false, 0));
 }
 
 #[test]

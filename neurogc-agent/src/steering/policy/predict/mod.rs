@@ -41,8 +41,6 @@ const PRIOR_OBJECT_BYTES: f64 = 256.0;
 /// How far ahead predictions look (s): how long the old generation's growth is followed, and
 /// how long frozen and deferred garbage are counted to accumulate.
 pub const HORIZON_S: f64 = 600.0;
-/// How many of the application's own full pauses the median of them is taken over.
-const OWN_FULL_KEPT: usize = 16;
 
 /// What the learned model says the analytic prediction misses, per candidate: ln(measured /
 /// predicted) of the GC share and of generations 0, 1 and 2's pauses.
@@ -114,10 +112,6 @@ pub struct Collector {
     turnover_bytes: f64,
     /// The last full pause seen, for builds without long-lived counters.
     full_pause_ns: Avg,
-    /// The longest full pause of each window in which the application's own full collections
-    /// walked its unfrozen heap (the most recent `OWN_FULL_KEPT`): the yardstick for any
-    /// collection neurogc causes (`own_full_median_ns`).
-    own_full_ns: Vec<f64>,
     /// Full collections per second, for builds without long-lived counters.
     full_rate: Avg,
     last: Option<Reading>,
@@ -350,12 +344,6 @@ impl Collector {
             }
             if !forced {
                 self.full_pause_ns.add(r.pause_max_ns[2], 0.5);
-                if !self.frozen {
-                    if self.own_full_ns.len() == OWN_FULL_KEPT {
-                        self.own_full_ns.remove(0);
-                    }
-                    self.own_full_ns.push(r.pause_max_ns[2]);
-                }
             }
             // Survivors of the application's own full collection against the last one's.
             if let (false, false, Some([kept, _])) = (forced, self.frozen, r.long_lived) {
@@ -557,16 +545,6 @@ impl Collector {
         }
         p.first_full_ns *= self.pause_ratio_for(c, 2);
         p
-    }
-
-    /// The median of the application's own full pauses over its unfrozen heap, as measured
-    /// (None before one was seen): where there is one, a freeze of neurogc's follows the
-    /// application's next full collection rather than a collection of its own (the cache
-    /// service's 459 ms collection before a freeze was its run's p99).
-    pub fn own_full_median_ns(&self) -> Option<f64> {
-        let mut v = self.own_full_ns.clone();
-        v.sort_by(f64::total_cmp);
-        v.get(v.len().saturating_sub(1) / 2).copied()
     }
 
     /// Bytes of what a full collection of the application's that just freed `collected` objects
