@@ -908,8 +908,7 @@ impl Controller {
         }
         if let Some(grown) = self.grown_since_freeze(r) {
             w.push_str(&format!("; {:+.0} MiB since the freeze", mib(grown)));
-            let (own, rate) =
-                self.rss_at_freeze.map_or((0.0, 0.0), |(_, t)| self.own_credit(secs(r.ts_ns) - t));
+            let (own, rate) = self.own_since_freeze(r);
             if own > 0.0 {
                 w.push_str(&format!(
                     " past the application's own growth ({:.0} MiB at {:.1} MiB/s)",
@@ -932,14 +931,15 @@ impl Controller {
         let own = self.own_rss.unwrap_or(0.0);
         self.rss_at_freeze
             .filter(|_| self.frozen)
-            .map(|(at, _)| r.rss as f64 - at.max(own) - self.own_since_freeze(r))
+            .map(|(at, _)| r.rss as f64 - at.max(own) - self.own_since_freeze(r).0)
     }
 
-    /// What RSS grows at the application's own pace since neurogc's freeze (0 where none stands).
-    fn own_since_freeze(&self, r: &Reading) -> f64 {
+    /// What RSS grows at the application's own pace since neurogc's freeze, and the pace
+    /// (`own_credit`; 0 where none stands).
+    fn own_since_freeze(&self, r: &Reading) -> (f64, f64) {
         match self.rss_at_freeze.filter(|_| self.frozen) {
-            Some((_, t)) => self.own_credit(secs(r.ts_ns) - t).0,
-            None => 0.0,
+            Some((_, t)) => self.own_credit(secs(r.ts_ns) - t),
+            None => (0.0, 0.0),
         }
     }
 
@@ -962,11 +962,12 @@ impl Controller {
     fn own_credit(&self, secs: f64) -> (f64, f64) {
         let own = (self.own_growth.over(secs), self.own_growth.rate());
         let pace = self.unfrozen_growth.rate();
+        let credited = pace * secs.max(0.0);
         let shown = self.own_growth.pace() >= OWN_PACE_SHOWN * pace;
-        if !(shown && self.replacement.old_heap_stands()) || pace * secs.max(0.0) <= own.0 {
+        if !(shown && self.replacement.old_heap_stands()) || credited <= own.0 {
             return own;
         }
-        (pace * secs.max(0.0), pace)
+        (credited, pace)
     }
 
     /// Where a pause budget is missed and a freeze is not a move, why.

@@ -45,6 +45,14 @@ const GROWTH_WINDOWS: usize = 4;
 /// Windows of a run kept: the latest growth is the application's now.
 const GROWTH_KEPT: usize = 120;
 
+/// Bytes a second RSS grew from the first of `h`'s (s, RSS bytes) to its last (0 over no time).
+fn slope(h: &[(f64, f64)]) -> f64 {
+    match (h.first(), h.last()) {
+        (Some(a), Some(b)) if b.0 > a.0 => (b.1 - a.1) / (b.0 - a.0),
+        _ => 0.0,
+    }
+}
+
 impl OwnGrowth {
     /// The controller's window `window`, at the application's own settings, ending at `t_s`
     /// with RSS at `rss`: one that does not follow the last added starts a new run.
@@ -52,6 +60,9 @@ impl OwnGrowth {
         let next = self.last_window.is_some_and(|w| w + 1 == window);
         self.last_window = Some(window);
         if !next {
+            // A run is kept for what it can tell: a rate from `GROWTH_WINDOWS`, a pace from two
+            // (`pace`; the agent leaves the application's settings after two), never in place
+            // of a longer one.
             if self.run.len() >= GROWTH_WINDOWS.min(self.before.len().max(2)) {
                 self.before = std::mem::take(&mut self.run);
             }
@@ -76,10 +87,6 @@ impl OwnGrowth {
         if run.len() < GROWTH_WINDOWS {
             return 0.0;
         }
-        let slope = |h: &[(f64, f64)]| {
-            let (a, b) = (h[0], h[h.len() - 1]);
-            if b.0 > a.0 { (b.1 - a.1) / (b.0 - a.0) } else { 0.0 }
-        };
         let mid = run.len() / 2;
         slope(&run[..=mid]).min(slope(&run[mid..])).max(0.0)
     }
@@ -89,10 +96,7 @@ impl OwnGrowth {
     /// credit (`rate`), long enough to tell whether the application grows at all on its own.
     pub fn pace(&self) -> f64 {
         let run = if self.run.len() >= 2 { &self.run } else { &self.before };
-        match (run.first(), run.last()) {
-            (Some(a), Some(b)) if b.0 > a.0 => ((b.1 - a.1) / (b.0 - a.0)).max(0.0),
-            _ => 0.0,
-        }
+        slope(run).max(0.0)
     }
 
     /// What the application's own growth accounts for over `secs` since a change: at its
