@@ -138,16 +138,20 @@ struct Replacement {
 impl Replacement {
     /// One window: RSS rose by `rise`; `own_full`: what the application's own full collection,
     /// at its own settings, found dead of the old heap (bytes), where one ran.
-    fn window(&mut self, rise: f64, own_full: Option<f64>, allowance: f64) {
+    /// Returns whether that collection came to a rise waiting for one.
+    fn window(&mut self, rise: f64, own_full: Option<f64>, allowance: f64) -> bool {
+        let mut told = false;
         if let Some(old) = own_full {
             // The collection that would have freed a replaced copy ran: what it found says
             // whether one was.
+            told = self.unresolved > 0.0;
             self.unresolved = 0.0;
             self.found(old, allowance);
         }
         if rise > allowance {
             self.unresolved = self.unresolved.max(rise);
         }
+        told
     }
 
     fn found(&mut self, old: f64, allowance: f64) {
@@ -225,6 +229,9 @@ pub struct Controller {
     /// RSS in the last window, whatever was in force, and how much it rose in this one.
     last_rss: Option<f64>,
     rss_rise: f64,
+    /// The most RSS rose in one window at thresholds of neurogc's, unfrozen: what another such
+    /// setting entered is taken to add before its own growth is measured.
+    rise_at_neurogcs: f64,
     /// The last change, until its effect is reported.
     change: Option<Change>,
     /// A freeze waiting for the application's next full collection to end (`Deferred`).
@@ -328,6 +335,7 @@ impl Controller {
             rss_before: None,
             last_rss: None,
             rss_rise: 0.0,
+            rise_at_neurogcs: 0.0,
             change: None,
             deferred: None,
             deferral_failed: false,
@@ -568,12 +576,26 @@ impl Controller {
         if grown > 0.0 { grown + rising } else { 0.0 }
     }
 
+    /// Whether RSS growth from here on can be a setting's own: the application's heap was seen
+    /// warm (`Collector::heap_warm`), or its RSS stood still at its own settings
+    /// (`OwnGrowth::stood_still`). An evaluation draw (a 19k-list catalog rebuilt every 3.3 s
+    /// by a builder thread) ran one full collection of its own before the agent moved it to
+    /// 5000/50/20, too few to be seen warm; each copy kept there was counted as its heap
+    /// filling, and its RSS reached 1.46x the defaults' peak, though its own windows had not
+    /// grown but for the one step of a rebuild. Standing still is growing too slowly to use
+    /// the memory allowance up over the model's horizon (that draw's own windows grew 16 KiB
+    /// besides the step).
+    fn rss_settled(&self) -> bool {
+        let still = self.budgets.memory_allowance(self.own_rss.unwrap_or(0.0)) / HORIZON_S;
+        self.collector.heap_warm() || self.own_growth.stood_still(still)
+    }
+
     /// What RSS has grown, past the application's own pace, since growth began to be measured
     /// as the settings' of neurogc (`Kept::grown`: the first change, or the first window after
     /// it that counts): what any threshold setting of neurogc's would be judged to keep, once
     /// in force (none where growth is not measured yet: the heap is filling).
     fn grown_at_neurogcs(&self, r: &Reading) -> f64 {
-        if !(self.collector.heap_warm() || self.undone_for_memory) {
+        if !(self.rss_settled() || self.undone_for_memory) {
             return 0.0;
         }
         self.kept.grown(r.rss as f64, secs(r.ts_ns), |s| self.own_credit(s).0)
@@ -599,7 +621,8 @@ impl Controller {
             self.deferred = None;
             self.deferral_failed = true;
         }
-        let found_old = self.collector.old_found_bytes((r.collected_per[2] * r.collections[2] as f64) as i64);
+        let collected = r.collected_per[2] * r.collections[2] as f64;
+        let found_old = self.collector.old_found_bytes(collected as i64);
         self.collector.observe(r);
         self.rss_rise = self.last_rss.map_or(0.0, |b| (r.rss as f64 - b).max(0.0));
         self.last_rss = Some(r.rss as f64);
@@ -609,7 +632,7 @@ impl Controller {
         // never seen warm, grew from 1.2 to 2.7 GiB across three moves after its undo while
         // every decision said "memory +4 MiB".
         let own = self.current == candidates::own(self.cfg(), self.original);
-        if self.collector.heap_warm() || (self.undone_for_memory && !own) {
+        if self.rss_settled() || (self.undone_for_memory && !own) {
             self.kept.warmed(r.rss as f64, secs(r.ts_ns));
         }
         let check = check(&before, &self.collector, r);
@@ -639,6 +662,9 @@ impl Controller {
         }
         if in_force && !self.frozen {
             self.unfrozen_growth.add(self.window, secs(r.ts_ns), r.rss as f64);
+            if here != self.own_unfrozen() {
+                self.rise_at_neurogcs = self.rise_at_neurogcs.max(self.rss_rise);
+            }
         }
         let clean = in_force
             && !r.idle
@@ -669,15 +695,31 @@ impl Controller {
         }
         let keeps = self.collector.predict(&here, self.frozen).memory_bytes.max(o.grown_bytes);
         let own = self.kept.first_change_s().map_or(0.0, |t| self.own_credit(secs(r.ts_ns) - t).0);
-        let (cost_now, app_rss) = self.kept.split(r.rss as f64, keeps, own);
+        let (mut cost_now, mut app_rss) = self.kept.split(r.rss as f64, keeps, own);
+        let own_full = clean && here == self.own_unfrozen() && r.collections[2] > 0;
+        let allowance = self.budgets.memory_allowance(app_rss);
+        let told =
+            self.replacement.window(self.rss_rise, own_full.then_some(found_old.unwrap_or(0.0)), allowance);
+        // Where that collection freed next to nothing (the allowance's worth at most), what RSS
+        // rose by is the application's new data: growth from here on is measured afresh. What
+        // it found of the old heap alone is no proof: a copy rebuilt since the last full
+        // collection counts as promoted, and one that replaced another as large reads as
+        // nothing found (an evaluation draw's 1.04M objects freed, a catalog replaced, read so).
+        if told && self.collector.objects_bytes(collected) <= allowance {
+            self.kept.rebase(r.rss as f64, secs(r.ts_ns));
+        }
+        // What a structure replaced whole leaves is kept by thresholds in force that put the
+        // full collection freeing it off, from the window RSS rose by it, as it is by any such
+        // setting entered (`replaced_kept`): an evaluation draw (a 319k-object catalog rebuilt
+        // every 2.9 s by a builder thread) rose from 168 to 301 MiB in its first window at
+        // 5000/50/100, was told "memory +0 MiB" for three more, and reached 1.28x the
+        // defaults' peak before its growth was counted as the setting's.
+        let held = if self.frozen { 0.0 } else { self.replaced_kept(&here) };
+        if held > keeps {
+            (cost_now, app_rss) = self.kept.split(r.rss as f64, held, own);
+        }
         // `split` caps the cost at what RSS has grown; the next window's rise is on top of it.
         let cost_now = cost_now.max(o.grown_bytes);
-        let own_full = clean && here == self.own_unfrozen() && r.collections[2] > 0;
-        self.replacement.window(
-            self.rss_rise,
-            own_full.then_some(found_old.unwrap_or(0.0)),
-            self.budgets.memory_allowance(app_rss),
-        );
         let (g, worst) = r.worst();
         let observed = Observed {
             pause_max_ms: worst / 1e6,
@@ -824,7 +866,7 @@ impl Controller {
         self.current = c.thresholds;
         self.trial = Some(Trial { to: c, analytic_share: to.analytic_share, learned: to.learned });
         self.trial_rows = (!to.learned.is_finite()).then_some([here_row, to.row]);
-        self.kept.changed(r.rss as f64, self.collector.heap_warm(), secs(r.ts_ns));
+        self.kept.changed(r.rss as f64, self.rss_settled(), secs(r.ts_ns));
         self.rss_before = None;
         match freeze {
             Some(true) => {
@@ -843,7 +885,7 @@ impl Controller {
                 self.frozen = false;
                 self.collector.thaw();
                 self.kept = Kept::default();
-                self.kept.changed(r.rss as f64, self.collector.heap_warm(), secs(r.ts_ns));
+                self.kept.changed(r.rss as f64, self.rss_settled(), secs(r.ts_ns));
             }
             None => {}
         }

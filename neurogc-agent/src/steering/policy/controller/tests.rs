@@ -1404,3 +1404,59 @@ fn a_long_full_collection_the_counts_put_near_misses_the_pause_budget_a_freeze_s
         assert!(!v.reason.contains("due in"), "{v:?}");
     }
 }
+
+/// Settings in force window by window: the process moves to a larger young generation in
+/// window 2 (`where_collecting_less_often_is_cheaper_it_moves_early_and_stays`); RSS rises
+/// 150 MiB in window 4 (15% of 400 MiB allows 60), then holds; window 9 holds the
+/// application's own full collection, which finds `dead` objects.
+fn rise_after_a_move(dead: f64) -> Vec<[i64; 3]> {
+    let mut c = Controller::new(cost_only(), [700, 10, 10], true);
+    (1..=16)
+        .map(|w| {
+            let t = c.thresholds();
+            let mib = if w < 4 { 400 } else { 550 };
+            let r =
+                if w == 9 { full_finding(t, w, mib, dead) } else { SERVICE.reading(t, w).with_rss_mib(mib) };
+            c.decide(&mut analytic, &r);
+            t
+        })
+        .collect()
+}
+
+#[test]
+fn a_rise_past_the_allowance_at_thresholds_that_put_full_collections_off_leaves_them_at_once() {
+    // The rise may be a structure replacing another, whose old copy such thresholds keep until
+    // their full collection comes: they are left in the window it shows (window 5 is the
+    // application's own again), and entered again only once the application's own full
+    // collection has told what the rise was: the old heap found dead (a replacement) or not.
+    let replaced = rise_after_a_move(1_000_000.0);
+    assert!(replaced[2..4].iter().all(|t| t[0] > 700), "never moved: {replaced:?}");
+    assert!(replaced[4..].iter().all(|t| *t == [700, 10, 10]), "{replaced:?}");
+    let grew = rise_after_a_move(100.0);
+    assert!(grew[4..9].iter().all(|t| *t == [700, 10, 10]), "{grew:?}");
+    assert!(grew[9..].iter().any(|t| t[0] > 700), "never moved once the rise was told: {grew:?}");
+}
+
+#[test]
+fn rss_that_steps_up_at_neurogcs_thresholds_is_theirs_where_the_applications_stood_still() {
+    // A catalog rebuilt by a builder thread, whose old copies thresholds that put full
+    // collections off keep: RSS steps up 25 MiB every third window spent at them, and stays up
+    // (the allocator keeps what they held); at the application's own settings it stands still.
+    // No full collection is seen, so the heap is never seen warm: the application's own windows
+    // standing still are what tells the growth is the thresholds'. Each such setting is left
+    // before RSS passes the allowance (15% of 400 MiB), counting the rise of the window, for
+    // the application's own thresholds, not for another of neurogc's that keeps as much.
+    let mut c = Controller::new(cost_only(), [700, 10, 10], true);
+    let (mut at_neurogcs, mut mib, mut trace) = (0u64, 400u64, Vec::new());
+    for w in 1..=30 {
+        let t = c.thresholds();
+        if t != [700, 10, 10] {
+            at_neurogcs += 1;
+            mib = mib.max(400 + 25 * (at_neurogcs / 3));
+        }
+        c.decide(&mut analytic, &SERVICE.reading(t, w).with_rss_mib(mib));
+        trace.push((t[0], mib));
+    }
+    assert!(trace.iter().any(|&(t0, _)| t0 > 700), "never moved: {trace:?}");
+    assert!(trace.iter().all(|&(_, mib)| mib <= 460), "(threshold0, RSS MiB): {trace:?}");
+}

@@ -559,7 +559,12 @@ impl Collector {
         let young = t[0].max(0) as f64 * (t[1].max(0) + 1) as f64;
         let promoted = (pending.max(0) as f64).max(total.max(0) as f64 / 4.0);
         let old = (collected.max(0) as f64 - promoted - young).max(0.0);
-        Some(old * self.object_bytes.or(PRIOR_OBJECT_BYTES))
+        Some(self.objects_bytes(old))
+    }
+
+    /// Bytes of `objects`, at what an object holds of RSS here.
+    pub fn objects_bytes(&self, objects: f64) -> f64 {
+        objects.max(0.0) * self.object_bytes.or(PRIOR_OBJECT_BYTES)
     }
 
     /// Bytes of garbage a freeze without a collection first keeps for ever.
