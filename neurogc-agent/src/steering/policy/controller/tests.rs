@@ -384,17 +384,21 @@ fn full_finding(t: [i64; 3], w: i64, mib: u64, dead: f64) -> Reading {
     r
 }
 
-/// Settings in force window by window: RSS rises 150 MiB in window 2 (15% of 400 MiB allows
-/// 60), then holds; window 8 holds the application's own full collection, which finds `dead`
-/// objects.
-fn after_a_rise(dead: f64) -> Vec<[i64; 3]> {
+/// Settings in force window by window: RSS rises 150 MiB in window `rise` (15% of 400 MiB
+/// allows 60), then holds; window `full` holds the application's own full collection, which
+/// finds `dead` objects. Unasked, this process moves to a larger young generation in window 2
+/// (`where_collecting_less_often_is_cheaper_it_moves_early_and_stays`).
+fn after_a_rise(rise: i64, full: i64, dead: f64) -> Vec<[i64; 3]> {
     let mut c = Controller::new(cost_only(), [700, 10, 10], true);
     (1..=16)
         .map(|w| {
             let t = c.thresholds();
-            let mib = if w < 2 { 400 } else { 550 };
-            let r =
-                if w == 8 { full_finding(t, w, mib, dead) } else { SERVICE.reading(t, w).with_rss_mib(mib) };
+            let mib = if w < rise { 400 } else { 550 };
+            let r = if w == full {
+                full_finding(t, w, mib, dead)
+            } else {
+                SERVICE.reading(t, w).with_rss_mib(mib)
+            };
             c.decide(&mut analytic, &r);
             t
         })
@@ -409,9 +413,9 @@ fn a_rise_past_the_allowance_keeps_full_collections_in_time_until_one_tells_what
     // collection off keeps the old copy. So none is entered until that collection, at the
     // application's own settings, shows what the rise was: 1M objects found dead of the old heap
     // (a replacement: none is entered after either), or next to none (growth: moved).
-    let replaced = after_a_rise(1_000_000.0);
+    let replaced = after_a_rise(2, 8, 1_000_000.0);
     assert!(replaced.iter().all(|t| *t == [700, 10, 10]), "{replaced:?}");
-    let grew = after_a_rise(100.0);
+    let grew = after_a_rise(2, 8, 100.0);
     assert!(grew[..8].iter().all(|t| *t == [700, 10, 10]), "{grew:?}");
     assert!(grew[8..].iter().any(|t| t[0] > 700), "never moved once the rise was told: {grew:?}");
 }
@@ -1405,34 +1409,17 @@ fn a_long_full_collection_the_counts_put_near_misses_the_pause_budget_a_freeze_s
     }
 }
 
-/// Settings in force window by window: the process moves to a larger young generation in
-/// window 2 (`where_collecting_less_often_is_cheaper_it_moves_early_and_stays`); RSS rises
-/// 150 MiB in window 4 (15% of 400 MiB allows 60), then holds; window 9 holds the
-/// application's own full collection, which finds `dead` objects.
-fn rise_after_a_move(dead: f64) -> Vec<[i64; 3]> {
-    let mut c = Controller::new(cost_only(), [700, 10, 10], true);
-    (1..=16)
-        .map(|w| {
-            let t = c.thresholds();
-            let mib = if w < 4 { 400 } else { 550 };
-            let r =
-                if w == 9 { full_finding(t, w, mib, dead) } else { SERVICE.reading(t, w).with_rss_mib(mib) };
-            c.decide(&mut analytic, &r);
-            t
-        })
-        .collect()
-}
-
 #[test]
 fn a_rise_past_the_allowance_at_thresholds_that_put_full_collections_off_leaves_them_at_once() {
     // The rise may be a structure replacing another, whose old copy such thresholds keep until
     // their full collection comes: they are left in the window it shows (window 5 is the
     // application's own again), and entered again only once the application's own full
     // collection has told what the rise was: the old heap found dead (a replacement) or not.
-    let replaced = rise_after_a_move(1_000_000.0);
+    // RSS rises in window 4, after the move; the full collection comes in window 9.
+    let replaced = after_a_rise(4, 9, 1_000_000.0);
     assert!(replaced[2..4].iter().all(|t| t[0] > 700), "never moved: {replaced:?}");
     assert!(replaced[4..].iter().all(|t| *t == [700, 10, 10]), "{replaced:?}");
-    let grew = rise_after_a_move(100.0);
+    let grew = after_a_rise(4, 9, 100.0);
     assert!(grew[4..9].iter().all(|t| *t == [700, 10, 10]), "{grew:?}");
     assert!(grew[9..].iter().any(|t| t[0] > 700), "never moved once the rise was told: {grew:?}");
 }
