@@ -284,10 +284,11 @@ fn waiting_for_a_blocked_main_thread_costs_no_events() {
 
 /// A freeze queued as a pending call can run inside a collection (from a `gc.callbacks` function
 /// or a finalizer), where `gc.collect()` does nothing: the guard then freezes nothing and says so
-/// (busy), for the agent to queue it again. Outside one it collects, freezes, and collects again
-/// what was left (so the old generation's counters stop counting the frozen heap).
+/// (busy), for the agent to queue it again. Outside one it collects and freezes, and collects
+/// nothing after (the old generation's counters go on counting the frozen heap, as after an
+/// application's own `gc.collect(); gc.freeze()`, so full collections keep their own pace).
 #[test]
-fn a_freeze_inside_a_collection_waits_and_one_outside_collects_on_both_sides() {
+fn a_freeze_inside_a_collection_waits_and_one_outside_collects_only_before_it() {
     const HOOK: &str = include_str!("../../python-hook/neurogc_hook.py");
     for_each_python(|py| {
         if py.free_threaded {
@@ -322,8 +323,8 @@ fn a_freeze_inside_a_collection_waits_and_one_outside_collects_on_both_sides() {
         if frozen < 50_000 || outside["record"] != 1 || outside["busy"] != 1 {
             errors.push(format!("{}: outside: {outside}", py.name));
         }
-        // The collection before the freeze and the one after it.
-        if outside["full_collections"] != 2 {
+        // The collection before the freeze, and none after it.
+        if outside["full_collections"] != 1 {
             errors.push(format!("{}: full collections around the freeze: {outside}", py.name));
         }
         // Asked to count: the count right after the freeze (objects frozen while referenced

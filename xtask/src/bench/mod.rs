@@ -123,8 +123,8 @@ pub enum Which {
         out: PathBuf,
     },
     /// Steering on drawn workloads (workloads/generated/draw.py): each draw's oracle among the
-    /// fixed recipes (cached), then interleaved rounds of defaults and act; act / oracle,
-    /// harm and memory-budget violations over the draws
+    /// fixed recipes (cached), then interleaved rounds of defaults, act and that recipe;
+    /// act / oracle, harm and memory-budget violations over the draws
     Draws {
         /// Seed pool to sample from
         #[arg(long, value_enum, default_value = "evaluation")]

@@ -131,10 +131,7 @@ impl Worker {
             latency: t.elapsed(),
             detail: if frozen {
                 let first = if collect { "gc.collect(), then " } else { "" };
-                format!(
-                    "{first}gc.freeze(): {about}{count} objects moved to the permanent generation, \
-                     then gc.collect() of what was left"
-                )
+                format!("{first}gc.freeze(): {about}{count} objects moved to the permanent generation")
             } else {
                 format!(
                     "not frozen: the main thread did not run the call within {ACTION_WAIT:?} ({})",

@@ -394,6 +394,15 @@ mod tests {
     }
 
     #[test]
+    fn the_actions_call_the_guard_of_the_hooks_own_protocol() {
+        // A guard another protocol's agent left is not this one's: its freeze() does otherwise.
+        let hook = include_str!("../../../../python-hook/neurogc_hook.py");
+        let protocol = hook.lines().find_map(|l| l.strip_prefix("PROTOCOL = ")).expect("PROTOCOL");
+        assert!(ACTION.contains(&format!("get(\"protocol\") == {protocol}:")), "{ACTION}");
+        assert!(hook.contains(&format!("_MAGIC = b\"NGC{protocol}\"")));
+    }
+
+    #[test]
     fn a_main_thread_that_sleeps_between_requests_is_running_and_one_asleep_for_good_is_not() {
         // A light service's main thread: 200 requests a second, each a few microseconds of
         // work after a 5 ms sleep; it uses far less than a clock tick in the quarter second.

@@ -574,6 +574,34 @@ fn rss_growing_at_the_applications_own_pace_after_a_freeze_is_not_the_freezes() 
 }
 
 #[test]
+fn rss_growing_at_the_applications_own_pace_is_its_own_until_its_full_collection_was_due() {
+    // A heap growing 8 MiB a window at its own settings, measured over three seconds, with no
+    // full collection: its counters put the next one 45 s off. Frozen in window 4, it grows on
+    // at that pace, which its own settings would have freed none of before that collection:
+    // the freeze stands (twelve windows, past the 21 MiB a 5% budget allows after three, and
+    // past the three seconds its pace was measured over). Where the counters put that
+    // collection a second off, growth past the pace's measured span is the freeze's.
+    let undone_at = |pending: i64| {
+        let gc = GuardConfig { memory_budget: 0.05, ..pinned(Some(10_000_000)) };
+        let mut c = Controller::new(gc, [700, 10, 10], true);
+        let reading = |w: i64| {
+            let r = SERVICE.reading([700, 10, 10], w);
+            let rss = (400 << 20) + (w as u64 - 1) * (8 << 20);
+            Reading { rss, long_lived: Some([1_000_000, pending + w * 3_000]), ..r }
+        };
+        for w in 1..=4 {
+            c.decide(&mut analytic, &reading(w));
+            c.current = [700, 10, 10];
+        }
+        c.deferred = None;
+        landed(&mut c, 424.0, 4.0);
+        (5..=16).find(|&w| c.decide(&mut analytic, &reading(w)).freeze == Some(false))
+    };
+    assert_eq!(undone_at(100_000), None);
+    assert!(matches!(undone_at(235_000), Some(8..=11)), "{:?}", undone_at(235_000));
+}
+
+#[test]
 fn a_freeze_made_before_the_applications_own_pace_was_read_is_told_against_the_unfrozen_pace() {
     // A cache filling at 8 MiB a window whatever the thresholds: neurogc moves off the
     // application's own settings after two windows, too few to read its own pace from, and

@@ -223,12 +223,14 @@ impl Collector {
                 } else {
                     0.0
                 };
-                // neurogc's freeze resets the counters (`froze`); the application's does not.
+                // A freeze leaves the counters as they are (`froze`): the first full collection
+                // after it comes when the application's own would have, and walks only what was
+                // promoted since.
                 let freezes = c.frozen && !frozen_now;
-                let first_after_freeze = c.frozen && frozen_now && self.frozen_uncollected;
+                let first_after_freeze = freezes || (c.frozen && self.frozen_uncollected);
                 let walked = thawed
                     + if freezes {
-                        0.0
+                        pending_then - pending
                     } else if first_after_freeze {
                         (total + pending_then - r.freeze_count.unwrap_or(0) as f64)
                             .max(pending_then - pending)
@@ -241,18 +243,6 @@ impl Collector {
                 let due_s = due.is_finite().then_some(due);
                 if retention <= 0.0 {
                     return Full { pause_ns: cost * walked, rate: 0.0, due_s, first_ns: 0.0 };
-                }
-                if freezes {
-                    // After neurogc's freeze and the collection that follows it, the old
-                    // generation holds what was in flight (a gen1 round's promotions) and what
-                    // is promoted since; a full collection comes every `t2 + 1` gen1 rounds once
-                    // a quarter of that is new.
-                    let kept = self.promoted.or(0.0);
-                    let cycle = rounds.max(kept / 4.0 / retention);
-                    // `due_s` stays when the application's own would come: whether neurogc's
-                    // collection before the freeze is one that was due anyway.
-                    let pause_ns = cost * (kept + retention * cycle);
-                    return Full { pause_ns, rate: 1.0 / cycle, due_s, first_ns: 0.0 };
                 }
                 if first_after_freeze {
                     // The first full collection after a freeze is a one-off: the counters still

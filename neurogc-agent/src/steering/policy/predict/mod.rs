@@ -124,13 +124,10 @@ pub struct Collector {
     /// a generation's pause grows with is predicted no better than the nearest one measured
     /// below it (a larger young generation that walked 1.5× the prediction once does again).
     pause_ratio_at: Vec<(Candidate, [Avg; 3])>,
-    /// neurogc froze, and no window has shown its full collections yet (the one after the
-    /// freeze, and the one before it where `freeze_walked_heap`): what they walked is not what
-    /// the frozen action's collections will.
+    /// neurogc froze right after a full collection, and no window has shown it yet: it walked
+    /// the whole heap, frozen objects then included (a full collection's cost per object, as
+    /// any of the application's), which the frozen action's collections will not.
     collected_for_freeze: bool,
-    /// neurogc's collection before its freeze walked the whole heap, frozen objects then
-    /// included: a full collection's cost per object, as any of the application's.
-    freeze_walked_heap: bool,
     /// The last window observed held that collection.
     last_held_freeze_collection: bool,
     /// See `held_first_full_after_freeze`.
@@ -142,8 +139,8 @@ pub struct Collector {
     last_held_carried: bool,
     /// The action in force at the last reading, as this model knew it then.
     seen: Option<Candidate>,
-    /// The application froze and no full collection has run since (the old generation's counters
-    /// still include the frozen objects; neurogc's freeze collects right after, which resets them).
+    /// A freeze (the application's or neurogc's) and no full collection since: the old
+    /// generation's counters still include the frozen objects.
     frozen_uncollected: bool,
     /// neurogc's freeze is in force.
     frozen: bool,
@@ -180,16 +177,15 @@ impl Collector {
         self.warm
     }
 
-    /// neurogc froze the heap (`collected`: after a full collection of its own), then collected
-    /// what was left unfrozen (the guard's freeze(), python-hook/neurogc_hook.py): the old
-    /// generation's counters start again from the live objects outside the frozen heap, so no
-    /// full collection waits for a quarter of the frozen ones to be promoted.
+    /// neurogc froze the heap (`collected`: right after a full collection, the application's
+    /// own or one of neurogc's, which the window read next holds). Nothing is collected after
+    /// the freeze (the guard's freeze(), python-hook/neurogc_hook.py): the old generation's
+    /// counters go on counting the frozen objects until the next full collection.
     pub fn froze(&mut self, collected: bool) {
         self.frozen_garbage = if collected { 0.0 } else { self.frozen_pending_bytes() };
-        self.frozen_uncollected = false;
+        self.frozen_uncollected = true;
         self.frozen = true;
-        self.collected_for_freeze = true;
-        self.freeze_walked_heap = collected;
+        self.collected_for_freeze = collected;
     }
 
     /// The counters showed a freeze that was not neurogc's: they count the frozen objects until
@@ -199,7 +195,6 @@ impl Collector {
         self.frozen_uncollected = true;
         self.frozen = true;
         self.collected_for_freeze = false;
-        self.freeze_walked_heap = false;
     }
 
     /// The action in force at the last reading (None before one with thresholds).
@@ -220,7 +215,6 @@ impl Collector {
         self.frozen_uncollected = false;
         self.frozen = false;
         self.collected_for_freeze = false;
-        self.freeze_walked_heap = false;
     }
 
     /// neurogc's freeze was undone by neurogc: the next full collection walks the thawed heap.
@@ -323,8 +317,8 @@ impl Collector {
             self.working_set.add(survivors, 0.3);
         }
         if r.collections[2] > 0 {
-            // neurogc's collection before its freeze walked the whole heap, frozen objects then
-            // included; the counters still count them until a full collection after it.
+            // The full collection neurogc's freeze followed walked the whole heap, frozen
+            // objects then included; the counters count them until the next one.
             let forced = self.last_held_freeze_collection;
             // Each also walked what it found and what it kept: where several ran in the window,
             // the counters read before them say little of what the later ones walked (after a
@@ -336,8 +330,6 @@ impl Collector {
                 .map(|w| w.max(seen));
             if let Some(w) = walked.filter(|w| *w > 1000.0) {
                 match (forced, self.frozen) {
-                    // Only the collection after the freeze ran: it walked next to nothing.
-                    (true, _) if !self.freeze_walked_heap => {}
                     (false, true) => self.frozen_full_ns.add(r.pause_max_ns[2] / w, 0.5),
                     _ => self.full_ns.add(r.pause_max_ns[2] / w, 0.5),
                 }

@@ -80,9 +80,12 @@ fn garbage_that_outlives_gen1_rounds_bounds_a_larger_young_generation() {
     let allowed = 0.15 * (125 << 20) as f64;
     let own = c.predict(&Candidate { thresholds: [700, 10, 10], frozen: true }, false);
     let larger = c.predict(&Candidate { thresholds: [2_000, 10, 10], frozen: true }, false);
-    // Measured there: +15 MiB for the rest of the run. Thinned out with the rounds, the flow
-    // of garbage predicts half that; kept as it is, more than the budget allows.
-    assert!(larger.memory_bytes < allowed, "{larger:?}");
+    // Measured there: +15 MiB for the rest of the run (frozen by a freeze that collected after
+    // itself; without, the first full collection waits until the application's own was due,
+    // 0.58 s where the next ones come every 0.4 s, and the garbage with it). Thinned out with
+    // the rounds, the flow of garbage predicts half what it does kept as it is, which is more
+    // than the budget allows.
+    assert!(larger.memory_bytes < larger.memory_upper_bytes / 2.0, "{larger:?}");
     assert!(larger.memory_upper_bytes > allowed, "{larger:?}");
     // The application's own young generations hold nothing more either way.
     assert_eq!(own.memory_upper_bytes, own.memory_bytes);
@@ -169,18 +172,18 @@ fn a_pause_measured_at_a_setting_is_remembered_there_and_above_it() {
 }
 
 #[test]
-fn neurogcs_own_collection_before_a_freeze_teaches_nothing_about_the_frozen_heap() {
+fn the_full_collection_a_freeze_followed_teaches_nothing_about_the_frozen_heap() {
     let mut c = warm();
     let frozen = Candidate { thresholds: [700, 10, 10], frozen: true };
     c.froze(true);
-    // The collection walked all 1.1M objects in 220 ms (200 ns each), found 100,000 dead,
-    // then the freeze, and the collection after it (of next to nothing: the counters read 0).
+    // The collection walked all 1.1M objects in 220 ms (200 ns each) and found 100,000 dead;
+    // then the freeze moved the million left, which the counters go on counting.
     let mut r = service([700, 10, 10], 0);
-    r.collections[2] = 2;
+    r.collections[2] = 1;
     r.pause_max_ns[2] = 220e6;
-    r.long_lived = Some([0, 0]);
+    r.long_lived = Some([1_000_000, 0]);
     r.freeze_count = Some(1_000_000);
-    r.collected_per[2] = 50_000.0;
+    r.collected_per[2] = 100_000.0;
     let (garbage, rate) = (c.old_garbage.or(0.0), c.full_rate.or(0.0));
     c.observe(&r);
     // Nor is it the process's rate of full collections, or what they find.
@@ -188,11 +191,13 @@ fn neurogcs_own_collection_before_a_freeze_teaches_nothing_about_the_frozen_heap
     c.correct(&frozen, true, &r);
     assert!(c.held_freeze_collection());
     assert!((c.full_ns.or(0.0) - 200.0).abs() < 30.0, "{:?}", c.full_ns);
-    // The counters start again after the freeze: no full collection waits for a quarter of
-    // the frozen heap to be promoted. Each walks what is in flight and what was promoted
-    // since: a gen1 round's worth, every 11 rounds.
+    // The next full collection comes once a quarter of the frozen heap's count is promoted, as
+    // the application's own would have, and walks what was promoted since: a one-off. The ones
+    // after it walk what is in flight and what was promoted since the last, every 11 rounds.
     let after = c.predict(&frozen, true);
-    assert_eq!(after.first_full_ns, 0.0);
+    let quarter = 250_000.0 / (c.promoted.or(0.0) * c.alloc_per_s() / 700.0 / 11.0);
+    assert!((after.next_full_s.unwrap() / quarter - 1.0).abs() < 0.01, "{after:?} {quarter}");
+    assert!(after.first_full_ns > 5.0 * after.pause_ns[2], "{after:?}");
     assert!(after.pause_ns[2] < 10e6, "{after:?}");
     c.observe(&service([700, 10, 10], 3_000));
     assert!(!c.held_freeze_collection());
@@ -205,7 +210,7 @@ fn a_frozen_heaps_full_collections_are_priced_as_measured_there() {
     assert!((c.full_cost(true) - c.full_ns.or(PRIOR_FULL_NS)).abs() < 1e-9);
     c.froze(true);
     let mut r = service([700, 10, 10], 0);
-    (r.collections[2], r.pause_max_ns[2], r.long_lived) = (2, 220e6, Some([0, 0]));
+    (r.collections[2], r.pause_max_ns[2], r.long_lived) = (1, 220e6, Some([0, 0]));
     c.observe(&r);
     // Then the frozen heap's own: 6 ms for 15,000 objects found dead (the demo service's),
     // and the unfrozen heap's cost stays.
