@@ -115,6 +115,10 @@ struct Deferred {
     until_window: u64,
 }
 
+/// The share of the memory allowance RSS may rise by in a window whose full collection tells
+/// what an earlier rise was (`Replacement::window`): below it, the rise is over.
+const SETTLED_RISE: f64 = 0.25;
+
 /// A structure the heap replaces whole (a catalog rebuilt and swapped in): what a setting that
 /// puts the application's full collections off (or a freeze) keeps of it is the old copy, until
 /// the next full collection finds it, and a freeze for ever. Nothing else tells it before that
@@ -143,9 +147,15 @@ impl Replacement {
         let mut told = false;
         if let Some(old) = own_full {
             // The collection that would have freed a replaced copy ran: what it found says
-            // whether one was.
-            told = self.unresolved > 0.0;
-            self.unresolved = 0.0;
+            // whether one was, where it ran once RSS had stopped rising. One in a window in
+            // which RSS still rose may have run while the new copy was built and the old one
+            // served: an evaluation draw's catalog, rebuilt on its main thread, rose 72 MiB
+            // and then 18 more, with full collections in both windows that found nothing
+            // dead; read as growth, it was frozen with both copies (1.57x its own RSS).
+            if rise <= allowance * SETTLED_RISE {
+                told = self.unresolved > 0.0;
+                self.unresolved = 0.0;
+            }
             self.found(old, allowance);
         }
         if rise > allowance {
