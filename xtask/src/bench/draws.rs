@@ -435,9 +435,10 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
         let d = median(r.defaults.iter().map(|s| s.value).collect());
         let a = median(r.act.iter().map(|s| s.value).collect());
         // The oracle measured here, beside act; the grid's figure as well (`grid`).
-        let o = match r.oracle_again.is_empty() {
-            true => d,
-            false => median(r.oracle_again.iter().map(|s| s.value).collect()).min(d),
+        let o = if r.oracle_again.is_empty() {
+            d
+        } else {
+            median(r.oracle_again.iter().map(|s| s.value).collect()).min(d)
         };
         let grid = r.oracle.1.value.min(d);
         grid_regrets.push(a / grid);
