@@ -95,7 +95,9 @@ struct Score {
 
 impl Score {
     fn json(&self) -> Value {
-        json!({"value": self.value, "peak_rss_mib": self.peak_rss_mib, "full": self.full, "longest_ms": self.longest_ms, "acted": self.acted})
+        // The measured part's length is a closed-loop service's throughput beside its p99 (null
+        // where it was read from the cache).
+        json!({"value": self.value, "peak_rss_mib": self.peak_rss_mib, "full": self.full, "longest_ms": self.longest_ms, "acted": self.acted, "total_s": self.total_s})
     }
 
     fn from_json(v: &Value) -> Option<Score> {

@@ -399,7 +399,7 @@ impl Controller {
             return false;
         }
         let app_rss = self.own_rss.or(self.rss_before).unwrap_or(0.0);
-        let old = self.collector.old_found_bytes(collected);
+        let old = self.collector.old_found_bytes(collected as f64, 1);
         let allowance = self.budgets.memory_allowance(app_rss);
         let turns_over = old.is_some_and(|old| old > allowance);
         if let Some(old) = old {
@@ -635,8 +635,7 @@ impl Controller {
             self.deferred = None;
             self.deferral_failed = true;
         }
-        let collected = r.collected_per[2] * r.collections[2] as f64;
-        let found_old = self.collector.old_found_bytes(collected as i64);
+        let found_old = self.collector.old_found_bytes(r.collected_per[2], r.collections[2]);
         self.collector.observe(r);
         self.rss_rise = self.last_rss.map_or(0.0, |b| (r.rss as f64 - b).max(0.0));
         self.last_rss = Some(r.rss as f64);
@@ -722,7 +721,7 @@ impl Controller {
         // it found of the old heap alone is no proof: a copy rebuilt since the last full
         // collection counts as promoted, and one that replaced another as large reads as
         // nothing found (an evaluation draw's 1.04M objects freed, a catalog replaced, read so).
-        if told && self.collector.objects_bytes(collected) <= allowance {
+        if told && self.collector.objects_bytes(r.collected_per[2] * r.collections[2] as f64) <= allowance {
             self.kept.rebase(r.rss as f64, secs(r.ts_ns));
         }
         // What a structure replaced whole leaves is kept by thresholds in force that put the
