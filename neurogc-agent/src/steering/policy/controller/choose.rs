@@ -142,9 +142,10 @@ impl Controller {
             set.min_by(|a, b| a.objective.total_cmp(&b.objective)).copied()
         };
         // Credibly cheaper: the saving stands above the change's cost and the uncertainty of
-        // the difference between the two estimates.
-        let cheaper =
-            |a: &Scored, b: &Scored| a.objective < b.objective - CREDIBLE * a.sd.of_difference(&b.sd);
+        // both estimates.
+        let cheaper = |a: &Scored, b: &Scored| {
+            a.objective < b.objective - CREDIBLE * (a.sd.powi(2) + b.sd.powi(2)).sqrt()
+        };
         let credibly_cheaper = |s: &Scored| cheaper(s, &now);
         // Of the moves that qualify, the application's own thresholds (with the best's freeze)
         // unless the best is credibly cheaper than them: two settings neither measured are told

@@ -50,10 +50,9 @@ pub(super) struct Scored {
     /// Freeze after a full collection of neurogc's own (freezes only).
     pub(super) collect: bool,
     pub(super) p: Prediction,
-    /// ln(CPU ns per allocation): the estimate and its standard deviation, and the part of that
-    /// owed to the setting in force's own measurement (`Uncertainty`).
+    /// ln(CPU ns per allocation): the estimate and its standard deviation.
     pub(super) ln_cost: f64,
-    pub(super) sd: Uncertainty,
+    pub(super) sd: f64,
     /// Collections measured at this setting (0: predicted only).
     pub(super) measured: u64,
     /// The model's own chance of a window over the pause budget here (before the evidence).
@@ -69,33 +68,6 @@ pub(super) struct Scored {
     /// The pause budget's miss by the setting in force's due full collection, where counted
     /// (`Controller::due_miss`): what the decision names it by.
     pub(super) due_miss: f64,
-}
-
-/// A cost estimate's standard deviation, and the part of it owed to the setting in force's
-/// measurement: an estimate carried over from the setting in force moves with that measurement,
-/// so the two differ by less than either is uncertain. A freeze of the thresholds in force, told
-/// from them by the model's count of what full collections walk, is not credibly cheaper than
-/// them by the noise of their common measurement: held to both widths as if independent,
-/// evaluation draws whose 40 ms full collections a freeze would end (at 0.6% GC) stayed
-/// unfrozen for 25 s, their p99 1.7x freeze + 20,000's.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) struct Uncertainty {
-    pub(super) sd: f64,
-    /// The shared part (at most `sd`).
-    pub(super) shared: f64,
-}
-
-impl Uncertainty {
-    /// Independent of the setting in force's measurement.
-    fn own(sd: f64) -> Self {
-        Uncertainty { sd, shared: 0.0 }
-    }
-
-    /// The standard deviation of the difference of two estimates.
-    pub(super) fn of_difference(&self, other: &Uncertainty) -> f64 {
-        let own = |u: &Uncertainty| (u.sd.powi(2) - u.shared.powi(2)).max(0.0);
-        ((self.shared - other.shared).powi(2) + own(self) + own(other)).sqrt()
-    }
 }
 
 /// A setting measured, as a candidate's estimate may start from it.
@@ -258,22 +230,21 @@ impl Controller {
         here_p: &Prediction,
         slope: f64,
         anchors: &[Anchor],
-    ) -> (f64, Uncertainty, u64) {
+    ) -> (f64, f64, u64) {
         let here = self.in_force();
         let measured = self.evidence.cost(c);
         let collections = self.evidence.get(c).map_or(0, |s| s.collections);
         let Some(anchor) = self.evidence.cost(&here) else {
             // Nothing measured in force yet: the predicted GC time alone tells settings apart.
             let work = self.work_per_s();
-            return ((p.share * 1e9 / work + 1.0).ln(), Uncertainty::own(1.0), collections);
+            return ((p.share * 1e9 / work + 1.0).ln(), 1.0, collections);
         };
         if *c == here {
-            return (anchor.ln_cost, Uncertainty { sd: anchor.se, shared: anchor.se }, collections);
+            return (anchor.ln_cost, anchor.se, collections);
         }
         let work = self.work_per_s();
         let gc = |p: &Prediction| p.share * 1e9 / work;
-        // The prior from a setting `k` measured at `m`, predicted `pk`: its mean, standard
-        // deviation, and the part of that shared with the setting in force's measurement.
+        // The prior from a setting `k` measured at `m`, predicted `pk`.
         let from = |m: Measured, k: &Candidate, pk: &Prediction| {
             let cost_k = m.ln_cost.exp();
             let mutator_k = (cost_k - gc(pk)).max(0.1 * cost_k);
@@ -282,18 +253,17 @@ impl Controller {
                 (cost_k + gc(p) - gc(pk) + mutator_k * ((slope * d_t0).exp() - 1.0)).max(0.05 * cost_k).ln();
             // The slowdown's own uncertainty is not counted against a move: it is what trying a
             // setting teaches (one far setting measured fits the slope for all the others).
-            let sd = (m.se.powi(2) + model_sd(prior - m.ln_cost).powi(2)).sqrt();
-            (prior, Uncertainty { sd, shared: if *k == here { m.se } else { 0.0 } })
+            (prior, (m.se.powi(2) + model_sd(prior - m.ln_cost).powi(2)).sqrt())
         };
         let (prior, prior_sd) = anchors
             .iter()
             .filter(|a| a.c != *c && same_young(&a.c, c))
             .map(|a| from(a.cost, &a.c, &a.p))
-            .fold(from(anchor, &here, here_p), |best, alt| if alt.1.sd < best.1.sd { alt } else { best });
+            .fold(from(anchor, &here, here_p), |best, alt| if alt.1 < best.1 { alt } else { best });
         match measured {
             Some(m) => {
-                let (mean, sd, prior_weight) = weigh((prior, prior_sd.sd), (m.ln_cost, m.se));
-                (mean, Uncertainty { sd, shared: prior_weight * prior_sd.shared }, collections)
+                let (mean, sd) = weigh((prior, prior_sd), (m.ln_cost, m.se));
+                (mean, sd, collections)
             }
             None => (prior, prior_sd, collections),
         }
@@ -620,18 +590,18 @@ pub(super) fn pessimistic_share(share: f64, here: f64) -> f64 {
 }
 
 /// The prior and a measurement of a setting's ln cost (each a mean and a standard deviation),
-/// weighed by their certainty: the mean, its standard deviation, and the prior's weight in it. A prior the measurement contradicts by more than both their
+/// weighed by their certainty. A prior the measurement contradicts by more than both their
 /// uncertainties is a model wrong about this process: it is widened by the excess, so the
 /// measurement decides at once (a heavy-tailed prior). Held at its own width, the ETL batch's
 /// 2,000/50/10 frozen, predicted at 0.83x the cost and measured at 1.4x, outweighed six windows
 /// of measurement and was left only after nine.
-pub(super) fn weigh(prior: (f64, f64), measured: (f64, f64)) -> (f64, f64, f64) {
+pub(super) fn weigh(prior: (f64, f64), measured: (f64, f64)) -> (f64, f64) {
     let ((p, p_sd), (m, m_se)) = (prior, measured);
     let m_se = m_se.max(1e-6);
     let excess = ((p - m).abs() - (p_sd.powi(2) + m_se.powi(2)).sqrt()).max(0.0);
     let p_sd = (p_sd.powi(2) + excess.powi(2)).sqrt();
     let (wp, wm) = (1.0 / p_sd.powi(2), 1.0 / m_se.powi(2));
-    ((p * wp + m * wm) / (wp + wm), (1.0 / (wp + wm)).sqrt(), wp / (wp + wm))
+    ((p * wp + m * wm) / (wp + wm), (1.0 / (wp + wm)).sqrt())
 }
 
 #[cfg(test)]
@@ -652,8 +622,7 @@ mod tests {
     #[test]
     fn a_measurement_the_prior_agrees_with_is_weighed_by_certainty() {
         // Within both uncertainties: the usual precision-weighted mean.
-        let (mean, sd, prior_weight) = weigh((0.0, 0.1), (0.1, 0.1));
-        assert!((prior_weight - 0.5).abs() < 1e-9, "{prior_weight}");
+        let (mean, sd) = weigh((0.0, 0.1), (0.1, 0.1));
         assert!((mean - 0.05).abs() < 1e-9, "{mean}");
         assert!((sd - 0.1 / 2f64.sqrt()).abs() < 1e-9, "{sd}");
     }
@@ -662,10 +631,10 @@ mod tests {
     fn a_measurement_that_contradicts_the_prior_decides() {
         // Predicted 0.83x the cost (ln -0.19, sd 0.08), measured 1.4x (ln +0.34, se 0.1): held
         // at its own width the prior pulled the estimate below the setting it had left.
-        let (mean, ..) = weigh(((0.83f64).ln(), 0.08), ((1.4f64).ln(), 0.1));
+        let (mean, _) = weigh(((0.83f64).ln(), 0.08), ((1.4f64).ln(), 0.1));
         assert!(mean > 0.25, "the measurement decides: {mean}");
         // The same measurement after more windows lands closer still.
-        let (later, ..) = weigh(((0.83f64).ln(), 0.08), ((1.4f64).ln(), 0.03));
+        let (later, _) = weigh(((0.83f64).ln(), 0.08), ((1.4f64).ln(), 0.03));
         assert!(later > mean && later > 0.32, "{later}");
     }
 }

@@ -1543,48 +1543,6 @@ fn a_long_full_collection_the_counts_put_near_misses_the_pause_budget_a_freeze_s
 }
 
 #[test]
-fn a_freeze_of_the_thresholds_in_force_is_told_from_them_by_the_models_error_not_their_noise() {
-    // A service whose windows' cost swings by a quarter either way (what arrives in them), and
-    // whose 150 ms full collection, every third window, is a fifth of the CPU of the window it
-    // lands in. The freeze's estimate stands on the same measurement as the setting in force's
-    // and differs from it by what the counters say the full collections cost: the noise they
-    // share does not tell them apart. Held to it as if the two were independent, nothing was
-    // credibly cheaper (an evaluation draw at 0.6% GC kept its 45 ms full collections for 25 s;
-    // this test never froze).
-    let gc = GuardConfig {
-        freeze_after_s: Some(0.0),
-        pause_budget_ns: None,
-        gc_budget: None,
-        gc_at_attach: false,
-        min: [700, 10, 10],
-        max: [700, 10, 10],
-        ..cfg()
-    };
-    let light = Process { mutator_ns: 2_000.0, promoted: 0.0, ..SERVICE };
-    let reading = |c: &Controller, w: i64| {
-        let mut r = light.reading(c.thresholds(), w);
-        r.cpu_share *= if w % 2 == 0 { 1.25 } else { 0.8 };
-        // A quarter of the old generation promoted every three windows: the full collection's gate.
-        r.long_lived = Some([1_000_000, (w % 3) * 100_000]);
-        if w % 3 == 0 && !c.frozen {
-            r.collections[2] = 1;
-            r.pause_p50_ns[2] = 150e6;
-            r.pause_max_ns[2] = 150e6;
-            r.collected_per[2] = 5_000.0;
-            r.cpu_share += 0.15;
-            r.gc_share += 0.15;
-            r.long_lived = Some([1_000_000, 0]);
-        }
-        r
-    };
-    let mut c = Controller::new(gc, [700, 10, 10], true);
-    c.allow_freeze(true);
-    let verdicts: Vec<Verdict> = (1..=15).map(|w| c.decide(&mut analytic, &reading(&c, w))).collect();
-    let frozen = verdicts.iter().position(|v| v.freeze == Some(true));
-    assert!(frozen.is_some_and(|w| w < 8), "{:#?}", verdicts.iter().map(|v| &v.reason).collect::<Vec<_>>());
-}
-
-#[test]
 fn a_rise_past_the_allowance_at_thresholds_that_put_full_collections_off_leaves_them_at_once() {
     // The rise may be a structure replacing another, whose old copy such thresholds keep until
     // their full collection comes: they are left in the window it shows (window 5 is the
