@@ -119,11 +119,6 @@ struct Deferred {
 /// what an earlier rise was (`Replacement::window`): below it, the rise is over.
 const SETTLED_RISE: f64 = 0.25;
 
-/// The share of the memory allowance a replaced copy may hold unseen: a setting that freezes
-/// and puts full collections off keeps two copies (`Controller::replaced_kept`), so one of more
-/// than half the allowance is what a rise, or a full collection's finding, must be told from.
-const KEPT_TWICE: f64 = 0.5;
-
 /// A structure the heap replaces whole (a catalog rebuilt and swapped in): what a setting that
 /// puts the application's full collections off (or a freeze) keeps of it is the old copy, until
 /// the next full collection finds it, and a freeze for ever. Nothing else tells it before that
@@ -134,12 +129,11 @@ const KEPT_TWICE: f64 = 0.5;
 /// defaults'). Every build so far had gone over its budget there.
 #[derive(Debug, Clone, Copy, Default)]
 struct Replacement {
-    /// RSS rose past half the memory allowance (`KEPT_TWICE`) within one window (bytes), and no
-    /// full collection of the application's own has run since to tell whether what arrived
-    /// replaced something.
+    /// RSS rose past the memory allowance within one window (bytes), and no full collection of
+    /// the application's own has run since to tell whether what arrived replaced something.
     unresolved: f64,
     /// The most one full collection of the application's own found dead of the old heap, where
-    /// past half the allowance: a replacement seen (bytes).
+    /// past the allowance: a replacement seen (bytes).
     seen: f64,
     /// A full collection of the application's own has told what it found dead of the old heap.
     checked: bool,
@@ -164,7 +158,7 @@ impl Replacement {
             }
             self.found(old, allowance);
         }
-        if rise > allowance * KEPT_TWICE {
+        if rise > allowance {
             self.unresolved = self.unresolved.max(rise);
         }
         told
@@ -172,7 +166,7 @@ impl Replacement {
 
     fn found(&mut self, old: f64, allowance: f64) {
         self.checked = true;
-        if old > allowance * KEPT_TWICE {
+        if old > allowance {
             self.seen = self.seen.max(old);
         }
     }

@@ -111,15 +111,10 @@ fn full_cycle(c: &Candidate) -> i64 {
 
 impl Controller {
     /// What `c` keeps of a structure the heap replaces whole (`Replacement`): any setting that
-    /// puts off the full collection that frees the old copy, or freezes it, keeps that copy; one
-    /// that does both keeps two, the copy frozen (dead at the next rebuild, kept for ever) and
-    /// the copy after it (dead at the one after, waiting for a full collection put off). An
-    /// evaluation draw (an 11 MiB catalog rebuilt every 6.9 s), frozen at 5,000/50/10 in the
-    /// window after a rebuild, held both by the second rebuild after: RSS 57 MiB, 1.61x its own,
-    /// undone with a 189 ms collection of the thawed heap against its own longest of 73 ms.
+    /// puts off the full collection that frees the old copy, or freezes it, keeps that copy.
     pub(super) fn replaced_kept(&self, c: &Candidate) -> f64 {
         let puts_off = full_cycle(c) > full_cycle(&self.own_unfrozen());
-        self.replacement.held() * (f64::from(u8::from(c.frozen)) + f64::from(u8::from(puts_off)))
+        if c.frozen || puts_off { self.replacement.held() } else { 0.0 }
     }
 
     /// Every candidate's prediction: the analytic model's, corrected by the learned model in one

@@ -523,29 +523,6 @@ fn full_collections_that_each_find_what_was_promoted_are_no_replacement() {
     assert!(settings.iter().any(|t| t[0] > 700), "never moved: {settings:?}");
 }
 
-#[test]
-fn a_rise_a_freeze_and_a_deferred_full_collection_would_keep_twice_is_not_frozen_with_both() {
-    // RSS rises 40 MiB in one window at 400 MiB (the allowance: 60): within it once, past it
-    // twice. A setting that freezes keeps the copy a rebuild replaces; one that also puts the
-    // full collections off keeps the next copy as well (an evaluation draw, frozen at
-    // 5,000/50/10 after its catalog's rebuild, reached 1.61x its RSS by the second rebuild
-    // after). Unasked, this process moves to a larger young generation by its third window
-    // (`where_collecting_less_often_is_cheaper_it_moves_early_and_stays`); here it is never
-    // frozen at one.
-    let gc = GuardConfig { freeze_after_s: Some(0.0), gc_at_attach: false, ..cost_only() };
-    let mut c = Controller::new(gc, [700, 10, 10], true);
-    c.allow_freeze(true);
-    let mut both = Vec::new();
-    for w in 1..=12 {
-        let mib = if w < 2 { 400 } else { 440 };
-        c.decide(&mut analytic, &SERVICE.reading(c.thresholds(), w).with_rss_mib(mib));
-        if c.frozen && c.thresholds()[0] > 700 {
-            both.push((w, c.thresholds()));
-        }
-    }
-    assert!(both.is_empty(), "{both:?}");
-}
-
 /// A controller frozen by neurogc at `t` two windows ago, after three warm windows at the
 /// application's own 700/10/10 with RSS at 400 MiB.
 fn frozen_at(gc: GuardConfig, t: [i64; 3]) -> Controller {
