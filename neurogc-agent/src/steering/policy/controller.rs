@@ -119,6 +119,13 @@ struct Deferred {
 /// what an earlier rise was (`Replacement::window`): below it, the rise is over.
 const SETTLED_RISE: f64 = 0.25;
 
+/// The most copies of a structure the heap replaces whole that a setting keeps beside the
+/// application's own (`Controller::replaced_kept`): the one a freeze made at once finds dead
+/// and uncollected, the live one it freezes (kept once replaced), and the one a deferred full
+/// collection has not freed yet. A copy under this share of the memory allowance cannot take
+/// any setting over it alone, and is not counted as one.
+const MAX_COPIES: f64 = 3.0;
+
 /// A structure the heap replaces whole (a catalog rebuilt and swapped in): what a setting that
 /// puts the application's full collections off (or a freeze) keeps of it is the old copy, until
 /// the next full collection finds it, and a freeze for ever. Nothing else tells it before that
@@ -129,11 +136,12 @@ const SETTLED_RISE: f64 = 0.25;
 /// defaults'). Every build so far had gone over its budget there.
 #[derive(Debug, Clone, Copy, Default)]
 struct Replacement {
-    /// RSS rose past the memory allowance within one window (bytes), and no full collection of
-    /// the application's own has run since to tell whether what arrived replaced something.
+    /// RSS rose past a share of the memory allowance (`MAX_COPIES`) within one window (bytes),
+    /// and no full collection of the application's own has run since to tell whether what
+    /// arrived replaced something.
     unresolved: f64,
     /// The most one full collection of the application's own found dead of the old heap, where
-    /// past the allowance: a replacement seen (bytes).
+    /// past that share: a replacement seen (bytes).
     seen: f64,
     /// A full collection of the application's own has told what it found dead of the old heap.
     checked: bool,
@@ -158,7 +166,7 @@ impl Replacement {
             }
             self.found(old, allowance);
         }
-        if rise > allowance {
+        if rise > allowance / MAX_COPIES {
             self.unresolved = self.unresolved.max(rise);
         }
         told
@@ -166,7 +174,7 @@ impl Replacement {
 
     fn found(&mut self, old: f64, allowance: f64) {
         self.checked = true;
-        if old > allowance {
+        if old > allowance / MAX_COPIES {
             self.seen = self.seen.max(old);
         }
     }
@@ -177,9 +185,13 @@ impl Replacement {
     }
 
     /// The application's full collections found its old heap standing: one looked, none found
-    /// a replaced copy dead, and no rise since waits for one to tell.
-    fn old_heap_stands(&self) -> bool {
-        self.checked && self.held() == 0.0
+    /// a replaced copy dead, and no rise past the memory `allowance` since waits for one to
+    /// tell. A smaller one may be a step of a heap that fills (a cache filling 8 MiB a window,
+    /// each window's full collection finding nothing dead: the unit test
+    /// `a_freeze_made_before_the_applications_own_pace_was_read_is_told_against_the_unfrozen_
+    /// pace`); what it replaced, if anything, is within the allowance.
+    fn old_heap_stands(&self, allowance: f64) -> bool {
+        self.checked && self.seen == 0.0 && self.unresolved <= allowance
     }
 }
 
@@ -257,8 +269,8 @@ pub struct Controller {
     /// the heap replaces whole (`Replacement`).
     replacement: Replacement,
     /// A deferred freeze was dropped for what its full collection found dead of the old heap
-    /// (bytes; `deferred_lands`): said in the next decision.
-    turned_over: Option<f64>,
+    /// and the copies the move would keep (bytes; `deferred_lands`): said in the next decision.
+    turned_over: Option<(f64, f64)>,
     /// What was last said about budgets no setting can hold (said once).
     said: Option<String>,
     /// The model's chance of a pause over the budget in the next window, at the setting chosen.
@@ -389,11 +401,11 @@ impl Controller {
 
     /// The application's full collection a deferred freeze waits for has ended, having freed
     /// `collected` objects: whether the freeze lands now. Not where what it found dead of the old
-    /// heap alone is more than the memory budget allows neurogc's changes to keep: the old heap
-    /// turns over (a structure rebuilt and swapped in), and a freeze would keep each copy it
-    /// replaces (a tuning draw's catalog, frozen once, grew 648 MiB in 16 s). The freeze is
-    /// then dropped, and the next window decides again with that collection measured, whose
-    /// old deaths the model counts in what a freeze keeps.
+    /// heap says the heap replaces a structure whole (a catalog rebuilt and swapped in), and the
+    /// copies the move would keep of it (`replaced_kept`) are more than the memory budget
+    /// allows neurogc's changes to keep (a tuning draw's catalog, frozen once, grew 648 MiB in
+    /// 16 s). The freeze is then dropped, and the next window decides again with that
+    /// collection measured.
     pub fn deferred_lands(&mut self, collected: i64) -> bool {
         if self.deferred.is_none() {
             return false;
@@ -401,13 +413,14 @@ impl Controller {
         let app_rss = self.own_rss.or(self.rss_before).unwrap_or(0.0);
         let old = self.collector.old_found_bytes(collected as f64, 1);
         let allowance = self.budgets.memory_allowance(app_rss);
-        let turns_over = old.is_some_and(|old| old > allowance);
         if let Some(old) = old {
             self.replacement.found(old, allowance);
         }
-        if turns_over {
+        let to = self.deferred.as_ref().map(|d| d.to.c);
+        let turns_over = to.is_some_and(|c| self.replaced_kept(&c, false) > allowance);
+        if turns_over && let Some(c) = to {
             self.deferred = None;
-            self.turned_over = old;
+            self.turned_over = Some((old.unwrap_or(0.0), self.replaced_kept(&c, false)));
         }
         !turns_over
     }
@@ -721,7 +734,7 @@ impl Controller {
         // it found of the old heap alone is no proof: a copy rebuilt since the last full
         // collection counts as promoted, and one that replaced another as large reads as
         // nothing found (an evaluation draw's 1.04M objects freed, a catalog replaced, read so).
-        if told && self.collector.objects_bytes(r.collected_per[2] * r.collections[2] as f64) <= allowance {
+        if told && self.collector.objects_bytes(r.collected(2)) <= allowance {
             self.kept.rebase(r.rss as f64, secs(r.ts_ns));
         }
         // What a structure replaced whole leaves is kept by thresholds in force that put the
@@ -730,7 +743,7 @@ impl Controller {
         // every 2.9 s by a builder thread) rose from 168 to 301 MiB in its first window at
         // 5000/50/100, was told "memory +0 MiB" for three more, and reached 1.28x the
         // defaults' peak before its growth was counted as the setting's.
-        let held = if self.frozen { 0.0 } else { self.replaced_kept(&here) };
+        let held = if self.frozen { 0.0 } else { self.replaced_kept(&here, false) };
         if held > keeps {
             (cost_now, app_rss) = self.kept.split(r.rss as f64, held, own);
         }
@@ -747,11 +760,12 @@ impl Controller {
             gc_budget: self.budgets.share(),
         };
         let effect = self.effect();
-        let dropped = self.turned_over.take().map(|b| {
+        let dropped = self.turned_over.take().map(|(found, kept)| {
             format!(
                 "freeze dropped: the full collection it waited for found {:.0} MiB of the old heap \
-                 dead (the heap turns over; frozen, each copy replaced would be kept); ",
-                mib(b)
+                 dead (the heap turns over; frozen, it would keep {:.0} MiB of replaced copies); ",
+                mib(found),
+                mib(kept)
             )
         });
         let chosen = self.choose(learned, r, here, app_rss, cost_now);
@@ -1034,7 +1048,8 @@ impl Controller {
         let pace = self.unfrozen_growth.rate();
         let credited = pace * secs.max(0.0);
         let shown = self.own_growth.pace() >= OWN_PACE_SHOWN * pace;
-        if !(shown && self.replacement.old_heap_stands()) || credited <= own.0 {
+        let allowance = self.budgets.memory_allowance(self.own_rss.unwrap_or(0.0));
+        if !(shown && self.replacement.old_heap_stands(allowance)) || credited <= own.0 {
             return own;
         }
         (credited, pace)

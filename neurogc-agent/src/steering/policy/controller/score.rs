@@ -110,11 +110,21 @@ fn full_cycle(c: &Candidate) -> i64 {
 }
 
 impl Controller {
-    /// What `c` keeps of a structure the heap replaces whole (`Replacement`): any setting that
-    /// puts off the full collection that frees the old copy, or freezes it, keeps that copy.
-    pub(super) fn replaced_kept(&self, c: &Candidate) -> f64 {
+    /// What `c` keeps of a structure the heap replaces whole (`Replacement`), a copy for each
+    /// way it keeps one, for they add up: a freeze keeps the copy it froze live once that is
+    /// replaced; made at once (`at_once`) while a rise waits for a full collection to tell what
+    /// it was, it also keeps the copy that rise may have replaced, dead and not collected yet;
+    /// and thresholds that put off the full collection that frees a replaced copy keep that
+    /// one until it comes. Counted as one copy for all three, seed-57 draw 1033 (an 11 MiB
+    /// catalog rebuilt every 6.9 s by a builder thread, 16 MiB allowed) was frozen at once the
+    /// window after a rebuild, at thresholds that put full collections off: by the second
+    /// rebuild after it RSS held four copies (57 MiB, 1.61x its own), and the undo paid a
+    /// 163 ms collection of the thawed heap against the defaults' longest pause of 87 ms.
+    pub(super) fn replaced_kept(&self, c: &Candidate, at_once: bool) -> f64 {
         let puts_off = full_cycle(c) > full_cycle(&self.own_unfrozen());
-        if c.frozen || puts_off { self.replacement.held() } else { 0.0 }
+        let dead_frozen = c.frozen && at_once && self.replacement.unresolved > 0.0;
+        let copies = [c.frozen, dead_frozen, puts_off].into_iter().filter(|k| *k).count();
+        copies as f64 * self.replacement.held()
     }
 
     /// Every candidate's prediction: the analytic model's, corrected by the learned model in one
@@ -484,7 +494,7 @@ impl Controller {
                 if (!c.frozen && c.thresholds != own_thresholds) || freezing {
                     p.memory_bytes = p.memory_bytes.max(grown_now);
                 }
-                p.memory_bytes = p.memory_bytes.max(self.replaced_kept(c));
+                p.memory_bytes = p.memory_bytes.max(self.replaced_kept(c, freezing && !collect));
                 let mut misses = self.budgets.misses(&p, app_rss);
                 misses.pause = self.budgets.pause_miss(over, over_ns);
                 if !c.frozen {

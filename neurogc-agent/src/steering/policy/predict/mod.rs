@@ -348,7 +348,7 @@ impl Collector {
                 self.frozen_uncollected = false;
             }
         }
-        let found = r.collected_per[2] * r.collections[2] as f64;
+        let found = r.collected(2);
         // neurogc's own full collection is not the process's rate of them, nor is the garbage it
         // found what the process's own full collections find.
         if !self.last_held_freeze_collection {

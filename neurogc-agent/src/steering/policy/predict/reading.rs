@@ -77,8 +77,13 @@ impl Reading {
     /// 10,000, while its collections freed 162 at both (docs/steering.md). What the collector
     /// frees was allocated, whichever list it came from.
     pub fn work_per_s(&self) -> f64 {
-        let freed: f64 = (0..3).map(|g| self.collections[g] as f64 * self.collected_per[g].max(0.0)).sum();
+        let freed: f64 = (0..3).map(|g| self.collected(g)).sum();
         self.alloc_per_s.max(freed / self.secs.max(1e-3))
+    }
+
+    /// Objects generation `g`'s collections freed in the window, all of them together.
+    pub fn collected(&self, g: usize) -> f64 {
+        self.collections[g] as f64 * self.collected_per[g].max(0.0)
     }
 
     /// Whether the window's allocations could be counted at all: the gen0 count shows them only
