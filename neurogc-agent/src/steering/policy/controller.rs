@@ -748,7 +748,15 @@ impl Controller {
             (cost_now, app_rss) = self.kept.split(r.rss as f64, held, own);
         }
         // `split` caps the cost at what RSS has grown; the next window's rise is on top of it.
-        let cost_now = cost_now.max(o.grown_bytes);
+        // Frozen, what RSS grew since the freeze shows the copy of a replaced structure the
+        // freeze keeps; thresholds in force that put full collections off keep the next copy
+        // replaced as well, until theirs comes, and RSS cannot show that one before it is
+        // replaced (`replaced_kept`). Seed-57 draw 1239 (a 12 MiB catalog rebuilt every 3.6 s,
+        // 16 MiB allowed), frozen at 700/10/20, showed one copy kept (+12 MiB) and stayed; the
+        // next rebuild took it to 59 MiB (1.85x its own), and the undo paid a 133 ms collection
+        // of the thawed heap, where the defaults' longest pause was 77-102 ms.
+        let next_copy = if self.frozen && self.puts_full_off(&here) { self.replacement.held() } else { 0.0 };
+        let cost_now = cost_now.max(o.grown_bytes + next_copy);
         let (g, worst) = r.worst();
         let observed = Observed {
             pause_max_ms: worst / 1e6,

@@ -121,10 +121,15 @@ impl Controller {
     /// rebuild after it RSS held four copies (57 MiB, 1.61x its own), and the undo paid a
     /// 163 ms collection of the thawed heap against the defaults' longest pause of 87 ms.
     pub(super) fn replaced_kept(&self, c: &Candidate, at_once: bool) -> f64 {
-        let puts_off = full_cycle(c) > full_cycle(&self.own_unfrozen());
         let dead_frozen = c.frozen && at_once && self.replacement.unresolved > 0.0;
-        let copies = [c.frozen, dead_frozen, puts_off].into_iter().filter(|k| *k).count();
+        let copies = [c.frozen, dead_frozen, self.puts_full_off(c)].into_iter().filter(|k| *k).count();
         copies as f64 * self.replacement.held()
+    }
+
+    /// `c` lets more net allocations pass between full collections than the application's
+    /// own thresholds do.
+    pub(super) fn puts_full_off(&self, c: &Candidate) -> bool {
+        full_cycle(c) > full_cycle(&self.own_unfrozen())
     }
 
     /// Every candidate's prediction: the analytic model's, corrected by the learned model in one

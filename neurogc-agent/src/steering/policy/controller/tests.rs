@@ -1619,3 +1619,26 @@ fn a_freeze_at_once_after_a_rise_counts_both_copies_it_may_keep() {
     let (_, verdicts) = run(0);
     assert!(verdicts.iter().any(at_once), "{verdicts:?}");
 }
+
+#[test]
+fn frozen_at_thresholds_that_put_full_collections_off_a_replacement_leaves_for_its_own() {
+    // Frozen at 700/10/20, RSS rises 12 MiB in a window (of the 20 allowed): a catalog rebuilt
+    // and swapped in, the copy it replaced kept frozen. RSS shows that copy; the next one
+    // replaced waits for a full collection that 700/10/20 puts off, so the setting keeps two,
+    // over the budget. Below the allowance the freeze stands: the thresholds go back to ones
+    // that collect in time, frozen (seed-57 draw 1239 stayed, reached 1.85x its own RSS at
+    // the next rebuild, and was undone with a 133 ms collection of the thawed heap). RSS that
+    // rose by as little would not move it.
+    let moved = |mib: u64| {
+        let gc = GuardConfig { freeze_after_s: Some(0.0), memory_budget: 0.05, ..cfg() };
+        let mut c = frozen_at(gc, [700, 10, 20]);
+        // Entered in the window before, which is all RSS is measured from there.
+        c.rss_before = None;
+        c.decide(&mut analytic, &warm(c.thresholds(), 4, mib << 20))
+    };
+    let v = moved(12);
+    assert_eq!((v.freeze, v.budget), (None, Some(Budget::Memory)), "{v:?}");
+    assert!(v.thresholds[0] * (v.thresholds[1] + 1) * (v.thresholds[2] + 1) <= 700 * 11 * 11, "{v:?}");
+    let v = moved(4);
+    assert_ne!(v.budget, Some(Budget::Memory), "{v:?}");
+}
