@@ -407,22 +407,20 @@ impl Controller {
     /// 16 s). The freeze is then dropped, and the next window decides again with that
     /// collection measured.
     pub fn deferred_lands(&mut self, collected: i64) -> bool {
-        if self.deferred.is_none() {
-            return false;
-        }
+        let Some(to) = self.deferred.as_ref().map(|d| d.to.c) else { return false };
         let app_rss = self.own_rss.or(self.rss_before).unwrap_or(0.0);
         let old = self.collector.old_found_bytes(collected as f64, 1);
         let allowance = self.budgets.memory_allowance(app_rss);
         if let Some(old) = old {
             self.replacement.found(old, allowance);
         }
-        let to = self.deferred.as_ref().map(|d| d.to.c);
-        let turns_over = to.is_some_and(|c| self.replaced_kept(&c, false) > allowance);
-        if turns_over && let Some(c) = to {
+        let kept = self.replaced_kept(&to, false);
+        if kept > allowance {
             self.deferred = None;
-            self.turned_over = Some((old.unwrap_or(0.0), self.replaced_kept(&c, false)));
+            self.turned_over = Some((old.unwrap_or(0.0), kept));
+            return false;
         }
-        !turns_over
+        true
     }
 
     /// The actuator could not freeze (the main thread did not run the call). Nothing changed in
