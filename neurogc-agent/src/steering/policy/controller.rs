@@ -331,9 +331,14 @@ fn check(before: &Collector, after: &Collector, r: &Reading) -> Option<Check> {
     })
 }
 
-/// A setting's cost against the setting in force's ("0.80x the cost").
+/// A setting's cost against the setting in force's ("0.80x the cost"), and the wait at p99
+/// where the two differ by a tenth of a millisecond or more.
 fn ratio_words(s: &Scored, here: &Scored) -> String {
-    format!("{:.2}x the cost", (s.ln_cost - here.ln_cost).exp())
+    let cost = format!("{:.2}x the cost", (s.ln_cost - here.ln_cost).exp());
+    if (s.wait_ns - here.wait_ns).abs() < 1e5 {
+        return cost;
+    }
+    format!("{cost}, requests' wait at p99 {:.1} -> {:.1} ms", here.wait_ns / 1e6, s.wait_ns / 1e6)
 }
 
 impl Controller {
