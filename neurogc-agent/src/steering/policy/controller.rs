@@ -243,6 +243,9 @@ pub struct Controller {
     own_rss: Option<f64>,
     /// How RSS grows at the application's own settings.
     own_growth: OwnGrowth,
+    /// The longest pause measured in a window at the application's own settings (ns): the
+    /// most a collection of neurogc's may pause it (`thaw_collects`).
+    own_longest_ns: f64,
     /// When the application's own next full collection was due (s), as the counters read in
     /// its last window at its own settings (`own_credit`).
     own_full_due_s: Option<f64>,
@@ -361,6 +364,7 @@ impl Controller {
             rss_at_freeze: None,
             own_rss: None,
             own_growth: OwnGrowth::default(),
+            own_longest_ns: 0.0,
             own_full_due_s: None,
             unfrozen_growth: OwnGrowth::default(),
             rss_before: None,
@@ -688,6 +692,9 @@ impl Controller {
         if in_force && here == self.own_unfrozen() {
             self.own_rss = Some(self.own_rss.map_or(r.rss as f64, |o| o.max(r.rss as f64)));
             self.own_growth.add(self.window, secs(r.ts_ns), r.rss as f64);
+            if !self.collector.held_carried_pause() && !self.collector.held_freeze_collection() {
+                self.own_longest_ns = self.own_longest_ns.max(r.worst().1);
+            }
             let due = self.collector.predict(&here, false).next_full_s;
             self.own_full_due_s = due.map(|d| secs(r.ts_ns) + d);
         }
@@ -819,14 +826,16 @@ impl Controller {
             self.advised = change.then_some(to);
         }
         let freeze = (to.frozen != here.frozen).then_some(to.frozen);
-        // An undo for memory runs the thawed heap's first full collection at once. It walks what
-        // the application's own full collection would walk then had nothing been frozen (the
-        // heap, and what the freeze kept of it since), so it is no longer than that one; left
-        // to the application, it comes when a quarter of the old generation is new again, as
-        // more of the old heap dies. Evaluation draw 1896 rebuilt its catalog every 7 s: undone
-        // at the first rebuild, its thaw came 9.5 s later, after the next, and freed 3.9M
-        // objects in 4.3 s, where its own full collections took 2.4 s.
-        let thaw = freeze == Some(false) && choice.budget == Some(Budget::Memory);
+        // An undo for memory runs the thawed heap's first full collection at once where that
+        // pauses the application no longer than its own collections measured did
+        // (`thaw_collects`); else the application's own next full collection frees what the
+        // freeze kept, when its own settings would have freed it.
+        let undo_for_memory = freeze == Some(false) && choice.budget == Some(Budget::Memory);
+        let thaw = undo_for_memory && self.thaw_collects();
+        let mut reason = choice.reason;
+        if undo_for_memory && !thaw {
+            reason.push_str(&self.thaw_words());
+        }
         let collect_first = freeze == Some(true) && choice.to.collect;
         let collect = collect_first || thaw;
         let what = change.then(|| {
@@ -873,7 +882,7 @@ impl Controller {
             change,
             freeze,
             collect,
-            reason: choice.reason,
+            reason,
             what,
             budget: choice.budget,
             given_up: choice.given_up,
@@ -1064,6 +1073,37 @@ impl Controller {
             return own;
         }
         (credited, pace)
+    }
+
+    /// What the first full collection of the heap thawed now would pause the application (ns):
+    /// the whole heap, frozen objects and all, as the model puts it.
+    fn thaw_pause_ns(&self) -> f64 {
+        self.collector.predict(&self.own_unfrozen(), true).pause_ns[2]
+    }
+
+    /// Whether an undo for memory runs the thawed heap's first full collection at once: where
+    /// it pauses the application no longer than the longest pause measured at its own settings
+    /// (`own_longest_ns`). Left to the application, that collection comes when a quarter of the
+    /// old generation is new again, after more of the old heap has died into it: evaluation
+    /// draw 1896 (a catalog rebuilt every 7 s), undone at the first rebuild, had its thaw 9.5 s
+    /// later, after the next, freeing 3.9M objects in 4.3 s where its own full collections
+    /// took 2.4 s. But a collection of neurogc's is a pause of neurogc's: seed-59 draw 1050 (a
+    /// 4M-object heap growing by itself, no full collection of its own in the run) paid 558 ms
+    /// for its thaw, where the defaults' longest pause was 1.4 ms.
+    fn thaw_collects(&self) -> bool {
+        self.thaw_pause_ns() <= self.own_longest_ns
+    }
+
+    /// Why an undo for memory leaves the thawed heap to the application's own collections.
+    fn thaw_words(&self) -> String {
+        let due = self.collector.predict(&self.own_unfrozen(), true).next_full_s;
+        format!(
+            "; what the freeze kept is freed by the application's own next full collection{}: \
+             one of neurogc's now would pause it about {:.0} ms, its own longest measured {:.1} ms",
+            due.filter(|d| d.is_finite()).map_or(String::new(), |d| format!(" (due in {d:.0} s)")),
+            self.thaw_pause_ns() / 1e6,
+            self.own_longest_ns / 1e6
+        )
     }
 
     /// Where a pause budget is missed and a freeze is not a move, why.
