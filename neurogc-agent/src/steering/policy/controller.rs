@@ -1076,32 +1076,38 @@ impl Controller {
     }
 
     /// What the first full collection of the heap thawed now would pause the application (ns):
-    /// the whole heap, frozen objects and all, as the model puts it.
-    fn thaw_pause_ns(&self) -> f64 {
-        self.collector.predict(&self.own_unfrozen(), true).pause_ns[2]
+    /// the whole heap, frozen objects and all, as the model puts it; and when the application's
+    /// own would come, left to it (s, None where nothing puts one within reach).
+    fn thaw_collection(&self) -> (f64, Option<f64>) {
+        let p = self.collector.predict(&self.own_unfrozen(), true);
+        (p.pause_ns[2], p.next_full_s.filter(|d| d.is_finite()))
     }
 
     /// Whether an undo for memory runs the thawed heap's first full collection at once: where
     /// it pauses the application no longer than the longest pause measured at its own settings
-    /// (`own_longest_ns`). Left to the application, that collection comes when a quarter of the
-    /// old generation is new again, after more of the old heap has died into it: evaluation
-    /// draw 1896 (a catalog rebuilt every 7 s), undone at the first rebuild, had its thaw 9.5 s
-    /// later, after the next, freeing 3.9M objects in 4.3 s where its own full collections
-    /// took 2.4 s. But a collection of neurogc's is a pause of neurogc's: seed-59 draw 1050 (a
-    /// 4M-object heap growing by itself, no full collection of its own in the run) paid 558 ms
-    /// for its thaw, where the defaults' longest pause was 1.4 ms.
+    /// (`own_longest_ns`), or where the application's own full collection would come soon after
+    /// the undo anyway (within a deferred freeze's wait), walking the thawed heap and all that
+    /// has died into it by then: at once, it pauses no request more than that one would.
+    /// Evaluation draw 1896 (a catalog rebuilt every 7 s), undone at the first rebuild with the
+    /// collection left to it, had it 9.5 s later, after the next rebuild, freeing 3.9M objects in
+    /// 4.3 s where its own full collections took 2.4 s. Where the application's own is far off,
+    /// a collection of neurogc's is a pause it would not have had: seed-59 draw 1050 (a
+    /// 4M-object heap growing by itself, its own full collection due in 378 s) paid 558 ms for
+    /// the thaw, where the defaults' longest pause in the run was 1.4 ms.
     fn thaw_collects(&self) -> bool {
-        self.thaw_pause_ns() <= self.own_longest_ns
+        let (pause, due) = self.thaw_collection();
+        let soon = MAX_FREEZE_WAIT_WINDOWS / 2.0 * self.budgets.window_s();
+        pause <= self.own_longest_ns || due.is_some_and(|d| d <= soon)
     }
 
     /// Why an undo for memory leaves the thawed heap to the application's own collections.
     fn thaw_words(&self) -> String {
-        let due = self.collector.predict(&self.own_unfrozen(), true).next_full_s;
+        let (pause, due) = self.thaw_collection();
         format!(
             "; what the freeze kept is freed by the application's own next full collection{}: \
              one of neurogc's now would pause it about {:.0} ms, its own longest measured {:.1} ms",
-            due.filter(|d| d.is_finite()).map_or(String::new(), |d| format!(" (due in {d:.0} s)")),
-            self.thaw_pause_ns() / 1e6,
+            due.map_or(String::new(), |d| format!(" (due in {d:.0} s)")),
+            pause / 1e6,
             self.own_longest_ns / 1e6
         )
     }
