@@ -231,6 +231,11 @@ impl Collector {
     /// setting with the thawed heap's 1.6 s one: each read as the setting missing the pause
     /// budget, and it moved twice to thresholds that put full collections off, each undone for
     /// memory, its p99 1.77x the defaults'.
+    /// So is the first window after a move that made a young generation smaller: its first
+    /// rounds walk what the larger one held. Seed-59 draw 1050, moved from 5,000/50/10 to
+    /// 700/10/10 frozen, ran a 2.1 ms gen1 round the moment it landed (its own ran 0.3-0.5 ms):
+    /// counted as 700/10/10's, requests seemed to wait as long there as at 5,000/50/10, and the
+    /// agent moved back a window later, then again four windows on, five moves in 20 s.
     pub fn held_carried_pause(&self) -> bool {
         self.last_held_carried
     }
@@ -263,7 +268,12 @@ impl Collector {
         }
         let setting = r.thresholds.map(|t| Candidate { thresholds: t, frozen: self.frozen });
         let moved = self.seen.is_some() && setting != self.seen;
-        self.last_held_carried = (moved && r.began_before()) || (self.thawing && r.collections[2] > 0);
+        let shrank = match (self.seen, setting) {
+            (Some(a), Some(b)) => (0..2).any(|g| b.thresholds[g] < a.thresholds[g]),
+            _ => false,
+        };
+        self.last_held_carried =
+            (moved && (shrank || r.began_before())) || (self.thawing && r.collections[2] > 0);
         self.thawing &= r.collections[2] == 0;
         self.seen = setting;
         let Some(t) = r.thresholds else {
@@ -478,7 +488,9 @@ impl Collector {
             }
         };
         for g in 0..3 {
-            if r.collections[g] > 0 && p.pause_ns[g] > 0.0 && !(g == 2 && one_off) {
+            // A carried pause is the move's in any generation; the other one-offs are full ones.
+            let not_the_settings = if g == 2 { one_off } else { self.last_held_carried };
+            if r.collections[g] > 0 && p.pause_ns[g] > 0.0 && !not_the_settings {
                 let ratio = (r.pause_max_ns[g] / p.pause_ns[g]).clamp(0.1, 10.0);
                 self.pause_ratio[g].add(ratio, 0.3);
                 self.pause_ratio_at[at].1[g].add(ratio, 0.3);

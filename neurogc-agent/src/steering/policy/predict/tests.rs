@@ -448,6 +448,33 @@ fn a_pause_begun_before_a_move_is_the_moves_not_the_new_settings() {
 }
 
 #[test]
+fn the_first_window_after_a_young_generation_shrank_is_the_moves() {
+    let mut c = warm();
+    c.observe(&service([5_000, 50, 10], 0));
+    c.observe(&service([5_000, 50, 10], 0));
+    assert!(!c.held_carried_pause());
+    // Back to 700/10/10: the first gen1 round walks what fifty rounds of 5,000 left in gen1.
+    let mut r = service([700, 10, 10], 0);
+    r.pause_max_ns[1] = 2_100_000.0;
+    c.observe(&r);
+    assert!(c.held_carried_pause());
+    c.correct(&Candidate { thresholds: [700, 10, 10], frozen: false }, false, &r);
+    let after = c.predict(&Candidate { thresholds: [700, 10, 10], frozen: false }, false);
+    // Not the setting's: the model's gen1 pause there is not corrected by that round.
+    let mut fresh = warm();
+    fresh.observe(&service([5_000, 50, 10], 0));
+    fresh.observe(&service([5_000, 50, 10], 0));
+    fresh.observe(&service([700, 10, 10], 0));
+    let unmoved = fresh.predict(&Candidate { thresholds: [700, 10, 10], frozen: false }, false);
+    assert_eq!(after.pause_ns[1], unmoved.pause_ns[1]);
+    // The next window at 700/10/10 is its own; so is a move that made none smaller.
+    c.observe(&service([700, 10, 10], 0));
+    assert!(!c.held_carried_pause());
+    c.observe(&service([700, 20, 10], 0));
+    assert!(!c.held_carried_pause());
+}
+
+#[test]
 fn the_first_full_collection_after_neurogcs_unfreeze_is_the_undos() {
     let mut c = warm();
     c.froze(true);
