@@ -243,8 +243,8 @@ pub struct Controller {
     own_rss: Option<f64>,
     /// How RSS grows at the application's own settings.
     own_growth: OwnGrowth,
-    /// The longest pause measured in a window at the application's own settings (ns): the
-    /// most a collection of neurogc's may pause it (`thaw_collects`).
+    /// The longest pause in a window that is evidence for the application's own settings
+    /// (ns): the most a collection of neurogc's may pause it (`thaw_collects`).
     own_longest_ns: f64,
     /// When the application's own next full collection was due (s), as the counters read in
     /// its last window at its own settings (`own_credit`).
@@ -692,9 +692,6 @@ impl Controller {
         if in_force && here == self.own_unfrozen() {
             self.own_rss = Some(self.own_rss.map_or(r.rss as f64, |o| o.max(r.rss as f64)));
             self.own_growth.add(self.window, secs(r.ts_ns), r.rss as f64);
-            if !self.collector.held_carried_pause() && !self.collector.held_freeze_collection() {
-                self.own_longest_ns = self.own_longest_ns.max(r.worst().1);
-            }
             let due = self.collector.predict(&here, false).next_full_s;
             self.own_full_due_s = due.map(|d| secs(r.ts_ns) + d);
         }
@@ -710,6 +707,9 @@ impl Controller {
             && !self.collector.held_carried_pause();
         if clean {
             self.evidence.add(here, &o);
+            if here == self.own_unfrozen() {
+                self.own_longest_ns = self.own_longest_ns.max(r.worst().1);
+            }
         }
         // The first clean window after a move tells how far the learned correction held here.
         match self.trial {
