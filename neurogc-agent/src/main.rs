@@ -12,6 +12,7 @@ mod own_env;
 mod report;
 mod session;
 mod sinks;
+mod stderr;
 mod steering;
 mod text;
 mod wait;
@@ -45,7 +46,7 @@ fn main() {
     let quiet = matches!(task, Ok(Task::Fleet(_, FleetOutput::Top(_))));
     tracing_subscriber::fmt()
         .with_writer(move || -> Box<dyn std::io::Write> {
-            if quiet { Box::new(std::io::sink()) } else { Box::new(std::io::stderr()) }
+            if quiet { Box::new(std::io::sink()) } else { Box::new(stderr::Quiet) }
         })
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("NEUROGC_LOG").unwrap_or_else(|_| "info".into()),
@@ -60,7 +61,7 @@ fn main() {
         Ok(Some(ended)) => std::process::exit(ended.status()),
         Ok(None) => {}
         Err(err) => {
-            eprintln!("neurogc-agent: error: {err:#}");
+            stderr::line(format_args!("neurogc-agent: error: {err:#}"));
             std::process::exit(error::exit_code(&err));
         }
     }

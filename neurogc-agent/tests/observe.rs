@@ -2,7 +2,7 @@
 //! exactly the collections the target itself counts with gc.callbacks.
 mod common;
 
-use std::{io::Write, time::Duration};
+use std::{io::Write, process::Stdio, time::Duration};
 
 use common::*;
 use serde_json::Value;
@@ -281,6 +281,32 @@ fn launch_mode_exits_with_the_commands_status() {
     let last = stderr.lines().last().unwrap_or_default();
     if out.status.code() != Some(2) || last != "neurogc-agent: the command exited with status 2" {
         errors.push(format!("--json: agent exited {:?}, last line on standard error {last:?}", out.status));
+    }
+    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
+}
+
+#[test]
+fn launch_mode_keeps_the_commands_status_when_standard_error_is_closed() {
+    // `neurogc-agent --mode act -- cmd 2>&1 | head -1`: the reader goes away after one line,
+    // and every later log line or last word fails to write. The agent ends as the command
+    // does, not with a panic's 101 (tracing-subscriber and `eprintln!` both panicked there).
+    let py = python("debian-bookworm-3.11");
+    let mut errors = Vec::new();
+    for extra in [&["--mode", "act"][..], &["--mode", "act", "--json"][..]] {
+        let mut child = agent()
+            .args(extra)
+            .args(["--duration", "120", "--"])
+            .args(&py.argv)
+            .args(["-c", "import gc, sys, time; gc.collect(); time.sleep(2); sys.exit(3)"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stderr.take());
+        let status = wait_exit(&mut child, 60, &format!("agent {extra:?}"));
+        if status.code() != Some(3) {
+            errors.push(format!("{extra:?}: agent exited {status:?} with standard error closed, expected 3"));
+        }
     }
     assert!(errors.is_empty(), "\n{}", errors.join("\n"));
 }

@@ -318,7 +318,7 @@ impl Observer<'_> {
             shown |= sink.note(&text)?;
         }
         if !shown {
-            eprintln!("{}", crate::text::wrap_lines(&text, 2));
+            crate::stderr::line(crate::text::wrap_lines(&text, 2));
         }
         Ok(())
     }
@@ -490,7 +490,7 @@ impl Observer<'_> {
         {
             // The agent's own failures end with "neurogc-agent: error: …" on standard error; a
             // command's status passed through says so there too, or a 2 reads as the agent's.
-            eprintln!("neurogc-agent: {}", ended.describe());
+            crate::stderr::line(format_args!("neurogc-agent: {}", ended.describe()));
         }
         if !matches!(stop, Stop::Failed(_)) {
             self.emit(&Record::Summary(summary))?;
