@@ -1692,3 +1692,39 @@ fn an_undo_for_memory_pauses_the_application_no_longer_than_its_own_collections_
     let v = undo(SERVICE);
     assert!(v.collect && v.what.as_deref() == Some("700/10/10 + unfreeze, collect"), "{v:?}");
 }
+
+#[test]
+fn the_first_full_collection_after_a_freeze_is_the_freezes_not_the_frozen_settings() {
+    // Frozen at 700/10/10, the only thresholds allowed. The first full collection after the
+    // freeze walks what a quarter of the frozen count took to be promoted (60 ms, over the
+    // 10 ms budget); the ones after it walk what is in flight (3 ms).
+    let frozen = Candidate { thresholds: [700, 10, 10], frozen: true };
+    let mut c =
+        frozen_at(GuardConfig { freeze_after_s: Some(0.0), ..pinned(Some(10_000_000)) }, [700, 10, 10]);
+    let reading = |w: i64, full_ms: f64, old: i64| {
+        let mut r = SERVICE.reading([700, 10, 10], w);
+        r.freeze_count = Some(1_000_000);
+        r.long_lived = Some([old, 0]);
+        if full_ms > 0.0 {
+            r.collections[2] = 1;
+            (r.pause_p50_ns[2], r.pause_max_ns[2]) = (full_ms * 1e6, full_ms * 1e6);
+            r.collected_per[2] = 200_000.0;
+        }
+        r
+    };
+    // neurogc's own collection before the freeze, then windows with no full collection.
+    c.decide(&mut analytic, &reading(4, 250.0, 1_000_000));
+    for w in 5..=7 {
+        c.decide(&mut analytic, &reading(w, 0.0, 1_000_000));
+    }
+    let one_off = c.decide(&mut analytic, &reading(8, 60.0, 2_000));
+    assert!(c.frozen() && !one_off.change, "{one_off:?}");
+    assert!(!one_off.reason.contains("budget missed"), "{}", one_off.reason);
+    let verdicts: Vec<Verdict> = (9..=14).map(|w| c.decide(&mut analytic, &reading(w, 3.0, 2_000))).collect();
+    // Not the setting's: no window of its evidence was over the budget, and it stays.
+    let s = c.evidence.get(&frozen).expect("measured frozen");
+    assert_eq!(s.over_budget().0, 0.0, "{s:?}");
+    assert!(s.pause_max_ms().is_some_and(|p| p < 10.0), "{s:?}");
+    assert!(verdicts.iter().all(|v| !v.change && v.freeze.is_none()), "{verdicts:?}");
+    assert!(c.frozen());
+}

@@ -195,6 +195,12 @@ impl Collector {
         if frozen { self.frozen_full_ns.or(unfrozen) } else { unfrozen }
     }
 
+    /// The first full collection after a freeze: its cost per object walked, as measured after
+    /// an earlier freeze, else as the frozen heap's later ones.
+    pub(super) fn first_full_cost(&self) -> f64 {
+        self.frozen_first_ns.or(self.full_cost(true))
+    }
+
     /// Full collections under `c` (see `Full`).
     fn full(&self, c: &Candidate, frozen_now: bool, r1: f64, t2: f64, r: &Reading) -> Full {
         // Objects reaching the old generation per second under `c`.
@@ -260,7 +266,7 @@ impl Collector {
                         pause_ns: cost * steady,
                         rate: 1.0 / cycle,
                         due_s,
-                        first_ns: cost * walked,
+                        first_ns: self.first_full_cost() * walked,
                     };
                 }
                 // Each full collection walks what the last one left and what a cycle promotes.
