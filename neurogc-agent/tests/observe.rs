@@ -2,7 +2,11 @@
 //! exactly the collections the target itself counts with gc.callbacks.
 mod common;
 
-use std::{io::Write, process::Stdio, time::Duration};
+use std::{
+    io::Write,
+    process::Stdio,
+    time::{Duration, Instant},
+};
 
 use common::*;
 use serde_json::Value;
@@ -306,6 +310,37 @@ fn launch_mode_keeps_the_commands_status_when_standard_error_is_closed() {
         let status = wait_exit(&mut child, 60, &format!("agent {extra:?}"));
         if status.code() != Some(3) {
             errors.push(format!("{extra:?}: agent exited {status:?} with standard error closed, expected 3"));
+        }
+    }
+    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
+}
+
+#[test]
+fn launch_mode_waits_for_its_command_when_standard_output_is_closed() {
+    // `neurogc-agent -- cmd | head -1`: the live view's reader goes away at once. The agent
+    // stops observing quietly, as a filter does, and still ends as `time` does: when the
+    // command ends, with its status (it exited 0 at once, the command left running on).
+    let py = python("debian-bookworm-3.11");
+    let mut errors = Vec::new();
+    for extra in [&[][..], &["--mode", "act"][..], &["--json"][..]] {
+        let started = Instant::now();
+        let mut child = agent()
+            .args(extra)
+            .args(["--duration", "120", "--"])
+            .args(&py.argv)
+            .args(["-c", "import gc, sys, time; gc.collect(); time.sleep(3); sys.exit(3)"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let status = wait_exit(&mut child, 60, &format!("agent {extra:?}"));
+        if status.code() != Some(3) || started.elapsed() < Duration::from_secs(3) {
+            errors.push(format!(
+                "{extra:?}: agent exited {status:?} after {:?} with standard output closed, expected 3 \
+                 once the command ended",
+                started.elapsed()
+            ));
         }
     }
     assert!(errors.is_empty(), "\n{}", errors.join("\n"));

@@ -156,8 +156,12 @@ pub async fn run(
     };
     obs.start_actuator()?;
     let attach = obs.attach_record(first, &opts);
-    obs.emit(&Record::Attach(Box::new(attach)))?;
-    let stop = Stop::from(drive(&mut obs, &ring, opts.interval, opts.duration).await);
+    // A failed first write ends the run as a failed later one would (`| head -0` closes the
+    // output before it): in order, the command left to run on.
+    let stop = match obs.emit(&Record::Attach(Box::new(attach))) {
+        Ok(()) => Stop::from(drive(&mut obs, &ring, opts.interval, opts.duration).await),
+        Err(err) => Stop::from(Stopped::Failed(err.into())),
+    };
     // Whatever the kernel already produced belongs to the run; then disarm before summarising.
     let _ = obs.drain_ring();
     let _ = obs.release_held();
@@ -165,12 +169,17 @@ pub async fn run(
     let (lost, unpaired) = (probes.lost(), probes.unpaired());
     drop(probes);
     let finished = obs.finish_actuator().await;
+    let launched = obs.launched.take();
     let summarised = obs.summarise(&stop, lost, unpaired);
     match stop {
         Stop::ActFailed(why, true) => Err(anyhow::Error::new(crate::error::UserError(why))),
         Stop::ActFailed(why, false) => Err(anyhow::anyhow!(why)),
         Stop::Failed(err) => Err(err),
         Stop::TargetExited(ended) => finished.and(summarised).map(|()| ended),
+        // Like `time`, launch mode ends with its command however early its own output was
+        // closed (`| head -1`): the command runs on, no longer observed and its settings its
+        // own again, and its status is the agent's.
+        Stop::OutputClosed => finished.and(summarised).map(|()| launched.and_then(|l| l.reap())),
         _ => finished.and(summarised).map(|()| None),
     }
 }
