@@ -319,7 +319,7 @@ fn launch_mode_keeps_the_commands_status_when_standard_error_is_closed() {
 fn launch_mode_waits_for_its_command_when_standard_output_is_closed() {
     // `neurogc-agent -- cmd | head -1`: the live view's reader goes away at once. The agent
     // stops observing quietly, as a filter does, and still ends as `time` does: when the
-    // command ends, with its status (it exited 0 at once, the command left running on).
+    // command ends, with its status (it used to exit 0 at once, the command left running on).
     let py = python("debian-bookworm-3.11");
     let mut errors = Vec::new();
     for extra in [&[][..], &["--mode", "act"][..], &["--json"][..]] {

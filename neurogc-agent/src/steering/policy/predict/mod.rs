@@ -90,7 +90,7 @@ pub struct Collector {
     /// waits for a quarter of the frozen count to be promoted and frees most of what it walks.
     /// Learnt into `frozen_full_ns`, the demo service's (91 ms for 115,000 objects, 0.8 µs each,
     /// with another process busy on a CPU) priced the frozen setting's next ones (2-5 ms for
-    /// 16,000, 0.2 µs each) at 4x what they took, and the agent left a setting those measured
+    /// 15,000-16,000, 0.14-0.29 µs each) from it, and the agent left a setting those measured
     /// well within the pause budget.
     frozen_first_ns: Avg,
     /// Survivors of a gen0 round that do not depend on its size (the working set in flight).
