@@ -289,29 +289,47 @@ fn launch_mode_exits_with_the_commands_status() {
     assert!(errors.is_empty(), "\n{}", errors.join("\n"));
 }
 
+/// Launches, with `extra`, a command that collects, sleeps 3 s and exits 3, with the agent's
+/// standard output (`Out`) or standard error closed by its reader at once: how the agent ended,
+/// and after how long.
+fn launched_with_a_stream_closed(extra: &[&str], closed: Closed) -> (std::process::ExitStatus, Duration) {
+    let py = python("debian-bookworm-3.11");
+    let started = Instant::now();
+    let (stdout, stderr) = match closed {
+        Closed::Out => (Stdio::piped(), Stdio::null()),
+        Closed::Err => (Stdio::null(), Stdio::piped()),
+    };
+    let mut child = agent()
+        .args(extra)
+        .args(["--duration", "120", "--"])
+        .args(&py.argv)
+        .args(["-c", "import gc, sys, time; gc.collect(); time.sleep(3); sys.exit(3)"])
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    drop((child.stdout.take(), child.stderr.take()));
+    (wait_exit(&mut child, 60, &format!("agent {extra:?}")), started.elapsed())
+}
+
+enum Closed {
+    Out,
+    Err,
+}
+
 #[test]
 fn launch_mode_keeps_the_commands_status_when_standard_error_is_closed() {
     // `neurogc-agent --mode act -- cmd 2>&1 | head -1`: the reader goes away after one line,
     // and every later log line or last word fails to write. The agent ends as the command
     // does, not with a panic's 101 (tracing-subscriber and `eprintln!` both panicked there).
-    let py = python("debian-bookworm-3.11");
-    let mut errors = Vec::new();
-    for extra in [&["--mode", "act"][..], &["--mode", "act", "--json"][..]] {
-        let mut child = agent()
-            .args(extra)
-            .args(["--duration", "120", "--"])
-            .args(&py.argv)
-            .args(["-c", "import gc, sys, time; gc.collect(); time.sleep(2); sys.exit(3)"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(child.stderr.take());
-        let status = wait_exit(&mut child, 60, &format!("agent {extra:?}"));
-        if status.code() != Some(3) {
-            errors.push(format!("{extra:?}: agent exited {status:?} with standard error closed, expected 3"));
-        }
-    }
+    let errors: Vec<String> = [&["--mode", "act"][..], &["--mode", "act", "--json"][..]]
+        .into_iter()
+        .filter_map(|extra| {
+            let (status, _) = launched_with_a_stream_closed(extra, Closed::Err);
+            (status.code() != Some(3))
+                .then(|| format!("{extra:?}: agent exited {status:?} with standard error closed, expected 3"))
+        })
+        .collect();
     assert!(errors.is_empty(), "\n{}", errors.join("\n"));
 }
 
@@ -320,29 +338,18 @@ fn launch_mode_waits_for_its_command_when_standard_output_is_closed() {
     // `neurogc-agent -- cmd | head -1`: the live view's reader goes away at once. The agent
     // stops observing quietly, as a filter does, and still ends as `time` does: when the
     // command ends, with its status (it used to exit 0 at once, the command left running on).
-    let py = python("debian-bookworm-3.11");
-    let mut errors = Vec::new();
-    for extra in [&[][..], &["--mode", "act"][..], &["--json"][..]] {
-        let started = Instant::now();
-        let mut child = agent()
-            .args(extra)
-            .args(["--duration", "120", "--"])
-            .args(&py.argv)
-            .args(["-c", "import gc, sys, time; gc.collect(); time.sleep(3); sys.exit(3)"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        drop(child.stdout.take());
-        let status = wait_exit(&mut child, 60, &format!("agent {extra:?}"));
-        if status.code() != Some(3) || started.elapsed() < Duration::from_secs(3) {
-            errors.push(format!(
-                "{extra:?}: agent exited {status:?} after {:?} with standard output closed, expected 3 \
-                 once the command ended",
-                started.elapsed()
-            ));
-        }
-    }
+    let errors: Vec<String> = [&[][..], &["--mode", "act"][..], &["--json"][..]]
+        .into_iter()
+        .filter_map(|extra| {
+            let (status, took) = launched_with_a_stream_closed(extra, Closed::Out);
+            (status.code() != Some(3) || took < Duration::from_secs(3)).then(|| {
+                format!(
+                    "{extra:?}: agent exited {status:?} after {took:?} with standard output closed, \
+                     expected 3 once the command ended"
+                )
+            })
+        })
+        .collect();
     assert!(errors.is_empty(), "\n{}", errors.join("\n"));
 }
 
