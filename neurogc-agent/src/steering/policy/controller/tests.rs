@@ -1387,6 +1387,19 @@ fn a_budget_set_aside_is_not_traded_away_for_another() {
 }
 
 #[test]
+fn a_memory_budget_no_setting_holds_is_not_traded_for_a_cheaper_setting_missing_it_more() {
+    // The bounds keep threshold0 at 2,000 or more against the application's 700, and RSS grows
+    // 2 KiB for each young slot over 700: with 1 MiB allowed over the application's own RSS, no
+    // setting holds the memory budget. Each larger young generation is cheaper here, and misses
+    // the budget by more: memory set aside, no move goes up.
+    let gc = GuardConfig { memory_limit_bytes: Some(401 << 20), min: [2_000, 10, 10], ..cost_only() };
+    let p = Process { young_bytes: 2048.0, ..SERVICE };
+    let (settings, verdicts) = act(p, gc, 30);
+    assert!(verdicts.iter().any(|v| v.unholdable.contains(&Budget::Memory)), "{verdicts:?}");
+    assert!(settings.iter().all(|t| t[0] <= 2_000), "{settings:?}");
+}
+
+#[test]
 fn a_setting_of_neurogcs_stays_only_while_the_evidence_says_it_is_cheaper() {
     // A larger young generation costs this application a little more CPU (less than a window's
     // noise shows at first) and saves the collector a little: once frozen, 1,000/10/10 is
