@@ -2,7 +2,9 @@
 //! on. Each draw is one seed of workloads/generated/draw.py (a service judged on its p99, or a
 //! batch job on its total time). For each draw the oracle is the best fixed recipe
 //! (`steer::RECIPES`), measured once per draw, interpreter and run length, and cached, since it
-//! does not depend on neurogc, among the recipes whose peak RSS holds the default memory budget;
+//! does not depend on neurogc, among the recipes that keep the promises act is held to
+//! (`admissible`: peak RSS within the default memory budget, no pause much longer than the
+//! defaults'; a better recipe left out so is named in the report);
 //! then rounds of CPython's defaults, act mode and the oracle's recipe run interleaved (the grid
 //! chooses the recipe; its score is measured again beside act).
 //! The report gives the distribution of act / oracle, the draws where act is worse than the
@@ -40,6 +42,10 @@ fn rss_bound(own: f64) -> f64 {
 }
 /// Worse than the defaults by more than this counts as harm.
 const HARM: f64 = 1.05;
+/// How much longer than the defaults' longest pause a recipe's may be and still be the oracle:
+/// one run's longest pause is noisy (evaluation draw 1591's defaults read 495-650 ms), so
+/// half as long again, and at least `GC_MATTERS_MS`.
+const LONGEST_SLACK: f64 = 1.5;
 /// The longest pause (ms) below which, in both arms, the collector cannot move a draw's score.
 const GC_MATTERS_MS: f64 = 1.0;
 
@@ -296,11 +302,32 @@ fn oracle(opts: &Options, agent: &Path, seed: u64, desc: &Value) -> Result<(u64,
     Ok((steps, scores))
 }
 
+/// Whether a recipe keeps the promises act is held to, against the defaults' run in the same
+/// grid: it may be the oracle only then. The memory budget: a recipe that wins by keeping 2x the
+/// RSS (freeze + 50000/20/20 on a structure replaced every few seconds) is not one a user with
+/// the default budget could take. And no pause longer than the application's own: freeze +
+/// 50000/20/20 on evaluation draw 1846 (cyclic churn at 40% GC, a closed loop) read a p99 of
+/// 0.22 ms against the defaults' 1.03 by pausing under 1% of the requests for up to 122 ms
+/// (the defaults' longest: 32 ms), and took 81 s for the steps the defaults ran in 20 s.
+fn admissible(s: &Score, recipes: &[(Config, Score)]) -> bool {
+    let Some(own) = defaults_of(recipes) else { return true };
+    s.peak_rss_mib <= rss_bound(own.peak_rss_mib)
+        && s.longest_ms <= (own.longest_ms * LONGEST_SLACK).max(GC_MATTERS_MS)
+}
+
+/// The defaults' score in a draw's grid.
+fn defaults_of(recipes: &[(Config, Score)]) -> Option<&Score> {
+    recipes.iter().find(|(c, _)| *c == Config::Defaults).map(|(_, s)| s)
+}
+
 struct DrawResult {
     seed: u64,
     desc: Value,
     /// The recipe the cached grid chose, and its score there.
     oracle: (Config, Score),
+    /// A recipe the grid scored better that is not `admissible`, and the defaults' longest pause
+    /// there (ms).
+    left_out: Option<(Config, Score, f64)>,
     /// That recipe run again in the rounds, beside act (none where it is the defaults).
     oracle_again: Vec<Score>,
     defaults: Vec<Score>,
@@ -327,18 +354,14 @@ pub fn run(opts: &Options) -> Result<()> {
             eprintln!("draws: {seed:>4} oracle cached ({steps} steps)");
             continue;
         }
-        // The oracle holds the memory budget too: a recipe that wins by keeping 2x the RSS
-        // (freeze + 50000/20/20 on a structure replaced every few seconds) is not one a user
-        // with the default budget could take.
-        let own_rss = recipes
-            .iter()
-            .find(|(c, _)| *c == Config::Defaults)
-            .map_or(f64::INFINITY, |(_, s)| s.peak_rss_mib);
         let best = *recipes
             .iter()
-            .filter(|(_, s)| s.peak_rss_mib <= rss_bound(own_rss))
+            .filter(|(_, s)| admissible(s, &recipes))
             .min_by(|a, b| a.1.value.total_cmp(&b.1.value))
             .context("no recipe")?;
+        let left_out = *recipes.iter().min_by(|a, b| a.1.value.total_cmp(&b.1.value)).context("no recipe")?;
+        let own_longest = defaults_of(&recipes).map_or(0.0, |s| s.longest_ms);
+        let left_out = (left_out.1.value < best.1.value).then_some((left_out.0, left_out.1, own_longest));
         let draw = Draw { python: &opts.python, agent: &agent, seed, steps, service };
         let mut arms = vec![Config::Defaults, Config::Act];
         // The oracle's recipe runs again beside act: the cached grid only chooses it. A score
@@ -376,7 +399,16 @@ pub fn run(opts: &Options) -> Result<()> {
                 }
             }
         }
-        results.push(DrawResult { seed, desc, oracle: best, oracle_again: again, defaults, act, rules });
+        results.push(DrawResult {
+            seed,
+            desc,
+            oracle: best,
+            left_out,
+            oracle_again: again,
+            defaults,
+            act,
+            rules,
+        });
     }
     // Every run's numbers, for a report made again or read otherwise.
     let raw: Vec<Value> = results
@@ -386,6 +418,7 @@ pub fn run(opts: &Options) -> Result<()> {
                 "seed": r.seed,
                 "draw": r.desc,
                 "oracle": {"recipe": r.oracle.0.short(), "score": r.oracle.1.json()},
+                "left_out": r.left_out.as_ref().map(|(c, s, _)| json!({"recipe": c.short(), "score": s.json()})),
                 "oracle_again": r.oracle_again.iter().map(Score::json).collect::<Vec<_>>(),
                 "defaults": r.defaults.iter().map(Score::json).collect::<Vec<_>>(),
                 "act": r.act.iter().map(Score::json).collect::<Vec<_>>(),
@@ -511,6 +544,28 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
         spread(&grid_regrets),
         unchanged_draws
     ));
+    let left_out: Vec<String> = results
+        .iter()
+        .filter_map(|r| {
+            let (c, s, own) = r.left_out.as_ref()?;
+            Some(format!(
+                "{} {} {:.3} (longest pause {:.0} ms, the defaults' {:.0}; peak RSS {:.0} MiB)",
+                r.seed,
+                c.short(),
+                s.value,
+                s.longest_ms,
+                own,
+                s.peak_rss_mib
+            ))
+        })
+        .collect();
+    if !left_out.is_empty() {
+        out.push_str(&format!(
+            "\nScored better by the grid but not the oracle (over the memory budget, or a pause \
+             longer than {LONGEST_SLACK}x the defaults' longest): {}.\n",
+            left_out.join("; ")
+        ));
+    }
     if ablated {
         out.push_str(&format!(
             "\nThe ablation, act on the analytic model alone (`--model none`), run interleaved with \
