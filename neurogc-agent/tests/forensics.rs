@@ -857,6 +857,30 @@ fn outputs_are_never_written_through_links_or_into_other_users_files() {
 }
 
 #[test]
+fn advice_on_the_demo_does_not_turn_over_with_a_windows_noise() {
+    // The demo service's first 16 windows under advise mode (the embedded model, default
+    // budgets), recorded on this project's VM on 2026-12-01. Its advice settles on "collect and
+    // freeze" at 700/10/10 in window 4; in window 13 that setting's predicted GC share read a
+    // hair over the budget, and the advice turned to 1,000/10/10 frozen for one window and back
+    // (6-12 changes a minute on the live demo, where the target is 2). The standing advice is
+    // left only where it credibly misses, as the setting in force is in act mode.
+    let out = agent().arg("replay").arg(fixture("demo-advice.ngc")).arg("--json").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines =
+        json_lines(&String::from_utf8_lossy(&out.stdout).lines().map(String::from).collect::<Vec<_>>());
+    let advice: Vec<String> = lines
+        .iter()
+        .filter(|l| l["type"] == "decision")
+        .map(|d| d["what"].as_str().unwrap_or("stay").to_owned())
+        .collect();
+    assert_eq!(advice.len(), 16, "{advice:?}");
+    let first = advice.iter().position(|a| a != "stay").expect("some advice");
+    let changes = advice[first..].windows(2).filter(|w| w[0] != w[1]).count();
+    assert!(changes <= 2, "{changes} changes after the first advice: {advice:?}");
+    assert_eq!(advice.last().map(String::as_str), Some("700/10/10 + collect, freeze"), "{advice:?}");
+}
+
+#[test]
 fn replay_runs_a_model_over_recorded_windows() {
     let dir = scratch("replay");
     let trace = dir.join("t.ngc");

@@ -287,25 +287,25 @@ impl Controller {
         }
     }
 
-    /// A GC share not measured at `c`, bounded pessimistically (`pessimistic_share`): carried
-    /// over by the model from the setting in force, or, where that has other young generations,
-    /// from one measured with `c`'s (as its cost, `cost`).
+    /// A GC share not measured at `c`, bounded pessimistically (`pessimistic_share`), or, for
+    /// the advice standing (`standing`), optimistically: carried over by the model from the
+    /// setting in force, or, where that has other young generations, from one measured with
+    /// `c`'s (as its cost, `cost`).
     pub(super) fn share_estimate(
         &self,
         c: &Candidate,
         p: &Prediction,
         here_p: &Prediction,
         anchors: &[Anchor],
+        standing: bool,
     ) -> f64 {
+        let bound = if standing { optimistic_share } else { pessimistic_share };
         let from_here = same_young(&self.in_force(), c);
         anchors
             .iter()
             .filter(|a| !from_here && same_young(&a.c, c) && a.p.share > 0.0)
             .find_map(|a| Some((a.share?, a.p.share)))
-            .map_or_else(
-                || pessimistic_share(p.share, here_p.share),
-                |(m, pk)| pessimistic_share(m * p.share / pk, m),
-            )
+            .map_or_else(|| bound(p.share, here_p.share), |(m, pk)| bound(m * p.share / pk, m))
     }
 
     /// The share of windows over the pause budget at `c`. The model's chance, scaled by how far
@@ -537,7 +537,15 @@ impl Controller {
                     // One window is no evidence either way: the estimate it was entered on stands.
                     misses.share = 0.0;
                 } else {
-                    misses.share = self.budgets.share_miss(self.share_estimate(c, &p, &preds[0].p, &anchors));
+                    // The advice standing is to advise mode what the setting in force is to act:
+                    // left only where it credibly misses. Nothing measures advice that is not
+                    // applied, so each window predicts it afresh: held to the pessimistic bound,
+                    // the demo's advice of 700/10/10 frozen read a hair over the GC share budget
+                    // in one window of ten, and turned to 1,000/10/10 frozen and back each time
+                    // (6-12 changes a minute, where 2 are the target).
+                    let standing = !self.act && self.advised == Some(*c);
+                    misses.share =
+                        self.budgets.share_miss(self.share_estimate(c, &p, &preds[0].p, &anchors, standing));
                 }
                 // The wait below the budget is what arrives while the process collects: it
                 // counts as far as the process has idle time for work to arrive in. One that
@@ -625,8 +633,18 @@ fn model_sd_ns(gap_ns: f64) -> f64 {
 /// A predicted GC share bounded pessimistically: raised by the model's error on how it differs
 /// from the share predicted for the setting in force.
 pub(super) fn pessimistic_share(share: f64, here: f64) -> f64 {
-    let gap = if share > 0.0 && here > 0.0 { (share / here).ln() } else { 0.0 };
-    (share * model_sd(gap).exp()).min(1.0)
+    (share * model_sd(share_gap(share, here)).exp()).min(1.0)
+}
+
+/// A predicted GC share bounded optimistically: lowered by the model's error, as
+/// `pessimistic_share` raises it.
+fn optimistic_share(share: f64, here: f64) -> f64 {
+    share * (-model_sd(share_gap(share, here))).exp()
+}
+
+/// How far (ln) a predicted GC share is from the setting in force's.
+fn share_gap(share: f64, here: f64) -> f64 {
+    if share > 0.0 && here > 0.0 { (share / here).ln() } else { 0.0 }
 }
 
 /// The prior and a measurement of a setting's ln cost (each a mean and a standard deviation),
