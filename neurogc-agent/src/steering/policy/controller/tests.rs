@@ -743,41 +743,47 @@ fn rss_growing_at_the_applications_own_pace_is_its_own_until_its_full_collection
     assert!(matches!(undone_at(235_000), Some(8..=11)), "{:?}", undone_at(235_000));
 }
 
+/// A cache filling at 8 MiB a window whatever the thresholds: neurogc moves off the
+/// application's own settings after two windows, too few to read its own pace from, and freezes
+/// in window 6; the window the freeze stands from (up to 18) in which it is undone, if any.
+/// `fulls`: each window holds a full collection that finds nothing dead; `own_grows`: RSS grows
+/// at the application's own settings too (else it is flat there); `extra`: MiB a window RSS
+/// grows past that pace once frozen; `jump`: MiB it rises by once, in the window after the
+/// freeze.
+fn filling_cache_undone_at(fulls: bool, own_grows: bool, extra: u64, jump: u64) -> Option<i64> {
+    let gc = GuardConfig { memory_budget: 0.05, ..pinned(Some(10_000_000)) };
+    let mut c = Controller::new(gc, [700, 10, 10], true);
+    let reading = |c: &Controller, w: i64, grown: u64| {
+        let r = if fulls { warm(c.thresholds(), w, 0) } else { SERVICE.reading(c.thresholds(), w) };
+        Reading { rss: (400 << 20) + grown, ..r }
+    };
+    let before = |w: i64| if own_grows || w > 2 { (w as u64 - 1) * (8 << 20) } else { 0 };
+    for w in 1..=6 {
+        let r = reading(&c, w, before(w));
+        c.decide(&mut analytic, &r);
+        // As moved by neurogc after its two windows of learning.
+        if w >= 2 {
+            c.current = [5000, 10, 10];
+        }
+    }
+    assert_eq!(c.own_growth.rate(), 0.0);
+    landed(&mut c, 440.0, 6.0);
+    (7..=18).find(|&w| {
+        let grown = (w as u64 - 1) * (8 << 20) + (w as u64 - 6) * (extra << 20) + (jump << 20);
+        c.decide(&mut analytic, &reading(&c, w, grown)).freeze == Some(false)
+    })
+}
+
 #[test]
 fn a_freeze_made_before_the_applications_own_pace_was_read_is_told_against_the_unfrozen_pace() {
-    // A cache filling at 8 MiB a window whatever the thresholds: neurogc moves off the
-    // application's own settings after two windows, too few to read its own pace from, and
-    // freezes in window 6. Where the application's full collections found none of its old heap
-    // dead, the pace RSS kept at every unfrozen setting before the freeze is the application's
-    // for as long as the freeze stands (twelve windows here, past the 20 MiB a 5% budget
-    // allows after three), and growth past it is the freeze's: undone within two windows.
-    // Where no full collection has looked at the old heap, what fills may be a structure
-    // replacing one, and the growth is the freeze's once past the allowance; so too where RSS
-    // stood still in the application's own windows and grew only at neurogc's thresholds.
-    let undone_at = |fulls: bool, own_grows: bool, extra: u64| {
-        let gc = GuardConfig { memory_budget: 0.05, ..pinned(Some(10_000_000)) };
-        let mut c = Controller::new(gc, [700, 10, 10], true);
-        let reading = |c: &Controller, w: i64, grown: u64| {
-            let r = if fulls { warm(c.thresholds(), w, 0) } else { SERVICE.reading(c.thresholds(), w) };
-            Reading { rss: (400 << 20) + grown, ..r }
-        };
-        // RSS flat at the application's own settings: the growth is neurogc's thresholds'.
-        let before = |w: i64| if own_grows || w > 2 { (w as u64 - 1) * (8 << 20) } else { 0 };
-        for w in 1..=6 {
-            let r = reading(&c, w, before(w));
-            c.decide(&mut analytic, &r);
-            // As moved by neurogc after its two windows of learning.
-            if w >= 2 {
-                c.current = [5000, 10, 10];
-            }
-        }
-        assert_eq!(c.own_growth.rate(), 0.0);
-        landed(&mut c, 440.0, 6.0);
-        (7..=18).find(|&w| {
-            let grown = (w as u64 - 1) * (8 << 20) + (w as u64 - 6) * (extra << 20);
-            c.decide(&mut analytic, &reading(&c, w, grown)).freeze == Some(false)
-        })
-    };
+    // Where the application's full collections found none of its old heap dead, the pace RSS
+    // kept at every unfrozen setting before the freeze is the application's for as long as the
+    // freeze stands (twelve windows here, past the 20 MiB a 5% budget allows after three), and
+    // growth past it is the freeze's: undone within two windows. Where no full collection has
+    // looked at the old heap, what fills may be a structure replacing one, and the growth is the
+    // freeze's once past the allowance; so too where RSS stood still in the application's own
+    // windows and grew only at neurogc's thresholds.
+    let undone_at = |fulls, own_grows, extra| filling_cache_undone_at(fulls, own_grows, extra, 0);
     assert_eq!(undone_at(true, true, 0), None);
     assert!(matches!(undone_at(true, true, 20), Some(7..=8)));
     assert!(matches!(undone_at(false, true, 0), Some(7..=10)), "{:?}", undone_at(false, true, 0));
@@ -794,21 +800,7 @@ fn a_rise_at_the_applications_own_pace_is_not_read_as_a_copy_waiting() {
     // application's pace stands and so does the freeze. Read whole (22 MiB), the rise ended
     // that credit and the freeze was undone for the application's own growth (seed-60 draw
     // 1931). A jump of 30 MiB past the pace is past the allowance either way: undone.
-    let undone_at = |jump: u64| {
-        let gc = GuardConfig { memory_budget: 0.05, ..pinned(Some(10_000_000)) };
-        let mut c = Controller::new(gc, [700, 10, 10], true);
-        for w in 1..=6 {
-            c.decide(&mut analytic, &warm(c.thresholds(), w, (w as u64 - 1) * (8 << 20)));
-            if w >= 2 {
-                c.current = [5000, 10, 10];
-            }
-        }
-        landed(&mut c, 440.0, 6.0);
-        (7..=18).find(|&w| {
-            let grown = (w as u64 - 1) * (8 << 20) + (jump << 20);
-            c.decide(&mut analytic, &warm(c.thresholds(), w, grown)).freeze == Some(false)
-        })
-    };
+    let undone_at = |jump| filling_cache_undone_at(true, true, 0, jump);
     assert_eq!(undone_at(14), None);
     assert!(matches!(undone_at(30), Some(7..=8)), "{:?}", undone_at(30));
 }
