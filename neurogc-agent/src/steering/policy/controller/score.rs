@@ -423,6 +423,8 @@ impl Controller {
             let p = &e.p;
             let (ln_cost, sd, measured) = self.cost(c, p, &preds[0].p, slope, &anchors);
             let freezing = c.frozen && !here.frozen;
+            // The advice standing (advise mode): to the advice what the setting in force is to act.
+            let advised = !self.act && self.advised == Some(*c);
             // Advice is a freeze the user makes once, at the end of start-up: a collection
             // first costs the service nothing there and keeps no garbage frozen, so advice
             // always collects first. Weighed window by window against freezing without it
@@ -543,9 +545,8 @@ impl Controller {
                     // the demo's advice of 700/10/10 frozen read a hair over the GC share budget
                     // in one window of ten, and turned to 1,000/10/10 frozen and back each time
                     // (6-12 changes a minute, where 2 are the target).
-                    let standing = !self.act && self.advised == Some(*c);
                     misses.share =
-                        self.budgets.share_miss(self.share_estimate(c, &p, &preds[0].p, &anchors, standing));
+                        self.budgets.share_miss(self.share_estimate(c, &p, &preds[0].p, &anchors, advised));
                 }
                 // The wait below the budget is what arrives while the process collects: it
                 // counts as far as the process has idle time for work to arrive in. One that
@@ -559,7 +560,6 @@ impl Controller {
                 // Advice stands until another is better by more than a change costs: the
                 // application's setting stays in force, so without this every near tie between
                 // two candidates would turn the advice over window by window.
-                let advised = !self.act && self.advised == Some(*c);
                 let change = if *c == here || advised {
                     0.0
                 } else if here.frozen && !c.frozen {
