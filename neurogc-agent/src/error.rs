@@ -28,3 +28,11 @@ pub const EXIT_FAILURE: i32 = 1;
 pub fn exit_code(err: &anyhow::Error) -> i32 {
     if err.chain().any(|e| e.is::<UserError>()) { EXIT_USER } else { EXIT_FAILURE }
 }
+
+/// The reader of our output went away (`| head -1`): a filter stops quietly then. A write of
+/// serde_json's (a JSON record straight to the output) carries the same error inside its own.
+pub fn output_closed(err: &anyhow::Error) -> bool {
+    let gone = Some(std::io::ErrorKind::BrokenPipe);
+    err.downcast_ref::<std::io::Error>().map(std::io::Error::kind) == gone
+        || err.downcast_ref::<serde_json::Error>().and_then(serde_json::Error::io_error_kind) == gone
+}

@@ -69,9 +69,14 @@ fn main() {
 
 /// Runs the task; in launch mode, how the command ended.
 fn run(task: Task, started: Instant) -> Result<Option<launch::Ended>> {
+    // A report or a replay read by `| head` ends quietly once its reader has what it wanted.
+    let to_the_reader = |r: Result<()>| match r {
+        Err(err) if error::output_closed(&err) => Ok(None),
+        r => r.map(|()| None),
+    };
     match task {
-        Task::Replay(opts) => commands::replay::run(&opts).map(|()| None),
-        Task::Report(opts) => report::run(&opts).map(|()| None),
+        Task::Replay(opts) => to_the_reader(commands::replay::run(&opts)),
+        Task::Report(opts) => to_the_reader(report::run(&opts)),
         Task::Observe(opts) => commands::live::run(opts, started),
         Task::Fleet(opts, output) => commands::fleet::run(opts, output).map(|()| None),
     }

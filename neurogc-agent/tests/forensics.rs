@@ -881,6 +881,27 @@ fn advice_on_the_demo_does_not_turn_over_with_a_windows_noise() {
 }
 
 #[test]
+fn report_and_replay_end_quietly_when_their_reader_goes_away() {
+    // `neurogc-agent report t.ngc | head -1`: the reader goes away (here before the first line,
+    // so that every write meets a pipe with no reader, whatever the timing). A filter stops
+    // quietly then; both printed "error: Broken pipe (os error 32)" and exited 1.
+    let trace = fixture("demo-advice.ngc");
+    for args in [&["report"][..], &["replay"][..], &["replay", "--json"][..]] {
+        let mut child = agent()
+            .args(args)
+            .arg(&trace)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && stderr.is_empty(), "{args:?}: {:?}, stderr {stderr:?}", out.status);
+    }
+}
+
+#[test]
 fn replay_runs_a_model_over_recorded_windows() {
     let dir = scratch("replay");
     let trace = dir.join("t.ngc");

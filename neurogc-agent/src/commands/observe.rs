@@ -103,11 +103,7 @@ impl From<Stopped<Stop>> for Stop {
             Stopped::Signal(s) => Stop::Signal(s),
             Stopped::Mode(stop) => stop,
             // `| head` closed our output: stop quietly, like any filter.
-            Stopped::Failed(err)
-                if err.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe) =>
-            {
-                Stop::OutputClosed
-            }
+            Stopped::Failed(err) if crate::error::output_closed(&err) => Stop::OutputClosed,
             // Anything else still ends in order: the application gets its settings back first.
             Stopped::Failed(err) => Stop::Failed(err),
         }
