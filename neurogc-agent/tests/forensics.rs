@@ -881,6 +881,29 @@ fn advice_on_the_demo_does_not_turn_over_with_a_windows_noise() {
 }
 
 #[test]
+fn a_frozen_twin_is_judged_by_the_pause_odds_this_process_measured() {
+    // Evaluation draw 1524 of the workload generator (a 135k-object heap still growing, 50
+    // requests a second), recorded in act mode on 2026-12-01 (build e373b19, default budgets).
+    // Its 77 ms full collections were due within the horizon at every unfrozen setting, so the
+    // pause budget was missed everywhere but frozen; the settings it measured were over the
+    // budget in fewer windows than the model gave them, yet their frozen twins were judged on
+    // the model's odds alone (the side nothing frozen had calibrated), several times as often
+    // over: it never froze, where freeze + 5,000 took 0.3x its p99. Replayed, the frozen
+    // setting holds every budget and is the advice.
+    let out = agent().arg("replay").arg(fixture("draw-1524-act.jsonl")).arg("--json").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines =
+        json_lines(&String::from_utf8_lossy(&out.stdout).lines().map(String::from).collect::<Vec<_>>());
+    let decisions: Vec<&Value> = lines.iter().filter(|l| l["type"] == "decision").collect();
+    let what: Vec<&str> = decisions.iter().map(|d| d["what"].as_str().unwrap_or("stay")).collect();
+    assert!(decisions.len() >= 20, "{what:?}");
+    let first = what.iter().position(|w| w.ends_with("+ collect, freeze")).expect("a freeze advised");
+    assert!(first <= 10, "first advised in window {first}: {what:?}");
+    let reason = decisions[first]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("frozen holds every budget"), "{reason}");
+}
+
+#[test]
 fn report_and_replay_end_quietly_when_their_reader_goes_away() {
     // `neurogc-agent report t.ngc | head -1`: the reader goes away (here before the first line,
     // so that every write meets a pipe with no reader, whatever the timing). A filter stops
