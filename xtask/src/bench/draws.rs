@@ -237,6 +237,28 @@ fn harmed(value: f64, defaults: f64, arm: &[Score]) -> bool {
     value > defaults * HARM && changed(arm)
 }
 
+/// The chance that an arm identical to the defaults, run as many rounds, reads worse than them
+/// by more than `HARM`: the harm count's noise floor, from the spread of the defaults' own
+/// rounds (ln scores; the median of a few rounds taken as their mean). With two rounds a draw,
+/// the 488 pairs of the defaults' rounds in bench/results (2026-11-28 to 12-01) put it at 4.6
+/// of 24 draws: a harm count is read against it. `None` with fewer than two rounds.
+fn noise_harm(defaults: &[Score]) -> Option<f64> {
+    let ln: Vec<f64> = defaults.iter().filter(|s| s.value > 0.0).map(|s| s.value.ln()).collect();
+    let n = ln.len() as f64;
+    if ln.len() < 2 {
+        return None;
+    }
+    let mean = ln.iter().sum::<f64>() / n;
+    let var = ln.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    // Two arms' means of n rounds each differ with variance 2 var / n.
+    let sd = (2.0 * var / n).sqrt();
+    if sd == 0.0 {
+        return Some(0.0);
+    }
+    // The normal tail, by the logistic approximation (within 0.01 of it).
+    Some(1.0 / (1.0 + (1.702 * HARM.ln() / sd).exp()))
+}
+
 /// The interpreter's version, for the cache's key (the oracle depends on the build).
 fn version(python: &Path) -> Result<String> {
     let out = Command::new(python).args(["-c", "import sys; print(sys.version.split()[0])"]).output()?;
@@ -465,6 +487,7 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
     // undone freeze's first full collection, 111 ms, on evaluation draw 1006.)
     let (mut gc_regrets, mut grid_regrets) = (Vec::new(), Vec::new());
     let (mut regrets, mut harm, mut over, mut unchanged_draws) = (Vec::new(), 0, 0, 0);
+    let floor: Vec<f64> = results.iter().filter_map(|r| noise_harm(&r.defaults)).collect();
     let (mut rules_regrets, mut rules_gc_regrets, mut rules_harm) = (Vec::new(), Vec::new(), 0);
     for r in results {
         let d = median(r.defaults.iter().map(|s| s.value).collect());
@@ -544,6 +567,15 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
         spread(&grid_regrets),
         unchanged_draws
     ));
+    if !floor.is_empty() {
+        out.push_str(&format!(
+            "\nThe harm count's noise floor: an arm identical to the defaults would read worse \
+             than them by > 5% on about {:.1} of these {} draws (each draw's spread between the \
+             defaults' own rounds).\n",
+            floor.iter().sum::<f64>(),
+            floor.len()
+        ));
+    }
     let left_out: Vec<String> = results
         .iter()
         .filter_map(|r| {
@@ -577,4 +609,38 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rounds(values: &[f64]) -> Vec<Score> {
+        values
+            .iter()
+            .map(|&value| Score {
+                value,
+                peak_rss_mib: 0.0,
+                full: 0,
+                longest_ms: 0.0,
+                total_s: 20.0,
+                acted: false,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_harm_floor_grows_with_the_defaults_own_spread() {
+        assert_eq!(noise_harm(&rounds(&[1.0])), None);
+        assert_eq!(noise_harm(&rounds(&[2.0, 2.0])), Some(0.0));
+        // Rounds 1% apart: an identical arm next to never reads 5% worse.
+        assert!(noise_harm(&rounds(&[1.0, 1.01])).unwrap() < 0.01);
+        // Rounds 1.5x apart (the 90th percentile of the pairs measured): two arms' means of two
+        // differ by 0.29 in ln (one standard deviation), and 5% is 0.17 of that: the normal
+        // tail there is 0.43.
+        let wide = noise_harm(&rounds(&[1.0, 1.5])).unwrap();
+        assert!((wide - 0.4325).abs() < 0.01, "{wide}");
+        // More rounds at the same spread narrow it.
+        assert!(noise_harm(&rounds(&[1.0, 1.5, 1.0, 1.5])).unwrap() < wide);
+    }
 }
