@@ -856,6 +856,16 @@ fn outputs_are_never_written_through_links_or_into_other_users_files() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The decisions `replay --json` makes on the recording `name` in tests/fixtures.
+fn replayed_decisions(name: &str) -> Vec<Value> {
+    let out = agent().arg("replay").arg(fixture(name)).arg("--json").output().unwrap();
+    assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+    json_lines(&String::from_utf8_lossy(&out.stdout).lines().map(String::from).collect::<Vec<_>>())
+        .into_iter()
+        .filter(|l| l["type"] == "decision")
+        .collect()
+}
+
 #[test]
 fn advice_on_the_demo_does_not_turn_over_with_a_windows_noise() {
     // The demo service's first 16 windows under advise mode (the embedded model, default
@@ -864,13 +874,8 @@ fn advice_on_the_demo_does_not_turn_over_with_a_windows_noise() {
     // hair over the budget, and the advice turned to 1,000/10/10 frozen for one window and back
     // (6-12 changes a minute on the live demo, where the target is 2). The standing advice is
     // left only where it credibly misses, as the setting in force is in act mode.
-    let out = agent().arg("replay").arg(fixture("demo-advice.ngc")).arg("--json").output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let lines =
-        json_lines(&String::from_utf8_lossy(&out.stdout).lines().map(String::from).collect::<Vec<_>>());
-    let advice: Vec<String> = lines
+    let advice: Vec<String> = replayed_decisions("demo-advice.ngc")
         .iter()
-        .filter(|l| l["type"] == "decision")
         .map(|d| d["what"].as_str().unwrap_or("stay").to_owned())
         .collect();
     assert_eq!(advice.len(), 16, "{advice:?}");
@@ -890,11 +895,7 @@ fn a_frozen_twin_is_judged_by_the_pause_odds_this_process_measured() {
     // the model's odds alone (the side nothing frozen had calibrated), several times as often
     // over: it never froze, where freeze + 5,000 took 0.3x its p99. Replayed, the frozen
     // setting holds every budget and is the advice.
-    let out = agent().arg("replay").arg(fixture("draw-1524-act.jsonl")).arg("--json").output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let lines =
-        json_lines(&String::from_utf8_lossy(&out.stdout).lines().map(String::from).collect::<Vec<_>>());
-    let decisions: Vec<&Value> = lines.iter().filter(|l| l["type"] == "decision").collect();
+    let decisions = replayed_decisions("draw-1524-act.jsonl");
     let what: Vec<&str> = decisions.iter().map(|d| d["what"].as_str().unwrap_or("stay")).collect();
     assert!(decisions.len() >= 20, "{what:?}");
     let first = what.iter().position(|w| w.ends_with("+ collect, freeze")).expect("a freeze advised");

@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 
 use crate::{
     bench::{
-        measure::{cpu_model, median},
+        measure::{cpu_model, ln_mean_var, median},
         steer::{self, Config, RECIPES},
     },
     build_release_agent, workspace_root,
@@ -243,15 +243,9 @@ fn harmed(value: f64, defaults: f64, arm: &[Score]) -> bool {
 /// the 488 pairs of the defaults' rounds in bench/results (2026-11-28 to 12-01) put it at 4.6
 /// of 24 draws: a harm count is read against it. `None` with fewer than two rounds.
 fn noise_harm(defaults: &[Score]) -> Option<f64> {
-    let ln: Vec<f64> = defaults.iter().filter(|s| s.value > 0.0).map(|s| s.value.ln()).collect();
-    let n = ln.len() as f64;
-    if ln.len() < 2 {
-        return None;
-    }
-    let mean = ln.iter().sum::<f64>() / n;
-    let var = ln.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let (_, var, n) = ln_mean_var(defaults.iter().map(|s| s.value))?;
     // Two arms' means of n rounds each differ with variance 2 var / n.
-    let sd = (2.0 * var / n).sqrt();
+    let sd = (2.0 * var / n as f64).sqrt();
     if sd == 0.0 {
         return Some(0.0);
     }

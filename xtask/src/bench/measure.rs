@@ -100,23 +100,30 @@ pub fn median(mut v: Vec<f64>) -> f64 {
 /// ratios). A machine's drift between rounds falls on both sides of each ratio; a family is
 /// credibly worse only where the whole interval is above 1. None under two usable pairs.
 pub fn paired_ratio(a: &[f64], b: &[f64]) -> Option<(f64, f64, f64)> {
-    let ln: Vec<f64> = a
-        .iter()
-        .zip(b)
-        .filter(|(x, y)| x.is_finite() && y.is_finite() && **x > 0.0 && **y > 0.0)
-        .map(|(x, y)| (x / y).ln())
-        .collect();
+    let (mean, var, n) = ln_mean_var(
+        a.iter()
+            .zip(b)
+            .filter(|(x, y)| x.is_finite() && y.is_finite() && **x > 0.0 && **y > 0.0)
+            .map(|(x, y)| x / y),
+    )?;
+    // Two-sided 90%: t at 0.95 for n - 1 degrees of freedom.
+    const T95: [f64; 10] = [6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812];
+    let t = T95.get(n - 2).copied().unwrap_or(1.645);
+    let half = t * (var / n as f64).sqrt();
+    Some((mean.exp(), (mean - half).exp(), (mean + half).exp()))
+}
+
+/// The mean and sample variance of the ln of the finite positive values, and how many there
+/// were: scores and their ratios spread multiplicatively. None under two.
+pub fn ln_mean_var(values: impl IntoIterator<Item = f64>) -> Option<(f64, f64, usize)> {
+    let ln: Vec<f64> = values.into_iter().filter(|x| x.is_finite() && *x > 0.0).map(f64::ln).collect();
     let n = ln.len();
     if n < 2 {
         return None;
     }
     let mean = ln.iter().sum::<f64>() / n as f64;
     let var = ln.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    // Two-sided 90%: t at 0.95 for n - 1 degrees of freedom.
-    const T95: [f64; 10] = [6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812];
-    let t = T95.get(n - 2).copied().unwrap_or(1.645);
-    let half = t * (var / n as f64).sqrt();
-    Some((mean.exp(), (mean - half).exp(), (mean + half).exp()))
+    Some((mean, var, n))
 }
 
 /// "1 run", "5 runs".
