@@ -75,7 +75,7 @@ impl Collector {
             old,
             pending_share,
             self.share_ratio.or(1.0).ln(),
-            self.pause_ratio[0].or(1.0).ln(),
+            self.pause_ratio[0].ratio.or(1.0).ln(),
             d_t[0] * alloc,
             d_t[0] * garbage,
             d_t[0] * old,

@@ -65,6 +65,45 @@ impl Avg {
     }
 }
 
+/// Measured over predicted for one generation's longest pause in a window, with how the
+/// window's collections of it spread (ln of the longest over the median) and how many it held.
+/// The longest of n pauses grows with n: measured at 700/10/10 (66 young rounds a window, the
+/// longest 2-4x their median), the ratio priced a setting that runs one a window at the
+/// longest of 66 (tuning draw 32: 20,000/10/10's young rounds predicted 36 ms, 50,000's
+/// 106 ms, where freeze + 50,000/20/20 measured 31 ms at the longest).
+#[derive(Debug, Clone, Copy, Default)]
+struct PauseRatio {
+    ratio: Avg,
+    spread_ln: Avg,
+    per_window: Avg,
+}
+
+impl PauseRatio {
+    fn add(&mut self, ratio: f64, r: &Reading, g: usize) {
+        self.ratio.add(ratio, 0.3);
+        if r.pause_p50_ns[g] > 0.0 {
+            self.spread_ln.add((r.pause_max_ns[g] / r.pause_p50_ns[g]).max(1.0).ln(), 0.3);
+            self.per_window.add(r.collections[g] as f64, 0.3);
+        }
+    }
+
+    /// The ratio for a setting that runs `per_window` collections of the generation a window
+    /// (None: as measured). The longest of n samples is about sqrt(2 ln n) deviations above
+    /// their median (the extreme of a normal, in ln of the pause): the measured spread is
+    /// scaled by that against the count it was measured over, and one a window has none.
+    fn at(&self, per_window: Option<f64>) -> Option<f64> {
+        let ratio = self.ratio.0?;
+        let (Some(n), Some(spread), Some(m)) = (per_window, self.spread_ln.0, self.per_window.0) else {
+            return Some(ratio);
+        };
+        if m < 2.0 {
+            return Some(ratio);
+        }
+        let scale = (n.max(1.0).ln() / m.ln()).sqrt().min(1.5);
+        Some(ratio * (spread * (scale - 1.0)).exp())
+    }
+}
+
 /// The collector as estimated from this process.
 #[derive(Debug, Clone, Default)]
 pub struct Collector {
@@ -125,12 +164,12 @@ pub struct Collector {
     /// Measured over predicted, for the action in force: the share of time in GC, and each
     /// generation's longest pause (the residual correction, applied to every candidate).
     share_ratio: Avg,
-    pause_ratio: [Avg; 3],
+    pause_ratio: [PauseRatio; 3],
     /// The same per action that has been in force: what was measured at a setting is what is
     /// predicted there when it comes up again, and a setting at least as large in the thresholds
     /// a generation's pause grows with is predicted no better than the nearest one measured
     /// below it (a larger young generation that walked 1.5× the prediction once does again).
-    pause_ratio_at: Vec<(Candidate, [Avg; 3])>,
+    pause_ratio_at: Vec<(Candidate, [PauseRatio; 3])>,
     /// neurogc froze right after a full collection, and no window has shown it yet: it walked
     /// the whole heap, frozen objects then included (a full collection's cost per object, as
     /// any of the application's), which the frozen action's collections will not.
@@ -501,29 +540,32 @@ impl Collector {
             let not_the_settings = if g == 2 { one_off } else { self.last_held_carried };
             if r.collections[g] > 0 && p.pause_ns[g] > 0.0 && !not_the_settings {
                 let ratio = (r.pause_max_ns[g] / p.pause_ns[g]).clamp(0.1, 10.0);
-                self.pause_ratio[g].add(ratio, 0.3);
-                self.pause_ratio_at[at].1[g].add(ratio, 0.3);
+                self.pause_ratio[g].add(ratio, r, g);
+                self.pause_ratio_at[at].1[g].add(ratio, r, g);
             }
         }
     }
 
-    /// The correction of generation `g`'s predicted pause under `c`: what was measured there, or
-    /// else no less than at the nearest setting measured that `c` is at least as large as (a
+    /// The correction of generation `g`'s predicted pause under `c`, which runs `per_window` of
+    /// its collections a window (None: the count each was measured over, `PauseRatio::at`):
+    /// what was measured there, or else no less than at the nearest setting measured that `c`
+    /// is at least as large as (a
     /// pause grows with the thresholds up to its generation's; a full one with the freeze
     /// undone), or else the correction at the setting in force (with the same freeze), else
     /// the decaying mean over all. The mean over all, taken where the setting in force had its
     /// own, put micrograd's other frozen settings' full collections 6% under its own, which
     /// the model predicts alike (each walks a cycle's promotions): where they run 25 times the
     /// pause budget, that was worth a move at 1.5 times the cost, and back once measured.
-    fn pause_ratio_for(&self, c: &Candidate, g: usize) -> f64 {
+    fn pause_ratio_for(&self, c: &Candidate, g: usize, per_window: Option<f64>) -> f64 {
         let in_force = self
             .in_force()
             .filter(|k| same_freeze_as(k, c, g))
             .and_then(|k| self.pause_ratio_at.iter().find(|(a, _)| *a == k))
-            .and_then(|(_, a)| a[g].0);
-        let global = in_force.unwrap_or(self.pause_ratio[g].or(1.0));
-        let measured =
-            |k: &Candidate, a: &[Avg; 3]| a[g].0.filter(|_| same_freeze_as(k, c, g)).map(|v| (*k, v));
+            .and_then(|(_, a)| a[g].at(per_window));
+        let global = in_force.unwrap_or(self.pause_ratio[g].at(per_window).unwrap_or(1.0));
+        let measured = |k: &Candidate, a: &[PauseRatio; 3]| {
+            a[g].at(per_window).filter(|_| same_freeze_as(k, c, g)).map(|v| (*k, v))
+        };
         let mut below: Option<(f64, f64)> = None;
         for (k, v) in self.pause_ratio_at.iter().filter_map(|(k, a)| measured(k, a)) {
             if (0..=g).all(|i| k.thresholds[i] == c.thresholds[i]) {
@@ -553,10 +595,12 @@ impl Collector {
         let mut p = self.raw(c, frozen_now);
         // A share of wall time: never more than all of it.
         p.share = (p.share * self.share_ratio.or(1.0)).min(1.0);
+        let secs = self.last.map_or(1.0, |r| r.secs);
         for g in 0..3 {
-            p.pause_ns[g] *= self.pause_ratio_for(c, g);
+            p.pause_ns[g] *= self.pause_ratio_for(c, g, Some(p.rate[g] * secs));
         }
-        p.first_full_ns *= self.pause_ratio_for(c, 2);
+        // A one-off: its window holds one.
+        p.first_full_ns *= self.pause_ratio_for(c, 2, Some(1.0));
         p
     }
 

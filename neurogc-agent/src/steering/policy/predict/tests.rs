@@ -147,6 +147,9 @@ fn a_pause_measured_at_a_setting_is_remembered_there_and_above_it() {
     let at = |c: &mut Collector, t: [i64; 3], gen1_ms: f64| {
         let mut r = service(t, 110_000);
         r.pause_max_ns[1] = gen1_ms * 1e6;
+        // The rounds a window at these thresholds (300,000 allocations a second).
+        let r0 = (300_000 / t[0]) as u64;
+        r.collections = [r0 - r0 / (t[1] as u64 + 1), r0 / (t[1] as u64 + 1), 0];
         let now = Candidate { thresholds: t, frozen: false };
         c.observe(&r);
         c.correct(&now, false, &r);
@@ -166,9 +169,9 @@ fn a_pause_measured_at_a_setting_is_remembered_there_and_above_it() {
     assert!(again > 1.8, "remembered at 5000/50: {again}x of {predicted} ms");
     // A setting at least as large is predicted no better; a smaller one as the model says.
     let larger = Candidate { thresholds: [10_000, 50, 20], frozen: false };
-    assert!(c.pause_ratio_for(&larger, 1) > 1.8, "{}", c.pause_ratio_for(&larger, 1));
+    assert!(c.pause_ratio_for(&larger, 1, None) > 1.8, "{}", c.pause_ratio_for(&larger, 1, None));
     let smaller = Candidate { thresholds: [2_000, 20, 10], frozen: false };
-    assert!(c.pause_ratio_for(&smaller, 1) < 1.5, "{}", c.pause_ratio_for(&smaller, 1));
+    assert!(c.pause_ratio_for(&smaller, 1, None) < 1.5, "{}", c.pause_ratio_for(&smaller, 1, None));
 }
 
 #[test]
@@ -254,7 +257,7 @@ fn the_first_full_collection_after_a_freeze_is_not_what_the_next_ones_take() {
     assert!(c.held_first_full_after_freeze());
     // It teaches no correction of the full pauses to come (those walk what is in flight),
     // nor of the GC share (its 60 ms are in this window's 8%, once).
-    assert_eq!(c.pause_ratio[2].0, None);
+    assert_eq!(c.pause_ratio[2].ratio.0, None);
     assert_eq!(c.share_ratio.0, share_before);
     let after = c.predict(&frozen, true);
     assert_eq!(after.first_full_ns, 0.0);
@@ -502,4 +505,24 @@ fn the_first_full_collection_after_neurogcs_unfreeze_is_the_undos() {
     // The next one is the setting's own.
     c.observe(&with_full([700, 10, 10], 900.0, 900.0));
     assert!(!c.held_carried_pause());
+}
+
+#[test]
+fn the_longest_of_many_young_rounds_a_window_is_not_what_one_round_takes() {
+    // At 700/10/10, 400 young rounds a window: their median as the model predicts, the longest
+    // 2.5 times it. 50,000/10/10 runs about five a window (300,000 allocations a second), whose
+    // longest is nearer their median: about 1.6 times it (2.5 to the power sqrt(ln 5.5 / ln 400)
+    // - 1 less). Applied whole, the ratio priced a round a window at the longest of 400.
+    let mut c = Collector::new([700, 10, 10]);
+    let here = Candidate { thresholds: [700, 10, 10], frozen: false };
+    for i in 0..8 {
+        let mut r = service([700, 10, 10], 100_000 + i * 3_000);
+        r.pause_max_ns[0] = 2.5 * r.pause_p50_ns[0];
+        c.observe(&r);
+        c.correct(&here, false, &r);
+    }
+    let ratio = |k: &Candidate| c.predict(k, false).pause_ns[0] / c.raw(k, false).pause_ns[0];
+    assert!((ratio(&here) / 2.5 - 1.0).abs() < 0.05, "{}", ratio(&here));
+    let far = Candidate { thresholds: [50_000, 10, 10], frozen: false };
+    assert!((1.4..1.9).contains(&ratio(&far)), "{}", ratio(&far));
 }
