@@ -61,18 +61,14 @@ pub fn exists(pid: i32) -> bool {
             .is_ok_and(|s| after_comm(&s).is_some_and(|rest| !rest.starts_with('Z')))
 }
 
-/// Still running after up to `within`: a process that is exiting has let its memory go (its
-/// image reads nothing) a moment before /proc shows it a zombie, and a read that failed then
-/// is its exit, not an error (the demo's target, read as it ended, printed one).
-pub fn outlives(pid: i32, within: std::time::Duration) -> bool {
+/// Waits up to `within` for the process to be gone (exited, or a zombie): one that is exiting
+/// lets its memory go (its image reads nothing) a moment before /proc shows it, and a read
+/// that failed then is its exit, not an error (the demo's target, read as it ended, printed one).
+pub fn wait_gone(pid: i32, within: std::time::Duration) {
     let start = std::time::Instant::now();
-    while exists(pid) {
-        if start.elapsed() >= within {
-            return true;
-        }
+    while exists(pid) && start.elapsed() < within {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    false
 }
 
 /// The main thread is stopped (SIGSTOP, or a debugger's stop): it runs no code until resumed.

@@ -121,8 +121,6 @@ pub type Events = tokio::sync::mpsc::UnboundedReceiver<Event>;
 
 /// How long the agent waits for the actuator to give the application its settings back.
 const FINISH_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long a target whose memory could not be read is given to show it has exited.
-const EXIT_GRACE: Duration = Duration::from_millis(200);
 
 impl Steering {
     pub fn new(
@@ -293,7 +291,7 @@ impl Steering {
                 if self.original.is_none() {
                     // Act mode never started: the agent has nothing to do and says why on exit.
                     self.failed_to_start = Some((why.clone(), user));
-                } else if self.pid.is_some_and(|p| crate::interp::process::outlives(p, EXIT_GRACE)) {
+                } else if self.pid.is_some_and(crate::interp::process::exists) {
                     tracing::error!("act mode: {why}");
                 } else {
                     // The target ended: nothing is left to steer or to restore in it.

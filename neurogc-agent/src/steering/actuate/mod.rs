@@ -191,6 +191,9 @@ pub fn start(
     })
 }
 
+/// How long a failed actuator gives the target to show it has exited.
+const EXIT_GRACE: Duration = Duration::from_millis(200);
+
 fn spawn(
     mut worker: Worker,
     body: impl FnOnce(&mut Worker) -> Result<Finish> + Send + 'static,
@@ -203,6 +206,9 @@ fn spawn(
             let finish = body(&mut worker).unwrap_or_else(|err| {
                 let why = format!("{err:#}");
                 let user = crate::error::exit_code(&err) == crate::error::EXIT_USER;
+                // Off the observation loop, the target is given the moment an exit takes to
+                // show, so the loop tells its exit from a failure (`process::exists`).
+                crate::interp::process::wait_gone(worker.mem.pid, EXIT_GRACE);
                 let _ = worker.events.send(Event::Failed { why: why.clone(), user });
                 Finish { restored: false, detail: why }
             });

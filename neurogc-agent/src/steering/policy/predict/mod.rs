@@ -549,13 +549,13 @@ impl Collector {
     /// The correction of generation `g`'s predicted pause under `c`, which runs `per_window` of
     /// its collections a window (None: the count each was measured over, `PauseRatio::at`):
     /// what was measured there, or else no less than at the nearest setting measured that `c`
-    /// is at least as large as (a
-    /// pause grows with the thresholds up to its generation's; a full one with the freeze
-    /// undone), or else the correction at the setting in force (with the same freeze), else
-    /// the decaying mean over all. The mean over all, taken where the setting in force had its
-    /// own, put micrograd's other frozen settings' full collections 6% under its own, which
-    /// the model predicts alike (each walks a cycle's promotions): where they run 25 times the
-    /// pause budget, that was worth a move at 1.5 times the cost, and back once measured.
+    /// is at least as large as (a pause grows with the thresholds up to its generation's; a
+    /// full one with the freeze undone), or else the correction at the setting in force (with
+    /// the same freeze), else the decaying mean over all. The mean over all, taken where the
+    /// setting in force had its own, put micrograd's other frozen settings' full collections 6%
+    /// under its own, which the model predicts alike (each walks a cycle's promotions): where
+    /// they run 25 times the pause budget, that was worth a move at 1.5 times the cost, and
+    /// back once measured.
     fn pause_ratio_for(&self, c: &Candidate, g: usize, per_window: Option<f64>) -> f64 {
         let in_force = self
             .in_force()
