@@ -80,6 +80,9 @@ pub struct Options {
     pub half_speed: bool,
     /// A third arm: act on the analytic model alone (`--model none`).
     pub ablate: bool,
+    /// A third arm: act by another build of the agent (its executable), as the build under
+    /// test is run: what this build earns over that one.
+    pub against: Option<PathBuf>,
     /// Only measure and cache the oracles.
     pub oracles_only: bool,
 }
@@ -155,6 +158,8 @@ fn describe(python: &Path, seed: u64) -> Result<Value> {
 struct Draw<'a> {
     python: &'a Path,
     agent: &'a Path,
+    /// The build the third arm runs, where it is another build's.
+    against: Option<&'a Path>,
     seed: u64,
     steps: u64,
     service: bool,
@@ -163,7 +168,7 @@ struct Draw<'a> {
 /// One run of `draw` in `config`: its steps (requests, or a batch job's steps) after `warmup` s;
 /// the agent attached (act) as the workload says it is ready, `warmup` s before the measured part.
 fn run_once(draw: &Draw, config: Config, warmup: f64, jsonl: &Path) -> Result<Score> {
-    let Draw { python, agent, seed, steps, service } = *draw;
+    let Draw { python, agent, against, seed, steps, service } = *draw;
     let mut cmd = Command::new("taskset");
     cmd.args(["-c", "0"]).arg(python).arg(script()).args([
         "--seed",
@@ -177,6 +182,11 @@ fn run_once(draw: &Draw, config: Config, warmup: f64, jsonl: &Path) -> Result<Sc
     let mut line = String::new();
     stdout.read_line(&mut line)?;
     anyhow::ensure!(line.trim() == "ready", "draw {seed} did not start: {line:?}");
+    // The third arm run by another build is that build's act, flags and all.
+    let (agent, config) = match (config, against) {
+        (Config::Rules, Some(other)) => (other, Config::Act),
+        _ => (agent, config),
+    };
     let observer = match steer::start_agent(agent, child.id(), config, jsonl, None) {
         Ok(o) => o,
         Err(e) => {
@@ -288,7 +298,7 @@ fn oracle(opts: &Options, agent: &Path, seed: u64, desc: &Value) -> Result<(u64,
         }
     }
     let jsonl = opts.out.join("oracle.jsonl");
-    let mut draw = Draw { python: &opts.python, agent, seed, steps: 50, service };
+    let mut draw = Draw { python: &opts.python, agent, against: None, seed, steps: 50, service };
     draw.steps = if paced {
         by_rate
     } else {
@@ -348,11 +358,40 @@ struct DrawResult {
     oracle_again: Vec<Score>,
     defaults: Vec<Score>,
     act: Vec<Score>,
-    /// Act with `--model none` (the ablation), where it ran.
+    /// The third arm (`--ablate`: act with `--model none`; `--against`: another build), where it
+    /// ran.
     rules: Vec<Score>,
 }
 
+/// The results' key for the third arm's runs.
+fn third_key(opts: &Options) -> &'static str {
+    if opts.against.is_some() { "other_build" } else { "model_none" }
+}
+
+/// Another build to run as the third arm: an executable file, with ONNX Runtime where it
+/// looks for it (act mode needs it, and would fail in every run instead).
+fn check_against(other: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(other).with_context(|| format!("--against {}", other.display()))?;
+    anyhow::ensure!(
+        meta.is_file() && meta.permissions().mode() & 0o111 != 0,
+        "--against {}: not an executable file (the path of a neurogc-agent build)",
+        other.display()
+    );
+    let beside = other.parent().unwrap_or(Path::new(".")).join("libonnxruntime.so");
+    anyhow::ensure!(
+        std::env::var_os("ORT_DYLIB_PATH").is_some() || beside.exists(),
+        "--against {}: no libonnxruntime.so beside it and ORT_DYLIB_PATH unset; copy the one \
+         beside target/release/neurogc-agent there, or set ORT_DYLIB_PATH",
+        other.display()
+    );
+    Ok(())
+}
+
 pub fn run(opts: &Options) -> Result<()> {
+    if let Some(other) = &opts.against {
+        check_against(other)?;
+    }
     let agent = build_release_agent()?;
     std::fs::create_dir_all(&opts.out)?;
     let seeds = if opts.seeds.is_empty() {
@@ -378,7 +417,14 @@ pub fn run(opts: &Options) -> Result<()> {
         let left_out = *recipes.iter().min_by(|a, b| a.1.value.total_cmp(&b.1.value)).context("no recipe")?;
         let own_longest = defaults_of(&recipes).map_or(0.0, |s| s.longest_ms);
         let left_out = (left_out.1.value < best.1.value).then_some((left_out.0, left_out.1, own_longest));
-        let draw = Draw { python: &opts.python, agent: &agent, seed, steps, service };
+        let draw = Draw {
+            python: &opts.python,
+            agent: &agent,
+            against: opts.against.as_deref(),
+            seed,
+            steps,
+            service,
+        };
         let mut arms = vec![Config::Defaults, Config::Act];
         // The oracle's recipe runs again beside act: the cached grid only chooses it. A score
         // measured once in another run, as the best of six, is the luckiest of six draws of the
@@ -387,7 +433,7 @@ pub fn run(opts: &Options) -> Result<()> {
         if best.0 != Config::Defaults {
             arms.push(best.0);
         }
-        if opts.ablate {
+        if opts.ablate || opts.against.is_some() {
             arms.push(Config::Rules);
         }
         let (mut defaults, mut act, mut rules, mut again) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -438,7 +484,7 @@ pub fn run(opts: &Options) -> Result<()> {
                 "oracle_again": r.oracle_again.iter().map(Score::json).collect::<Vec<_>>(),
                 "defaults": r.defaults.iter().map(Score::json).collect::<Vec<_>>(),
                 "act": r.act.iter().map(Score::json).collect::<Vec<_>>(),
-                "model_none": r.rules.iter().map(Score::json).collect::<Vec<_>>(),
+                third_key(opts): r.rules.iter().map(Score::json).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -466,10 +512,11 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
         cpu_model(),
         opts.python.display()
     ));
-    let ablated = opts.ablate;
+    let ablated = opts.ablate || opts.against.is_some();
+    let third = if opts.against.is_some() { "other build" } else { "model none" };
     out.push_str(&format!(
         "| draw | kind | heap | turnover | oracle (grid) | act / defaults | act / oracle | act / grid |{} peak RSS act / defaults | longest pause act / defaults |\n",
-        if ablated { " model none / oracle |" } else { "" }
+        if ablated { format!(" {third} / oracle |") } else { String::new() }
     ));
     out.push_str(&format!(
         "|---|---|---|---|---|---|---|---|{}---|---|\n",
@@ -593,9 +640,13 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
         ));
     }
     if ablated {
+        let arm = match &opts.against {
+            Some(other) => format!("act by another build ({})", other.display()),
+            None => "the ablation, act on the analytic model alone (`--model none`)".to_owned(),
+        };
         out.push_str(&format!(
-            "\nThe ablation, act on the analytic model alone (`--model none`), run interleaved with \
-             the other two arms: model none / oracle: {}; where either arm pauses for \
+            "\nThe third arm, {arm}, run interleaved with the others: {third} / oracle: {}; \
+             where either arm pauses for \
              {GC_MATTERS_MS} ms or more: {}. Worse than the defaults by > 5%: {rules_harm}, of \
              the draws where it changed something.\n",
             spread(&rules_regrets),

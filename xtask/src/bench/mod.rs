@@ -158,8 +158,12 @@ pub enum Which {
         half_speed: bool,
         /// Add a third arm, act on the analytic model alone (`--model none`): what the learned
         /// model earns
-        #[arg(long)]
+        #[arg(long, conflicts_with = "against")]
         ablate: bool,
+        /// Add a third arm, act by another build of the agent (the path of its executable,
+        /// with its libonnxruntime.so beside it): what this build earns over that one
+        #[arg(long, value_name = "AGENT")]
+        against: Option<PathBuf>,
         /// Measure and cache the draws' oracles, and stop (no agent runs)
         #[arg(long)]
         oracles_only: bool,
@@ -246,6 +250,7 @@ pub fn run(which: Which) -> Result<()> {
             out,
             half_speed,
             ablate,
+            against,
             oracles_only,
         } => draws::run(&draws::Options {
             pool,
@@ -259,6 +264,7 @@ pub fn run(which: Which) -> Result<()> {
             out: workspace_root().join(out),
             half_speed,
             ablate,
+            against,
             oracles_only,
         }),
         Which::Pyperformance { rounds, python, out } => pyperformance::run(&pyperformance::Options {
