@@ -352,29 +352,16 @@ impl Collector {
         // Promotions per gen1 round: the pending counter's growth. A full collection resets it;
         // every one after the first in a window had to pass the gate again (a quarter of the old
         // generation pending), which a workload that collects fully every window needs counted.
-        // The first one passed the gate too: at least a quarter of the old generation read
-        // before it was pending when it ran, whatever the last reading saw. Without that, a
-        // window holding the application's full collection counted only what was promoted after
-        // it: the demo service's promotions read 300 a gen1 round where 1,300 were (its full
-        // collections predicted every 9.4 s where they came every 2.2 s), the GC share taken
-        // for its own setting at attach 0.13 where its run paid 0.24, and freeze alone at its
-        // own thresholds missed that budget. neurogc's own collection before a freeze skips
-        // the gate; so does the application's own gc.collect(), which is not told apart: there
-        // the first one's share is read high (as the old deaths are read low below).
+        // A lower bound: the first one's share and manual gc.collect() calls are not known.
         // Each one after the first found dead what was promoted since the one before, at the
         // least: micrograd frozen, its old generation 35,000 objects, passed the gate with
         // 9,000 pending and found 110,000 dead each time.
-        if let (Some([total, p1]), Some([total0, p0])) = (r.long_lived, prev)
+        if let (Some([total, p1]), Some([_, p0])) = (r.long_lived, prev)
             && r.collections[1] + r.collections[2] > 0
         {
-            let gate = if self.last_held_freeze_collection { 0.0 } else { total0.max(0) as f64 / 4.0 };
             let promoted = match r.collections[2] {
                 0 => (p1 - p0) as f64,
-                n => {
-                    (gate - p0 as f64).max(0.0)
-                        + (n - 1) as f64 * (total as f64 / 4.0).max(r.collected_per[2])
-                        + p1 as f64
-                }
+                n => (n - 1) as f64 * (total as f64 / 4.0).max(r.collected_per[2]) + p1 as f64,
             };
             if promoted >= 0.0 {
                 self.promoted.add(promoted / (r.collections[1] + r.collections[2]) as f64, 0.3);

@@ -404,29 +404,9 @@ fn a_full_collection_read_late_finds_no_old_deaths() {
 }
 
 #[test]
-fn promotions_before_the_applications_full_collection_are_counted_by_its_gate() {
-    // 1,300 objects promoted a gen1 round (39 a second): a quarter of the 1M old objects is
-    // pending every 4.9 s. The first window read has a full collection in it, 0.6 s in: 29,400
-    // promoted before it (the gate let it through at 250,000), 20,700 after.
-    let mut c = Collector::new([700, 10, 10]);
-    c.observe(&service([700, 10, 10], 220_600));
-    let mut r = service([700, 10, 10], 20_700);
-    r.collections = [400, 39, 1];
-    r.pause_p50_ns[2] = 250e6;
-    r.pause_max_ns[2] = 250e6;
-    r.collected_per[2] = 230_000.0;
-    c.observe(&r);
-    let own = c.predict(&Candidate { thresholds: [700, 10, 10], frozen: false }, false);
-    let truth = 1300.0 * 39.0 / 250_000.0;
-    assert!((own.rate[2] / truth - 1.0).abs() < 0.15, "{} a second, not {truth}: {own:?}", own.rate[2]);
-}
-
-#[test]
 fn costs_are_learned_from_the_process() {
     let mut c = warm();
     // A full collection of 1.2M objects took 120 ms: 100 ns per object, not the prior's 200.
-    // It ran once a quarter of the old generation was pending (CPython's gate).
-    c.last = Some(Reading { long_lived: Some([1_000_000, 250_000]), ..c.last.unwrap() });
     let mut r = service([700, 10, 10], 0);
     r.collections[2] = 1;
     r.pause_max_ns[2] = 120e6;
