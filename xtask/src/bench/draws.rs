@@ -442,11 +442,13 @@ pub fn run(opts: &Options) -> Result<()> {
             let mut order = arms.clone();
             order.rotate_left(round % arms.len());
             for c in order {
-                let jsonl = opts.out.join(format!("last-{seed}-{}.jsonl", c.short()));
+                // The third arm by its name in this run: another build's, or the ablation's.
+                let arm = if c == Config::Rules && opts.against.is_some() { "other" } else { c.short() };
+                let jsonl = opts.out.join(format!("last-{seed}-{arm}.jsonl"));
                 let s = run_once(&draw, c, opts.warmup, &jsonl)?;
                 eprintln!(
                     "draws: {seed:>4} round {round} {:<8} {} {:>9.3}  RSS {:>6.1} MiB  gen2 {:>3}  longest {:>7.1} ms",
-                    c.short(),
+                    arm,
                     if service { "p99 ms " } else { "total s" },
                     s.value,
                     s.peak_rss_mib,
