@@ -363,9 +363,34 @@ struct DrawResult {
     rules: Vec<Score>,
 }
 
-/// The results' key for the third arm's runs.
-fn third_key(opts: &Options) -> &'static str {
-    if opts.against.is_some() { "other_build" } else { "model_none" }
+/// The third arm's names: in the log and the records' file names, as the results' key, in the
+/// report's table, and what it is.
+struct ThirdArm {
+    short: &'static str,
+    key: &'static str,
+    label: &'static str,
+    what: String,
+}
+
+impl Options {
+    /// The third arm, where one runs: another build (`--against`) or the ablation (`--ablate`).
+    fn third_arm(&self) -> Option<ThirdArm> {
+        match (&self.against, self.ablate) {
+            (Some(other), _) => Some(ThirdArm {
+                short: "other",
+                key: "other_build",
+                label: "other build",
+                what: format!("act by another build ({})", other.display()),
+            }),
+            (None, true) => Some(ThirdArm {
+                short: Config::Rules.short(),
+                key: "model_none",
+                label: "model none",
+                what: "the ablation, act on the analytic model alone (`--model none`)".to_owned(),
+            }),
+            (None, false) => None,
+        }
+    }
 }
 
 /// Another build to run as the third arm: an executable file, with ONNX Runtime where it
@@ -433,7 +458,7 @@ pub fn run(opts: &Options) -> Result<()> {
         if best.0 != Config::Defaults {
             arms.push(best.0);
         }
-        if opts.ablate || opts.against.is_some() {
+        if opts.third_arm().is_some() {
             arms.push(Config::Rules);
         }
         let (mut defaults, mut act, mut rules, mut again) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -442,8 +467,10 @@ pub fn run(opts: &Options) -> Result<()> {
             let mut order = arms.clone();
             order.rotate_left(round % arms.len());
             for c in order {
-                // The third arm by its name in this run: another build's, or the ablation's.
-                let arm = if c == Config::Rules && opts.against.is_some() { "other" } else { c.short() };
+                let arm = match (c, opts.third_arm()) {
+                    (Config::Rules, Some(third)) => third.short,
+                    _ => c.short(),
+                };
                 let jsonl = opts.out.join(format!("last-{seed}-{arm}.jsonl"));
                 let s = run_once(&draw, c, opts.warmup, &jsonl)?;
                 eprintln!(
@@ -475,6 +502,7 @@ pub fn run(opts: &Options) -> Result<()> {
         });
     }
     // Every run's numbers, for a report made again or read otherwise.
+    let third_key = opts.third_arm().map_or("model_none", |t| t.key);
     let raw: Vec<Value> = results
         .iter()
         .map(|r| {
@@ -486,7 +514,7 @@ pub fn run(opts: &Options) -> Result<()> {
                 "oracle_again": r.oracle_again.iter().map(Score::json).collect::<Vec<_>>(),
                 "defaults": r.defaults.iter().map(Score::json).collect::<Vec<_>>(),
                 "act": r.act.iter().map(Score::json).collect::<Vec<_>>(),
-                third_key(opts): r.rules.iter().map(Score::json).collect::<Vec<_>>(),
+                third_key: r.rules.iter().map(Score::json).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -514,15 +542,14 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
         cpu_model(),
         opts.python.display()
     ));
-    let ablated = opts.ablate || opts.against.is_some();
-    let third = if opts.against.is_some() { "other build" } else { "model none" };
+    let third = opts.third_arm();
     out.push_str(&format!(
         "| draw | kind | heap | turnover | oracle (grid) | act / defaults | act / oracle | act / grid |{} peak RSS act / defaults | longest pause act / defaults |\n",
-        if ablated { format!(" {third} / oracle |") } else { String::new() }
+        third.as_ref().map_or(String::new(), |t| format!(" {} / oracle |", t.label))
     ));
     out.push_str(&format!(
         "|---|---|---|---|---|---|---|---|{}---|---|\n",
-        if ablated { "---|" } else { "" }
+        if third.is_some() { "---|" } else { "" }
     ));
     // Where neither arm paused for a millisecond the collector cannot move a score much, and
     // the two arms' difference is noise: those draws are named, and the distribution is given
@@ -641,13 +668,9 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
             left_out.join("; ")
         ));
     }
-    if ablated {
-        let arm = match &opts.against {
-            Some(other) => format!("act by another build ({})", other.display()),
-            None => "the ablation, act on the analytic model alone (`--model none`)".to_owned(),
-        };
+    if let Some(ThirdArm { what, label, .. }) = &third {
         out.push_str(&format!(
-            "\nThe third arm, {arm}, run interleaved with the others: {third} / oracle: {}; \
+            "\nThe third arm, {what}, run interleaved with the others: {label} / oracle: {}; \
              where either arm pauses for \
              {GC_MATTERS_MS} ms or more: {}. Worse than the defaults by > 5%: {rules_harm}, of \
              the draws where it changed something.\n",
