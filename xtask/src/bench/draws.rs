@@ -6,10 +6,11 @@
 //! (`admissible`: peak RSS within the default memory budget, no pause much longer than the
 //! defaults'; a better recipe left out so is named in the report);
 //! then rounds of CPython's defaults, act mode and the oracle's recipe run interleaved (the grid
-//! chooses the recipe; its score is measured again beside act).
+//! chooses the recipe; its score is measured again beside act; where it took longer than the
+//! defaults there for the same steps, the defaults stand as the oracle).
 //! The report gives the distribution of act / oracle, the draws where act is worse than the
-//! defaults, and peak RSS over the memory budget (15% over the defaults' peak and at least
-//! 16 MiB, the agent's default budget).
+//! defaults (in its score or, for a service, in the time its steps took), and peak RSS over the
+//! memory budget (15% over the defaults' peak and at least 16 MiB, the agent's default budget).
 //!
 //! Two seed pools: the tuning pool (1-999) may be looked at while the controller is built; the
 //! evaluation pool (1000-1999) is only sampled, `--sample-seed` choosing which draws.
@@ -238,29 +239,49 @@ fn changed(arm: &[Score]) -> bool {
     arm.iter().any(|s| s.acted)
 }
 
-/// Whether an agent arm scoring `value` is worse than the defaults' `defaults` by more than
-/// `HARM`, where it changed something: one that changed nothing in any round collected as the
-/// defaults did, and how far its score is from theirs is noise (evaluation draw 1523, whose main
-/// thread slept where the hook is queued, read 0.32x and 1.41x the defaults in two runs of the
-/// same sample), not harm.
-fn harmed(value: f64, defaults: f64, arm: &[Score]) -> bool {
-    value > defaults * HARM && changed(arm)
+/// Whether an agent arm is worse than the defaults by more than `HARM`, where it changed
+/// something: in its score, or, for a service, in the measured part's length (the brief's
+/// harm is "in time or p99": a closed-loop service's length is its throughput, and an open-loop
+/// one's grows only where it falls behind its arrivals). Medians of the rounds. One that
+/// changed nothing in any round collected as the defaults did, and how far its score is from
+/// theirs is noise (evaluation draw 1523, whose main thread slept where the hook is queued,
+/// read 0.32x and 1.41x the defaults in two runs of the same sample), not harm.
+fn harmed(arm: &[Score], defaults: &[Score], service: bool) -> bool {
+    changed(arm) && (worse(arm, defaults, |s| s.value) || (service && slower(arm, defaults)))
+}
+
+/// Whether `arm`'s median of `f` is over the defaults' by more than `HARM`.
+fn worse(arm: &[Score], defaults: &[Score], f: fn(&Score) -> f64) -> bool {
+    let of = |v: &[Score]| median(v.iter().map(f).collect());
+    !arm.is_empty() && !defaults.is_empty() && of(arm) > of(defaults) * HARM
+}
+
+/// Whether `arm` took longer than the defaults for the same steps by more than `HARM`.
+fn slower(arm: &[Score], defaults: &[Score]) -> bool {
+    worse(arm, defaults, |s| s.total_s)
 }
 
 /// The chance that an arm identical to the defaults, run as many rounds, reads worse than them
-/// by more than `HARM`: the harm count's noise floor, from the spread of the defaults' own
-/// rounds (ln scores; the median of a few rounds taken as their mean). With two rounds a draw,
+/// by more than `HARM` (`harmed`): the harm count's noise floor, from the spread of the
+/// defaults' own rounds (ln scores; the median of a few rounds taken as their mean), in their
+/// scores and, for a service, in their lengths, either of which counts. With two rounds a draw,
 /// the 488 pairs of the defaults' rounds in bench/results (2026-11-28 to 12-01) put it at 4.6
-/// of 24 draws: a harm count is read against it. `None` with fewer than two rounds.
-fn noise_harm(defaults: &[Score]) -> Option<f64> {
-    let (_, var, n) = ln_mean_var(defaults.iter().map(|s| s.value))?;
-    // Two arms' means of n rounds each differ with variance 2 var / n.
-    let sd = (2.0 * var / n as f64).sqrt();
-    if sd == 0.0 {
-        return Some(0.0);
-    }
-    // The normal tail, by the logistic approximation (within 0.01 of it).
-    Some(1.0 / (1.0 + (1.702 * HARM.ln() / sd).exp()))
+/// of 24 draws on the scores alone: a harm count is read against it. `None` with fewer than
+/// two rounds.
+fn noise_harm(defaults: &[Score], service: bool) -> Option<f64> {
+    let tail = |values: Vec<f64>| -> Option<f64> {
+        let (_, var, n) = ln_mean_var(values)?;
+        // Two arms' means of n rounds each differ with variance 2 var / n.
+        let sd = (2.0 * var / n as f64).sqrt();
+        if sd == 0.0 {
+            return Some(0.0);
+        }
+        // The normal tail, by the logistic approximation (within 0.01 of it).
+        Some(1.0 / (1.0 + (1.702 * HARM.ln() / sd).exp()))
+    };
+    let score = tail(defaults.iter().map(|s| s.value).collect())?;
+    let time = if service { tail(defaults.iter().map(|s| s.total_s).collect()).unwrap_or(0.0) } else { 0.0 };
+    Some(1.0 - (1.0 - score) * (1.0 - time))
 }
 
 /// The interpreter's version, for the cache's key (the oracle depends on the build).
@@ -361,6 +382,13 @@ struct DrawResult {
     /// The third arm (`--ablate`: act with `--model none`; `--against`: another build), where it
     /// ran.
     rules: Vec<Score>,
+}
+
+impl DrawResult {
+    /// A service (judged on its p99, its length its throughput), not a batch job.
+    fn service(&self) -> bool {
+        self.desc["kind"] == "service"
+    }
 }
 
 /// The third arm's names: in the log and the records' file names, as the results' key, in the
@@ -557,18 +585,29 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
     // undone freeze's first full collection, 111 ms, on evaluation draw 1006.)
     let (mut gc_regrets, mut grid_regrets) = (Vec::new(), Vec::new());
     let (mut regrets, mut harm, mut over, mut unchanged_draws) = (Vec::new(), 0, 0, 0);
-    let floor: Vec<f64> = results.iter().filter_map(|r| noise_harm(&r.defaults)).collect();
+    let floor: Vec<f64> = results.iter().filter_map(|r| noise_harm(&r.defaults, r.service())).collect();
     let (mut rules_regrets, mut rules_gc_regrets, mut rules_harm) = (Vec::new(), Vec::new(), 0);
+    let mut slow_oracles = Vec::new();
     for r in results {
         let d = median(r.defaults.iter().map(|s| s.value).collect());
         let a = median(r.act.iter().map(|s| s.value).collect());
-        // The oracle measured here, beside act; the grid's figure as well (`grid`).
-        let o = if r.oracle_again.is_empty() {
+        // The oracle measured here, beside act; the grid's figure as well (`grid`). A recipe
+        // that took longer than the defaults for the same steps beside them, by more than act
+        // may (`harmed`), keeps no promise act is held to, as one over the memory budget does
+        // not (`admissible`: the grid's one run cannot tell, its lengths as noisy as 0.94x and
+        // 1.5x the defaults' for the same recipe): the defaults stand as the oracle there.
+        // Evaluation draw 1077 (a closed-loop service) read a p99 of 0.042 ms frozen at
+        // 20,000 against the defaults' 0.131, and took 1.5x their time for the same requests.
+        let slow = r.service() && slower(&r.oracle_again, &r.defaults);
+        if slow {
+            slow_oracles.push(r.seed);
+        }
+        let o = if r.oracle_again.is_empty() || slow {
             d
         } else {
             median(r.oracle_again.iter().map(|s| s.value).collect()).min(d)
         };
-        let grid = r.oracle.1.value.min(d);
+        let grid = if slow { d } else { r.oracle.1.value.min(d) };
         grid_regrets.push(a / grid);
         let rss_d = median(r.defaults.iter().map(|s| s.peak_rss_mib).collect());
         let rss_a = r.act.iter().map(|s| s.peak_rss_mib).fold(0.0, f64::max);
@@ -582,7 +621,7 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
         }
         let rules = (!r.rules.is_empty()).then(|| median(r.rules.iter().map(|s| s.value).collect()) / o);
         if let Some(x) = rules {
-            rules_harm += usize::from(harmed(x * o, d, &r.rules));
+            rules_harm += usize::from(harmed(&r.rules, &r.defaults, r.service()));
             rules_regrets.push(x);
             if gc {
                 rules_gc_regrets.push(x);
@@ -590,10 +629,10 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
         }
         let unchanged = !changed(&r.act);
         unchanged_draws += usize::from(unchanged);
-        harm += usize::from(harmed(a, d, &r.act));
+        harm += usize::from(harmed(&r.act, &r.defaults, r.service()));
         over += usize::from(rss_a > rss_bound(rss_d));
         out.push_str(&format!(
-            "| {}{} | {} | {} | {} | {} {:.3} | {:.2}x | {:.2}x | {:.2}x |{} {:.2}x | {:.0} / {:.0} ms |\n",
+            "| {}{} | {} | {} | {} | {} {:.3}{} | {:.2}x | {:.2}x | {:.2}x |{} {:.2}x | {:.0} / {:.0} ms |\n",
             r.seed,
             match (gc, unchanged) {
                 (false, _) => " (noise)",
@@ -605,6 +644,7 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
             r.desc["turnover"].as_str().unwrap_or("?"),
             r.oracle.0.short(),
             r.oracle.1.value,
+            if slow { " (slower)" } else { "" },
             a / d,
             a / o,
             a / grid,
@@ -628,8 +668,9 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
     out.push_str(&format!(
         "\nact / oracle: {}; where either arm pauses for {GC_MATTERS_MS} ms or more: {}; against the \
          grid's score (measured once, in another run, the best of six): {}. Worse than \
-         the defaults by > 5%: {harm}, of the draws where act changed something ({} did not: \
-         \"(unchanged)\" where it mattered); peak RSS over the default memory budget (the \
+         the defaults by > 5% (in the score or, for a service, in the time its steps took): \
+         {harm}, of the draws where act changed something ({} did not: \"(unchanged)\" where \
+         it mattered); peak RSS over the default memory budget (the \
          defaults' peak + 15%, at least 16 MiB): {over}. (noise): neither arm paused for \
          {GC_MATTERS_MS} ms.\n",
         spread(&regrets),
@@ -668,6 +709,13 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
             left_out.join("; ")
         ));
     }
+    if !slow_oracles.is_empty() {
+        out.push_str(&format!(
+            "\nThe grid's recipe took longer than the defaults beside them, by more than 5%, for \
+             the same steps (\"(slower)\"; a closed-loop service's throughput): the defaults \
+             stand as the oracle there: {slow_oracles:?}.\n"
+        ));
+    }
     if let Some(ThirdArm { what, label, .. }) = &third {
         out.push_str(&format!(
             "\nThe third arm, {what}, run interleaved with the others: {label} / oracle: {}; \
@@ -686,31 +734,69 @@ mod tests {
     use super::*;
 
     fn rounds(values: &[f64]) -> Vec<Score> {
-        values
-            .iter()
-            .map(|&value| Score {
+        timed(&values.iter().map(|&v| (v, 20.0)).collect::<Vec<_>>(), false)
+    }
+
+    /// Rounds of (score, length in s), by an arm that changed something (`acted`) or not.
+    fn timed(runs: &[(f64, f64)], acted: bool) -> Vec<Score> {
+        runs.iter()
+            .map(|&(value, total_s)| Score {
                 value,
                 peak_rss_mib: 0.0,
                 full: 0,
                 longest_ms: 0.0,
-                total_s: 20.0,
-                acted: false,
+                total_s,
+                acted,
             })
             .collect()
     }
 
     #[test]
     fn the_harm_floor_grows_with_the_defaults_own_spread() {
-        assert_eq!(noise_harm(&rounds(&[1.0])), None);
-        assert_eq!(noise_harm(&rounds(&[2.0, 2.0])), Some(0.0));
+        assert_eq!(noise_harm(&rounds(&[1.0]), false), None);
+        assert_eq!(noise_harm(&rounds(&[2.0, 2.0]), false), Some(0.0));
         // Rounds 1% apart: an identical arm next to never reads 5% worse.
-        assert!(noise_harm(&rounds(&[1.0, 1.01])).unwrap() < 0.01);
+        assert!(noise_harm(&rounds(&[1.0, 1.01]), false).unwrap() < 0.01);
         // Rounds 1.5x apart (the 90th percentile of the pairs measured): two arms' means of two
         // differ by 0.29 in ln (one standard deviation), and 5% is 0.17 of that: the normal
         // tail there is 0.43.
-        let wide = noise_harm(&rounds(&[1.0, 1.5])).unwrap();
+        let wide = noise_harm(&rounds(&[1.0, 1.5]), false).unwrap();
         assert!((wide - 0.4325).abs() < 0.01, "{wide}");
         // More rounds at the same spread narrow it.
-        assert!(noise_harm(&rounds(&[1.0, 1.5, 1.0, 1.5])).unwrap() < wide);
+        assert!(noise_harm(&rounds(&[1.0, 1.5, 1.0, 1.5]), false).unwrap() < wide);
+    }
+
+    #[test]
+    fn a_services_harm_floor_counts_the_spread_of_its_lengths_too() {
+        // Scores alike, lengths 1.5x apart: a batch job's floor is its scores' alone (its score
+        // is its length), a service's the chance that either reads 5% worse.
+        let defaults = timed(&[(1.0, 20.0), (1.0, 30.0)], false);
+        assert_eq!(noise_harm(&defaults, false), Some(0.0));
+        let service = noise_harm(&defaults, true).unwrap();
+        assert!((service - 0.4325).abs() < 0.01, "{service}");
+        // Both spread: more than either alone.
+        let both = timed(&[(1.0, 20.0), (1.5, 30.0)], false);
+        assert!(noise_harm(&both, true).unwrap() > service + 0.2);
+    }
+
+    #[test]
+    fn a_service_that_changed_something_is_harmed_by_time_as_by_p99() {
+        let defaults = timed(&[(1.0, 20.0), (1.0, 20.0)], false);
+        // Its p99 as the defaults', its steps 10% slower: harm for a service, none for a batch
+        // job (whose score is its length: there, 1.0 says it was not slower).
+        let slow = timed(&[(1.0, 22.0), (1.0, 22.0)], true);
+        assert!(harmed(&slow, &defaults, true));
+        assert!(!harmed(&slow, &defaults, false));
+        // Within 5% in both: none.
+        let close = timed(&[(1.04, 20.8), (1.04, 20.8)], true);
+        assert!(!harmed(&close, &defaults, true));
+        // A p99 10% worse: harm either way.
+        let worse = timed(&[(1.1, 20.0), (1.1, 20.0)], true);
+        assert!(harmed(&worse, &defaults, true) && harmed(&worse, &defaults, false));
+        // An arm that changed nothing collected as the defaults did: its difference is noise.
+        let unchanged = timed(&[(1.1, 22.0), (1.1, 22.0)], false);
+        assert!(!harmed(&unchanged, &defaults, true));
+        // The oracle's recipe beside the defaults: slower by the same rule.
+        assert!(slower(&slow, &defaults) && !slower(&close, &defaults));
     }
 }
