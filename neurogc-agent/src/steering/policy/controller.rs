@@ -126,6 +126,10 @@ const SETTLED_RISE: f64 = 0.25;
 /// any setting over it alone, and is not counted as one.
 const MAX_COPIES: f64 = 3.0;
 
+/// Windows of rises waiting to be told kept, the largest: an agent frozen at thresholds of its
+/// own may wait for hours, and the largest rise is what a copy would be.
+const WAITING_KEPT: usize = 32;
+
 /// A structure the heap replaces whole (a catalog rebuilt and swapped in): what a setting that
 /// puts the application's full collections off (or a freeze) keeps of it is the old copy, until
 /// the next full collection finds it, and a freeze for ever. Nothing else tells it before that
@@ -134,12 +138,13 @@ const MAX_COPIES: f64 = 3.0;
 /// rose 65 MiB with the first rebuild; the full collection that would have freed the old copy
 /// did not come for 10 s, and the next rebuild held three copies (peak RSS 1.48x the
 /// defaults'). Every build so far had gone over its budget there.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct Replacement {
-    /// RSS rose past a share of the memory allowance (`MAX_COPIES`) within one window (bytes),
-    /// and no full collection of the application's own has run since to tell whether what
-    /// arrived replaced something.
-    unresolved: f64,
+    /// Windows in which RSS rose past the application's pace by more than a share of the memory
+    /// allowance (`MAX_COPIES`), with no full collection of the application's own since to tell
+    /// whether what arrived replaced something: (what RSS rose in bytes, the window's seconds,
+    /// the least it rose past any pace known since, in bytes) each (`unresolved`).
+    waiting: Vec<(f64, f64, f64)>,
     /// The most one full collection of the application's own found dead of the old heap, where
     /// past that share: a replacement seen (bytes).
     seen: f64,
@@ -151,14 +156,31 @@ struct Replacement {
 }
 
 impl Replacement {
-    /// One window: RSS rose by `rise`; `own_full`: what the application's own full collections,
-    /// at its own settings, found dead of the old heap and freed in all (bytes), and how many
-    /// ran, where one did. Returns whether that collection came to a rise waiting for one.
-    fn window(&mut self, rise: f64, own_full: Option<(f64, f64, u64)>, allowance: f64) -> bool {
+    /// One window of `secs` seconds: RSS rose by `raw`, the application's own growth is `pace`
+    /// bytes a second; `own_full`: what the application's own full collections, at its own
+    /// settings, found dead of the old heap and freed in all (bytes), and how many ran, where
+    /// one did. Returns whether that collection came to a rise waiting for one.
+    fn window(
+        &mut self,
+        (raw, secs, pace): (f64, f64, f64),
+        own_full: Option<(f64, f64, u64)>,
+        allowance: f64,
+    ) -> bool {
+        // A pace measured since can explain a rise that waits, never make one a copy. Seed-69
+        // draw 1871 (a 624k-dict heap growing 10.8 MiB a second at every setting) rose 11 MiB
+        // in each of its first windows, before four had measured that pace at any setting:
+        // counted whole as a copy that a freeze made at once would keep dead, the freeze waited
+        // 5 s for the application's own 160 ms full collection, which then set the 20 s run's
+        // p99 (act / oracle 4.65 in its sample, 4.4 and 5.8 in reruns).
+        for w in &mut self.waiting {
+            w.2 = w.2.min(w.0 - pace * w.1);
+        }
+        self.waiting.retain(|w| w.2 > allowance / MAX_COPIES);
+        let rise = (raw - pace * secs).max(0.0);
         let mut told = false;
         // Nothing waits to be told, and nothing arrived: what such a collection frees is the
         // garbage each one finds, whatever arrives between them.
-        let quiet = self.unresolved == 0.0 && rise <= allowance / MAX_COPIES;
+        let quiet = self.unresolved() == 0.0 && rise <= allowance / MAX_COPIES;
         if let Some((old, freed, n)) = own_full {
             // The collection that would have freed a replaced copy ran: what it found says
             // whether one was, where it ran once RSS had stopped rising. One in a window in
@@ -167,7 +189,7 @@ impl Replacement {
             // and then 18 more, with full collections in both windows that found nothing
             // dead; read as growth, it was frozen with both copies (1.57x its own RSS).
             if rise <= allowance * SETTLED_RISE {
-                told = self.unresolved > 0.0;
+                told = self.unresolved() > 0.0;
                 // Freeing more than the allowance, it says the rise was a copy replacing one,
                 // as large as the smaller of the two. What it found of the old heap alone
                 // cannot say so: the copy built since the last full collection counts as
@@ -184,9 +206,9 @@ impl Replacement {
                 // its p99 to 0.43x the defaults' and its RSS to 0.69x.
                 let past = freed - n as f64 * self.least_freed.unwrap_or(0.0);
                 if told && past > allowance {
-                    self.found(self.unresolved.min(past), allowance);
+                    self.found(self.unresolved().min(past), allowance);
                 }
-                self.unresolved = 0.0;
+                self.waiting.clear();
             }
             self.found(old, allowance);
             if quiet {
@@ -195,9 +217,20 @@ impl Replacement {
             }
         }
         if rise > allowance / MAX_COPIES {
-            self.unresolved = self.unresolved.max(rise);
+            if self.waiting.len() == WAITING_KEPT {
+                let least =
+                    (0..WAITING_KEPT).min_by(|&a, &b| self.waiting[a].2.total_cmp(&self.waiting[b].2));
+                self.waiting.swap_remove(least.unwrap_or(0));
+            }
+            self.waiting.push((raw, secs, rise));
         }
         told
+    }
+
+    /// The most RSS rose within one window, past the application's pace, that waits for a full
+    /// collection to tell whether it replaced something (bytes; 0 where none).
+    fn unresolved(&self) -> f64 {
+        self.waiting.iter().map(|w| w.2).fold(0.0, f64::max)
     }
 
     fn found(&mut self, old: f64, allowance: f64) {
@@ -209,7 +242,7 @@ impl Replacement {
 
     /// What a setting that puts full collections off may keep (bytes).
     fn held(&self) -> f64 {
-        self.unresolved.max(self.seen)
+        self.unresolved().max(self.seen)
     }
 
     /// The application's full collections found its old heap standing: one looked, none found
@@ -219,7 +252,7 @@ impl Replacement {
     /// `a_freeze_made_before_the_applications_own_pace_was_read_is_told_against_the_unfrozen_
     /// pace`); what it replaced, if anything, is within the allowance.
     fn old_heap_stands(&self, allowance: f64) -> bool {
-        self.checked && self.seen == 0.0 && self.unresolved <= allowance
+        self.checked && self.seen == 0.0 && self.unresolved() <= allowance
     }
 }
 
@@ -772,10 +805,9 @@ impl Controller {
         // credit for that growth, and the freeze was undone 4 s later for the application's own
         // growth (act / oracle 79.9).
         let pace = self.own_growth.pace().min(self.unfrozen_growth.rate());
-        let rise = (self.rss_rise - pace * r.secs).max(0.0);
         let freed = self.collector.objects_bytes(r.collected(2));
         let told = self.replacement.window(
-            rise,
+            (self.rss_rise, r.secs, pace),
             own_full.then_some((found_old.unwrap_or(0.0), freed, r.collections[2])),
             allowance,
         );

@@ -124,7 +124,7 @@ impl Controller {
     /// rebuild after it RSS held four copies (57 MiB, 1.61x its own), and the undo paid a
     /// 163 ms collection of the thawed heap against the defaults' longest pause of 87 ms.
     pub(super) fn replaced_kept(&self, c: &Candidate, at_once: bool) -> f64 {
-        let dead_frozen = c.frozen && at_once && self.replacement.unresolved > 0.0;
+        let dead_frozen = c.frozen && at_once && self.replacement.unresolved() > 0.0;
         let copies = [c.frozen, dead_frozen, self.puts_full_off(c)].into_iter().filter(|k| *k).count();
         copies as f64 * self.replacement.held()
     }

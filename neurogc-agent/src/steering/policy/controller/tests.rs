@@ -1146,16 +1146,41 @@ fn a_freeze_waits_for_no_full_collection_the_counts_put_far_off_though_one_was_m
 }
 
 #[test]
+fn a_heap_growing_from_the_first_window_at_its_own_pace_is_frozen_at_once() {
+    // As above, a freeze is due at once; and RSS grows 45 MiB a window from the first, at the
+    // application's settings and at neurogc's alike: past a third of the allowance (60 MiB at
+    // first), each window's rise could be a copy replacing another until a pace is measured,
+    // and the first windows' were read before one was. Growth at the pace measured since replaces
+    // nothing: a freeze made at once keeps no dead copy, and does not wait for a full
+    // collection the counts put far off (seed-69 draw 1871 waited 5 s for a 160 ms one).
+    let gc = GuardConfig { freeze_after_s: Some(0.0), ..cfg() };
+    let mut c = Controller::new(gc, [700, 10, 10], true);
+    c.allow_freeze(true);
+    let mut why = Vec::new();
+    for w in 1..=8 {
+        let r = Reading { rss: (400 << 20) + (w as u64) * (45 << 20), ..full_collection_long_ago(&c, w) };
+        let v = c.decide(&mut analytic, &r);
+        why.push(v.reason.clone());
+        if v.freeze == Some(true) {
+            assert!(!v.collect && !c.freeze_deferred() && c.frozen(), "{v:?}: {why:#?}");
+            return;
+        }
+    }
+    panic!("no freeze: {why:#?}");
+}
+
+#[test]
 fn no_freeze_is_made_after_rss_rose_past_the_allowance_until_a_full_collection_tells_why() {
-    // As above, a freeze is due at once; but RSS rises 300 MiB a window for four windows (a
-    // structure built beside the one in use, or the heap growing), each rise past the
-    // allowance (15% of an RSS that grows with it), then holds. A freeze would keep what the
-    // new structure replaces: it waits for the application's next full collection (window 7),
-    // which finds next to nothing dead of the old heap: the heap grew, nothing was replaced.
+    // As above, a freeze is due at once; but after two windows in which it held, RSS rises
+    // 900 MiB in one (a structure built beside the one in use, or the heap growing), past the
+    // allowance (15% of an RSS that grows with it) and past any pace of the application's,
+    // then holds. A freeze would keep what the new structure replaces: it waits for the
+    // application's next full collection (window 7), which finds next to nothing dead of the
+    // old heap: the heap grew, nothing was replaced.
     let gc = GuardConfig { freeze_after_s: Some(0.0), pause_budget_ns: None, ..cfg() };
     let reading = |c: &Controller, w: i64| {
-        let mut r =
-            Reading { rss: (400 << 20) + (w.min(5) as u64) * (300 << 20), ..full_collection_long_ago(c, w) };
+        let rose = if w >= 3 { 900 << 20 } else { 0 };
+        let mut r = Reading { rss: (400 << 20) + rose, ..full_collection_long_ago(c, w) };
         if w == 7 {
             r.collections[2] = 1;
             (r.pause_p50_ns[2], r.pause_max_ns[2]) = (300e6, 300e6);
