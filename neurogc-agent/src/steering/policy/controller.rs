@@ -142,9 +142,8 @@ const WAITING_KEPT: usize = 32;
 struct Replacement {
     /// Windows in which RSS rose past the application's pace by more than a share of the memory
     /// allowance (`MAX_COPIES`), with no full collection of the application's own since to tell
-    /// whether what arrived replaced something: (what RSS rose in bytes, the window's seconds,
-    /// the least it rose past any pace known since, in bytes) each (`unresolved`).
-    waiting: Vec<(f64, f64, f64)>,
+    /// whether what arrived replaced something (`unresolved`).
+    waiting: Vec<Rise>,
     /// The most one full collection of the application's own found dead of the old heap, where
     /// past that share: a replacement seen (bytes).
     seen: f64,
@@ -153,6 +152,23 @@ struct Replacement {
     /// The least one full collection of the application's own freed (bytes), of those that ran
     /// with no rise waiting and none arriving: the garbage each finds anyway, not a copy.
     least_freed: Option<f64>,
+}
+
+/// One window's rise in RSS that waits for a full collection to tell what it was.
+#[derive(Debug, Clone, Copy)]
+struct Rise {
+    /// What RSS rose by (bytes), over the window's `secs` seconds.
+    bytes: f64,
+    secs: f64,
+    /// The least it rose past any pace of the application's known since (bytes).
+    past: f64,
+}
+
+impl Rise {
+    /// What RSS rose by past growth at `pace` bytes a second (bytes).
+    fn beyond(bytes: f64, secs: f64, pace: f64) -> f64 {
+        bytes - pace * secs
+    }
 }
 
 impl Replacement {
@@ -173,10 +189,10 @@ impl Replacement {
         // 5 s for the application's own 160 ms full collection, which then set the 20 s run's
         // p99 (act / oracle 4.65 in its sample, 4.4 and 5.8 in reruns).
         for w in &mut self.waiting {
-            w.2 = w.2.min(w.0 - pace * w.1);
+            w.past = w.past.min(Rise::beyond(w.bytes, w.secs, pace));
         }
-        self.waiting.retain(|w| w.2 > allowance / MAX_COPIES);
-        let rise = (raw - pace * secs).max(0.0);
+        self.waiting.retain(|w| w.past > allowance / MAX_COPIES);
+        let rise = Rise::beyond(raw, secs, pace).max(0.0);
         let mut told = false;
         // Nothing waits to be told, and nothing arrived: what such a collection frees is the
         // garbage each one finds, whatever arrives between them.
@@ -217,12 +233,13 @@ impl Replacement {
             }
         }
         if rise > allowance / MAX_COPIES {
-            if self.waiting.len() == WAITING_KEPT {
-                let least =
-                    (0..WAITING_KEPT).min_by(|&a, &b| self.waiting[a].2.total_cmp(&self.waiting[b].2));
-                self.waiting.swap_remove(least.unwrap_or(0));
+            if self.waiting.len() == WAITING_KEPT
+                && let Some((least, _)) =
+                    self.waiting.iter().enumerate().min_by(|(_, a), (_, b)| a.past.total_cmp(&b.past))
+            {
+                self.waiting.swap_remove(least);
             }
-            self.waiting.push((raw, secs, rise));
+            self.waiting.push(Rise { bytes: raw, secs, past: rise });
         }
         told
     }
@@ -230,7 +247,7 @@ impl Replacement {
     /// The most RSS rose within one window, past the application's pace, that waits for a full
     /// collection to tell whether it replaced something (bytes; 0 where none).
     fn unresolved(&self) -> f64 {
-        self.waiting.iter().map(|w| w.2).fold(0.0, f64::max)
+        self.waiting.iter().map(|w| w.past).fold(0.0, f64::max)
     }
 
     fn found(&mut self, old: f64, allowance: f64) {
