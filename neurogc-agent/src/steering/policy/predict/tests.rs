@@ -92,6 +92,73 @@ fn garbage_that_outlives_gen1_rounds_bounds_a_larger_young_generation() {
     assert!(own.memory_upper_bytes < 1e6, "{own:?}");
 }
 
+/// A service at `young` whose full collections find `per_round` garbage objects for every gen1
+/// round that ran: 577,000 net allocations a second, gen1 rounds as the thresholds make them.
+fn promoting(young: [i64; 3], per_round: f64, fulls: u64) -> Reading {
+    let gen0 = 577_000 / young[0] as u64;
+    let gen1 = gen0 / (young[1] as u64 + 1);
+    Reading {
+        collections: [gen0, gen1 - fulls, fulls],
+        collected_per: [10.0, 500.0, per_round * gen1 as f64 / fulls as f64],
+        alloc_per_s: 577_000.0,
+        rss: 60 << 20,
+        older_counts: Some([0, 1]),
+        long_lived: Some([160_000, 30_000]),
+        ..service(young, 30_000)
+    }
+}
+
+#[test]
+fn two_young_generations_tell_garbage_in_flight_from_garbage_that_outlives_rounds() {
+    let upper = |per_round_at_2000: f64| {
+        let mut c = Collector::new([700, 10, 10]);
+        for _ in 0..2 {
+            c.observe(&promoting([700, 10, 10], 2_500.0, 5));
+        }
+        let one = c.predict(&Candidate { thresholds: [20_000, 10, 10], frozen: true }, false);
+        for _ in 0..3 {
+            c.observe(&promoting([2_000, 10, 10], per_round_at_2000, 2));
+        }
+        let two = c.predict(&Candidate { thresholds: [20_000, 10, 10], frozen: true }, false);
+        (one, two)
+    };
+    // One request's garbage a round at 700/10/10 and at 2,000/10/10 (draw 1890's): in flight, so
+    // the tenfold rarer rounds of 20,000/10/10 bring a tenth of it, and the bound says so once
+    // both sizes are measured (the flow full collections found under 700/10/10 alone bounds it
+    // as garbage that would come whatever the rounds).
+    let (one, two) = upper(2_500.0);
+    assert!(one.memory_upper_bytes > 4.0 * one.memory_bytes, "{one:?}");
+    assert!(two.memory_upper_bytes < 1.5 * two.memory_bytes, "{two:?}");
+    assert!(two.memory_upper_bytes < one.memory_upper_bytes / 4.0, "{two:?} vs {one:?}");
+    // As much a second at both (micrograd's graph of a step): it outlives the rounds, and the
+    // bound keeps it.
+    let (_, lasting) = upper(2_500.0 * 75.0 / 26.0);
+    assert!(lasting.memory_upper_bytes > 0.8 * one.memory_upper_bytes, "{lasting:?} vs {one:?}");
+}
+
+#[test]
+fn garbage_in_flight_at_gen0_rounds_waits_in_generation_1_as_long_as_threshold1_says() {
+    // Gen1 rounds at 2,000/10/10 finding 2,000 objects dead for each gen0 round since the last
+    // (a request's cycles in flight at each), or next to none.
+    let memory = |gen1_found: f64, t1: i64| {
+        let mut c = Collector::new([700, 10, 10]);
+        for _ in 0..3 {
+            c.observe(&Reading {
+                collections: [290, 26, 0],
+                collected_per: [10.0, gen1_found, 0.0],
+                ..service([2_000, 10, 10], 30_000)
+            });
+        }
+        c.predict(&Candidate { thresholds: [5_000, t1, 10], frozen: true }, false).memory_bytes
+    };
+    // At threshold1 50, forty more rounds' worth wait there: 80,000 objects.
+    let held = memory(20_010.0, 50) - memory(10.0, 50);
+    assert!(held > 80_000.0 * 64.0, "{held}");
+    // At the application's own threshold1, no longer than they did.
+    let own = memory(20_010.0, 10) - memory(10.0, 10);
+    assert!(own.abs() < held / 100.0, "{own} vs {held}");
+}
+
 #[test]
 fn several_full_collections_a_window_are_priced_by_their_cycle_not_by_the_sample() {
     // The training loop frozen: the old generation holds what came since the freeze, a full
