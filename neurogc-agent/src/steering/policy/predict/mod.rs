@@ -107,9 +107,8 @@ impl PauseRatio {
 /// Garbage found by full collections under one size of the young generations (threshold0 and
 /// threshold1): with two sizes measured, how much of it reaches the old generation whatever the
 /// cadence of gen1 rounds (`Collector::lasting_flow`).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct YoungFlow {
-    young: [i64; 2],
     /// Gen1 rounds per second, and garbage objects per second found by full collections.
     rounds: Avg,
     found: Avg,
@@ -124,6 +123,23 @@ const MIN_FLOW_FULLS: i64 = 4;
 /// Gen1 rounds a second under two young generations differ by at least this factor before their
 /// flows of old garbage are compared: closer, their difference is mostly noise.
 const MIN_FLOW_SPREAD: f64 = 1.5;
+
+/// Sizes of the young generations whose measurements are kept apart (`slot`): a process tries a
+/// handful; past this many, a new size is not kept.
+const SIZES_KEPT: usize = 16;
+
+/// The entry kept for `key`, made where there is room.
+fn slot<K: PartialEq, V: Default>(kept: &mut Vec<(K, V)>, key: K) -> Option<&mut V> {
+    let i = match kept.iter().position(|(k, _)| *k == key) {
+        Some(i) => i,
+        None if kept.len() < SIZES_KEPT => {
+            kept.push((key, V::default()));
+            kept.len() - 1
+        }
+        None => return None,
+    };
+    Some(&mut kept[i].1)
+}
 
 /// The collector as estimated from this process.
 #[derive(Debug, Clone, Default)]
@@ -163,7 +179,7 @@ pub struct Collector {
     old_garbage: Avg,
     gen1_rate: Avg,
     /// The same by the young generations in force (`lasting_flow`).
-    flow_by_young: Vec<YoungFlow>,
+    flow_by_young: Vec<([i64; 2], YoungFlow)>,
     /// Objects per second that died old (see `observe`): what frozen garbage accumulates at.
     old_deaths: Avg,
     /// The share of the objects promoted since the last full collection that it finds dead:
@@ -366,10 +382,8 @@ impl Collector {
         if r.collections[0] > 0 && r.pause_p50_ns[0] > 0.0 {
             self.young_ns.add(r.pause_p50_ns[0] / t0, 0.3);
             let k = r.pause_p50_ns[0] / t0;
-            if let Some((_, avg)) = self.young_by_t0.iter_mut().find(|(t, _)| *t == t0) {
+            if let Some(avg) = slot(&mut self.young_by_t0, t0) {
                 avg.add(k, 0.3);
-            } else if self.young_by_t0.len() < 16 {
-                self.young_by_t0.push((t0, Avg(Some(k))));
             }
         }
         if r.collections[0] > 0 {
@@ -446,16 +460,7 @@ impl Collector {
                 (found / r.secs.max(1e-3), (r.collections[1] + r.collections[2]) as f64 / r.secs.max(1e-3));
             self.old_garbage.add(flow, 0.2);
             self.gen1_rate.add(rounds, 0.2);
-            let young = [t[0], t[1]];
-            if !self.flow_by_young.iter().any(|f| f.young == young) && self.flow_by_young.len() < 16 {
-                self.flow_by_young.push(YoungFlow {
-                    young,
-                    rounds: Avg::default(),
-                    found: Avg::default(),
-                    fulls: 0,
-                });
-            }
-            if let Some(f) = self.flow_by_young.iter_mut().find(|f| f.young == young) {
+            if let Some(f) = slot(&mut self.flow_by_young, [t[0], t[1]]) {
                 f.rounds.add(rounds, 0.3);
                 f.found.add(flow, 0.3);
                 f.fulls += r.collections[2] as i64;
@@ -540,6 +545,7 @@ impl Collector {
         let measured: Vec<(f64, f64)> = self
             .flow_by_young
             .iter()
+            .map(|(_, f)| f)
             .filter(|f| f.fulls >= MIN_FLOW_FULLS)
             .filter_map(|f| Some((f.rounds.0?, f.found.0?)))
             .filter(|(r, _)| *r > 0.0)
