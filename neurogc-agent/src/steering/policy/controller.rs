@@ -166,8 +166,8 @@ struct Rise {
 
 impl Rise {
     /// What RSS rose by past growth at `pace` bytes a second (bytes).
-    fn beyond(bytes: f64, secs: f64, pace: f64) -> f64 {
-        bytes - pace * secs
+    fn beyond(&self, pace: f64) -> f64 {
+        self.bytes - pace * self.secs
     }
 }
 
@@ -189,10 +189,11 @@ impl Replacement {
         // 5 s for the application's own 160 ms full collection, which then set the 20 s run's
         // p99 (act / oracle 4.65 in its sample, 4.4 and 5.8 in reruns).
         for w in &mut self.waiting {
-            w.past = w.past.min(Rise::beyond(w.bytes, w.secs, pace));
+            w.past = w.past.min(w.beyond(pace));
         }
         self.waiting.retain(|w| w.past > allowance / MAX_COPIES);
-        let rise = Rise::beyond(raw, secs, pace).max(0.0);
+        let new = Rise { bytes: raw, secs, past: 0.0 };
+        let rise = new.beyond(pace).max(0.0);
         let mut told = false;
         // Nothing waits to be told, and nothing arrived: what such a collection frees is the
         // garbage each one finds, whatever arrives between them.
@@ -239,7 +240,7 @@ impl Replacement {
             {
                 self.waiting.swap_remove(least);
             }
-            self.waiting.push(Rise { bytes: raw, secs, past: rise });
+            self.waiting.push(Rise { past: rise, ..new });
         }
         told
     }
