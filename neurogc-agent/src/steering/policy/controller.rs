@@ -331,6 +331,9 @@ pub struct Controller {
     /// How RSS grows at any setting with nothing frozen by neurogc, its own or the
     /// application's: the pace neurogc's settings' growth is told against (`own_credit`).
     unfrozen_growth: OwnGrowth,
+    /// How RSS grows while neurogc's freeze stands: the pace told against where the freeze
+    /// came before one was read unfrozen (`own_credit`).
+    frozen_growth: OwnGrowth,
     /// RSS in the last window, where the setting in force was in force in it.
     rss_before: Option<f64>,
     /// RSS in the last window, whatever was in force, and how much it rose in this one.
@@ -446,6 +449,7 @@ impl Controller {
             own_longest_ns: 0.0,
             own_full_due_s: None,
             unfrozen_growth: OwnGrowth::default(),
+            frozen_growth: OwnGrowth::default(),
             rss_before: None,
             last_rss: None,
             rss_rise: 0.0,
@@ -772,6 +776,8 @@ impl Controller {
             if here != self.own_unfrozen() {
                 self.rise_at_neurogcs = self.rise_at_neurogcs.max(self.rss_rise);
             }
+        } else if in_force {
+            self.frozen_growth.add(self.window, secs(r.ts_ns), r.rss as f64);
         }
         // Nor one that held the first full collection after a freeze: a one-off of the freeze's
         // (`Prediction::first_full_ns`), priced when it was made. Counted as the frozen setting's,
@@ -1023,6 +1029,7 @@ impl Controller {
                 // application's own settings (the allocator may keep what the freeze
                 // held), so a later move is judged on what it grows from now.
                 self.frozen = false;
+                self.frozen_growth = OwnGrowth::default();
                 self.collector.thaw();
                 self.kept = Kept::default();
                 self.kept.changed(r.rss as f64, self.rss_settled(), secs(r.ts_ns));
@@ -1127,8 +1134,9 @@ impl Controller {
 
     /// What of RSS's growth over `secs` at neurogc's settings is the application's own (bytes),
     /// and at what pace (bytes/s). Its pace at its own settings, for as long as that was
-    /// measured (`OwnGrowth::over`); or the pace RSS kept at every unfrozen setting, for as
-    /// long as neurogc's setting stands, where that is the application's: it grew as fast in
+    /// measured (`OwnGrowth::over`); or the pace RSS kept at every unfrozen setting (or, while
+    /// neurogc's freeze stands, frozen), for as long as neurogc's setting stands, where that
+    /// is the application's: it grew as fast in
     /// its own windows (two are enough to tell that, `OwnGrowth::pace`), and its full
     /// collections found its old heap standing (`Replacement::old_heap_stands`). What a freeze
     /// keeps is frozen objects that die, and what thresholds that put full collections off keep
@@ -1155,11 +1163,23 @@ impl Controller {
             Some(due) if now_s <= due => (rate * secs.max(0.0), rate),
             _ => (self.own_growth.over(secs), rate),
         };
-        let pace = self.unfrozen_growth.rate();
-        let credited = pace * secs.max(0.0);
-        let shown = self.own_growth.pace() >= OWN_PACE_SHOWN * pace;
         let allowance = self.budgets.memory_allowance(self.own_rss.unwrap_or(0.0));
-        if !(shown && self.replacement.old_heap_stands(allowance)) || credited <= own.0 {
+        if !self.replacement.old_heap_stands(allowance) {
+            return own;
+        }
+        // The pace kept unfrozen, or, while neurogc's freeze stands, frozen: where the freeze
+        // came before any was read unfrozen, the pace it keeps is the one to tell, as long as
+        // the application's own windows showed it too. Evaluation draw 1816 (a 574k-tuple heap
+        // still growing 1.8 MiB a second, its own full collections finding nothing dead) was
+        // frozen after its two windows of learning; its growth read as the freeze's ("+16 MiB
+        // since the freeze", 1.18x the RSS it had at its own settings), and the undo put back
+        // the full collections that set its p99 (0.74x the defaults', where freeze + 50,000/
+        // 20/20 held 0.08x). At its own settings RSS went on growing as fast after the undo.
+        let frozen = if self.frozen { self.frozen_growth.rate() } else { 0.0 };
+        let shown = |pace: &f64| self.own_growth.pace() >= OWN_PACE_SHOWN * pace;
+        let pace = [self.unfrozen_growth.rate(), frozen].into_iter().filter(shown).fold(0.0, f64::max);
+        let credited = pace * secs.max(0.0);
+        if credited <= own.0 {
             return own;
         }
         (credited, pace)

@@ -815,6 +815,44 @@ fn a_freeze_made_before_the_applications_own_pace_was_read_is_told_against_the_u
     assert!(matches!(undone_at(true, false, 0), Some(7..=10)), "{:?}", undone_at(true, false, 0));
 }
 
+/// A cache filling at 2 MiB a window at its own 700/10/10 (400 MiB, a 5% budget), frozen by
+/// neurogc at 5,000/10/10 right after its two windows of learning, before any pace was read
+/// unfrozen; the window (up to 18) in which the freeze is undone, if any. `fulls`, `own_grows`
+/// as `filling_cache_undone_at`; `extra`: MiB a window RSS grows past that pace once frozen.
+fn frozen_early_undone_at(fulls: bool, own_grows: bool, extra: u64) -> Option<i64> {
+    let gc = GuardConfig { memory_budget: 0.05, ..pinned(Some(10_000_000)) };
+    let mut c = Controller::new(gc, [700, 10, 10], true);
+    let reading = |c: &Controller, w: i64, grown: u64| {
+        let r = if fulls { warm(c.thresholds(), w, 0) } else { SERVICE.reading(c.thresholds(), w) };
+        Reading { rss: (400 << 20) + grown, ..r }
+    };
+    let own = |w: i64| if own_grows { (w as u64 - 1) * (2 << 20) } else { 0 };
+    for w in 1..=2 {
+        c.decide(&mut analytic, &reading(&c, w, own(w)));
+    }
+    c.current = [5000, 10, 10];
+    landed(&mut c, 402.0, 2.0);
+    (3..=18).find(|&w| {
+        let grown = own(2) + (w as u64 - 2) * ((2 + extra) << 20);
+        c.decide(&mut analytic, &reading(&c, w, grown)).freeze == Some(false)
+    })
+}
+
+#[test]
+fn a_freeze_made_before_any_pace_was_read_is_told_against_the_pace_it_keeps() {
+    // The freeze came after the application's two windows, too few to read its rate from, and
+    // before any unfrozen setting of neurogc's: once four frozen windows keep the pace its own
+    // two showed, with its full collections finding none of its old heap dead, that pace is
+    // the application's growth for as long as the freeze stands (sixteen windows here, 32 MiB
+    // of the 20 a 5% budget allows; evaluation draw 1816). Frozen growth past that pace, growth
+    // where no full collection looked at the old heap, and growth its own windows did not show
+    // stay the freeze's: undone.
+    assert_eq!(frozen_early_undone_at(true, true, 0), None);
+    assert!(matches!(frozen_early_undone_at(true, true, 20), Some(3..=4)));
+    assert!(frozen_early_undone_at(false, true, 0).is_some());
+    assert!(frozen_early_undone_at(true, false, 0).is_some());
+}
+
 #[test]
 fn a_rise_at_the_applications_own_pace_is_not_read_as_a_copy_waiting() {
     // The cache of the test above, filling at 8 MiB a window at every setting, its full
