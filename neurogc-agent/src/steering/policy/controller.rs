@@ -1142,7 +1142,7 @@ impl Controller {
     /// keeps is frozen objects that die, and what thresholds that put full collections off keep
     /// is old objects that die: a full collection that found none of the old heap dead says
     /// the growth is new data, which neither holds. What a larger young generation keeps is a
-    /// step as it fills, which the slower half of a run does not count (`OwnGrowth::rate`).
+    /// step as it fills, which a pace read window by window does not count (`OwnGrowth::rate`).
     /// An evaluation draw (a 1.25M-object cache filling at 16 MiB/s at every setting) was
     /// frozen after two windows of its own settings, too few to read a rate from: its fill
     /// read as the freeze's ("+49 MiB since the freeze") 3 s later, and the undo cost a 289 ms

@@ -818,8 +818,10 @@ fn a_freeze_made_before_the_applications_own_pace_was_read_is_told_against_the_u
 /// A cache filling at 2 MiB a window at its own 700/10/10 (400 MiB, a 5% budget), frozen by
 /// neurogc at 5,000/10/10 right after its two windows of learning, before any pace was read
 /// unfrozen; the window (up to 18) in which the freeze is undone, if any. `fulls`, `own_grows`
-/// as `filling_cache_undone_at`; `extra`: MiB a window RSS grows past that pace once frozen.
-fn frozen_early_undone_at(fulls: bool, own_grows: bool, extra: u64) -> Option<i64> {
+/// as `filling_cache_undone_at`; `extra`: MiB a window RSS grows past that pace once frozen;
+/// `steps`: frozen, RSS grows as much, but by 6 MiB every third window (a structure rebuilt
+/// every 3 s, each replaced copy kept frozen).
+fn frozen_early_undone_at(fulls: bool, own_grows: bool, extra: u64, steps: bool) -> Option<i64> {
     let gc = GuardConfig { memory_budget: 0.05, ..pinned(Some(10_000_000)) };
     let mut c = Controller::new(gc, [700, 10, 10], true);
     let reading = |c: &Controller, w: i64, grown: u64| {
@@ -833,7 +835,8 @@ fn frozen_early_undone_at(fulls: bool, own_grows: bool, extra: u64) -> Option<i6
     c.current = [5000, 10, 10];
     landed(&mut c, 402.0, 2.0);
     (3..=18).find(|&w| {
-        let grown = own(2) + (w as u64 - 2) * ((2 + extra) << 20);
+        let since = if steps { (w as u64 - 2) / 3 * 3 } else { w as u64 - 2 };
+        let grown = own(2) + since * ((2 + extra) << 20);
         c.decide(&mut analytic, &reading(&c, w, grown)).freeze == Some(false)
     })
 }
@@ -845,12 +848,14 @@ fn a_freeze_made_before_any_pace_was_read_is_told_against_the_pace_it_keeps() {
     // two showed, with its full collections finding none of its old heap dead, that pace is
     // the application's growth for as long as the freeze stands (sixteen windows here, 32 MiB
     // of the 20 a 5% budget allows; evaluation draw 1816). Frozen growth past that pace, growth
-    // where no full collection looked at the old heap, and growth its own windows did not show
-    // stay the freeze's: undone.
-    assert_eq!(frozen_early_undone_at(true, true, 0), None);
-    assert!(matches!(frozen_early_undone_at(true, true, 20), Some(3..=4)));
-    assert!(frozen_early_undone_at(false, true, 0).is_some());
-    assert!(frozen_early_undone_at(true, false, 0).is_some());
+    // where no full collection looked at the old heap, growth its own windows did not show,
+    // and growth in steps that stand still between them (a copy kept at each rebuild) stay
+    // the freeze's: undone.
+    assert_eq!(frozen_early_undone_at(true, true, 0, false), None);
+    assert!(matches!(frozen_early_undone_at(true, true, 20, false), Some(3..=4)));
+    assert!(frozen_early_undone_at(false, true, 0, false).is_some());
+    assert!(frozen_early_undone_at(true, false, 0, false).is_some());
+    assert!(frozen_early_undone_at(true, true, 0, true).is_some());
 }
 
 #[test]
