@@ -1136,9 +1136,9 @@ impl Controller {
     /// and at what pace (bytes/s). Its pace at its own settings, for as long as that was
     /// measured (`OwnGrowth::over`); or the pace RSS kept at every unfrozen setting (or, while
     /// neurogc's freeze stands, frozen), for as long as neurogc's setting stands, where that
-    /// is the application's: it grew as fast in
-    /// its own windows (two are enough to tell that, `OwnGrowth::pace`), and its full
-    /// collections found its old heap standing (`Replacement::old_heap_stands`). What a freeze
+    /// is the application's: it grew as fast in its own windows (two are enough to tell that,
+    /// `OwnGrowth::pace`), and its full collections found its old heap standing
+    /// (`Replacement::old_heap_stands`). What a freeze
     /// keeps is frozen objects that die, and what thresholds that put full collections off keep
     /// is old objects that die: a full collection that found none of the old heap dead says
     /// the growth is new data, which neither holds. What a larger young generation keeps is a
