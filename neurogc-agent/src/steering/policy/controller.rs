@@ -1138,10 +1138,10 @@ impl Controller {
     /// neurogc's freeze stands, frozen), for as long as neurogc's setting stands, where that
     /// is the application's: it grew as fast in its own windows (two are enough to tell that,
     /// `OwnGrowth::pace`), and its full collections found its old heap standing
-    /// (`Replacement::old_heap_stands`). What a freeze
-    /// keeps is frozen objects that die, and what thresholds that put full collections off keep
-    /// is old objects that die: a full collection that found none of the old heap dead says
-    /// the growth is new data, which neither holds. What a larger young generation keeps is a
+    /// (`Replacement::old_heap_stands`). What a freeze keeps is frozen objects that die, and
+    /// what thresholds that put full collections off keep is old objects that die: a full
+    /// collection that found none of the old heap dead says the growth is new data, which
+    /// neither holds. What a larger young generation keeps is a
     /// step as it fills, which a pace read window by window does not count (`OwnGrowth::rate`).
     /// An evaluation draw (a 1.25M-object cache filling at 16 MiB/s at every setting) was
     /// frozen after two windows of its own settings, too few to read a rate from: its fill

@@ -106,10 +106,10 @@ impl OwnGrowth {
     /// Bytes a second RSS grew over the latest run of two windows or more at the application's
     /// own settings, window by window (`steady`; 0 before there is one): too short a run for a
     /// rate to credit (`rate`), long enough to tell whether the application grows at all on
-    /// its own. A step is not a pace: an evaluation draw's catalog (19k lists,
-    /// rebuilt every 3.3 s by a builder thread) rose 8 MiB in the last of its four own windows,
-    /// read first to last as 2.7 MiB/s, the pace each copy its full collections were put off
-    /// kept at 5000/50/20 (2.4 MiB/s); credited as the application's, its RSS reached 1.46x the
+    /// its own. A step is not a pace: an evaluation draw's catalog (19k lists, rebuilt every
+    /// 3.3 s by a builder thread) rose 8 MiB in the last of its four own windows, read first to
+    /// last as 2.7 MiB/s, the pace each copy its full collections were put off kept at
+    /// 5000/50/20 (2.4 MiB/s); credited as the application's, its RSS reached 1.46x the
     /// defaults' peak.
     pub fn pace(&self) -> f64 {
         steady(self.latest())

@@ -768,6 +768,13 @@ fn rss_growing_at_the_applications_own_pace_is_its_own_until_its_full_collection
     assert!(matches!(undone_at(235_000), Some(8..=11)), "{:?}", undone_at(235_000));
 }
 
+/// A window of the filling-cache tests at thresholds `t`: RSS 400 MiB and `grown` bytes;
+/// `fulls`: it holds a full collection that finds nothing dead.
+fn cache_reading(t: [i64; 3], w: i64, grown: u64, fulls: bool) -> Reading {
+    let r = if fulls { warm(t, w, 0) } else { SERVICE.reading(t, w) };
+    Reading { rss: (400 << 20) + grown, ..r }
+}
+
 /// A cache filling at 8 MiB a window whatever the thresholds: neurogc moves off the
 /// application's own settings after two windows, too few to read its own pace from, and freezes
 /// in window 6; the window the freeze stands from (up to 18) in which it is undone, if any.
@@ -776,12 +783,9 @@ fn rss_growing_at_the_applications_own_pace_is_its_own_until_its_full_collection
 /// grows past that pace once frozen; `jump`: MiB it rises by once, in the window after the
 /// freeze.
 fn filling_cache_undone_at(fulls: bool, own_grows: bool, extra: u64, jump: u64) -> Option<i64> {
-    let gc = GuardConfig { memory_budget: 0.05, ..pinned(Some(10_000_000)) };
-    let mut c = Controller::new(gc, [700, 10, 10], true);
-    let reading = |c: &Controller, w: i64, grown: u64| {
-        let r = if fulls { warm(c.thresholds(), w, 0) } else { SERVICE.reading(c.thresholds(), w) };
-        Reading { rss: (400 << 20) + grown, ..r }
-    };
+    let mut c =
+        Controller::new(GuardConfig { memory_budget: 0.05, ..pinned(Some(10_000_000)) }, [700, 10, 10], true);
+    let reading = |c: &Controller, w: i64, grown: u64| cache_reading(c.thresholds(), w, grown, fulls);
     let before = |w: i64| if own_grows || w > 2 { (w as u64 - 1) * (8 << 20) } else { 0 };
     for w in 1..=6 {
         let r = reading(&c, w, before(w));
@@ -822,12 +826,9 @@ fn a_freeze_made_before_the_applications_own_pace_was_read_is_told_against_the_u
 /// `steps`: frozen, RSS grows as much, but by 6 MiB every third window (a structure rebuilt
 /// every 3 s, each replaced copy kept frozen).
 fn frozen_early_undone_at(fulls: bool, own_grows: bool, extra: u64, steps: bool) -> Option<i64> {
-    let gc = GuardConfig { memory_budget: 0.05, ..pinned(Some(10_000_000)) };
-    let mut c = Controller::new(gc, [700, 10, 10], true);
-    let reading = |c: &Controller, w: i64, grown: u64| {
-        let r = if fulls { warm(c.thresholds(), w, 0) } else { SERVICE.reading(c.thresholds(), w) };
-        Reading { rss: (400 << 20) + grown, ..r }
-    };
+    let mut c =
+        Controller::new(GuardConfig { memory_budget: 0.05, ..pinned(Some(10_000_000)) }, [700, 10, 10], true);
+    let reading = |c: &Controller, w: i64, grown: u64| cache_reading(c.thresholds(), w, grown, fulls);
     let own = |w: i64| if own_grows { (w as u64 - 1) * (2 << 20) } else { 0 };
     for w in 1..=2 {
         c.decide(&mut analytic, &reading(&c, w, own(w)));
