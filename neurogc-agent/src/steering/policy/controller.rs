@@ -523,6 +523,9 @@ impl Controller {
     pub fn freeze_failed(&mut self) {
         self.deferred = None;
         self.frozen = false;
+        // What RSS kept while the freeze was thought to stand was the application's own: no
+        // pace of a freeze (`own_credit`) is read from it.
+        self.frozen_growth = OwnGrowth::default();
         self.rss_at_freeze = None;
         self.collector.unfroze();
         let tries = self.freeze_missed.0 + 1;
