@@ -354,6 +354,25 @@ impl Controller {
         }
     }
 
+    /// Whether a move to thresholds predicted `p` would itself run a full collection longer than
+    /// the application's own collections paused it (`own_longest_ns`): the counts are already
+    /// past them (the next full collection due within a window), where at the setting in force
+    /// (`now`) none is. Such a collection is neurogc's, as the one before a freeze is, and
+    /// neurogc pauses the application no longer than its own collections do. The one-off is
+    /// priced otherwise as one window in the horizon, which a few windows' cheaper young rounds
+    /// outweigh: tuning draw 739 (a 1.7M-list heap still growing, frozen with 77 gen1 rounds
+    /// counted since its last full collection) moved from 20,000/10/100 to 100,000/50/10 for its
+    /// 12 ms gen1 rounds, and paused 162 ms at once (the application's own longest measured
+    /// 248 ms, the model's first full collection after the freeze 503); evaluation draw 1609,
+    /// moved to threshold2 10 with 21 counted, paused 366 ms at once. A move back to the
+    /// application's own thresholds is never barred: what they run is its own.
+    pub(super) fn runs_a_full(&self, p: &Prediction, now: &Prediction) -> bool {
+        let window = self.budgets.window_s();
+        let at_once = |p: &Prediction| p.next_full_s.is_some_and(|due| due <= window);
+        let pause = if p.first_full_ns > 0.0 { p.first_full_ns } else { p.pause_ns[2] };
+        at_once(p) && !at_once(now) && pause > self.own_longest_ns
+    }
+
     /// How far `c`'s young generations are from the nearest measured (|ln ratio| of
     /// `young_size`; 0 where nothing has been).
     pub(super) fn young_extrapolation(&self, c: &Candidate) -> f64 {
@@ -421,6 +440,9 @@ impl Controller {
         let mut out: Vec<Scored> = Vec::new();
         for (c, e) in cands.iter().zip(&preds) {
             let p = &e.p;
+            if *c != here && c.thresholds != own_thresholds && self.runs_a_full(p, &preds[0].p) {
+                continue;
+            }
             let (ln_cost, sd, measured) = self.cost(c, p, &preds[0].p, slope, &anchors);
             let freezing = c.frozen && !here.frozen;
             // The advice standing (advise mode): to the advice what the setting in force is to act.

@@ -1888,3 +1888,31 @@ fn the_first_full_collection_after_a_freeze_is_the_freezes_not_the_frozen_settin
     assert!(verdicts.iter().all(|v| !v.change && v.freeze.is_none()), "{verdicts:?}");
     assert!(c.frozen());
 }
+
+#[test]
+fn a_move_whose_thresholds_the_counts_are_past_does_not_run_a_full_collection_of_its_own() {
+    // Tuning draw 739's shape: frozen at 20,000/10/100 over a heap still growing, its gen1 rounds
+    // over the 10 ms budget in every window, 77 gen1 rounds counted since the last full
+    // collection and more than a quarter of the old generation promoted since. Any threshold2
+    // under 77 runs the first full collection after the freeze at once, over the 1.2M objects
+    // promoted since it, far longer than the 5 ms its own full collections took.
+    let gc = GuardConfig { freeze_after_s: Some(0.0), ..pinned(Some(10_000_000)) };
+    let gc = GuardConfig { min: [700, 10, 10], max: [100_000, 100, 100], ..gc };
+    let mut c = frozen_at(gc, [20_000, 10, 100]);
+    let mut settings = Vec::new();
+    for w in 4..=12 {
+        let t = c.thresholds();
+        let mut r = SERVICE.reading(t, w);
+        r.freeze_count = Some(2_400_000);
+        r.older_counts = Some([3, 77]);
+        r.long_lived = Some([2_400_000, 1_100_000 + w * 100_000]);
+        (r.pause_p50_ns[1], r.pause_max_ns[1]) = (12e6, 14e6);
+        let v = c.decide(&mut analytic, &r);
+        settings.push((t, v.thresholds, v.reason));
+    }
+    let moved: Vec<_> = settings.iter().filter(|(from, to, _)| from != to).collect();
+    assert!(
+        moved.iter().all(|(_, to, _)| to[2] >= 77 || to[..2] == [700, 10]),
+        "a move ran a full collection of neurogc's: {moved:#?}"
+    );
+}
