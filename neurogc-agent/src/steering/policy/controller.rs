@@ -323,7 +323,7 @@ pub struct Controller {
     /// How RSS grows at the application's own settings.
     own_growth: OwnGrowth,
     /// The longest pause in a window that is evidence for the application's own settings
-    /// (ns): the most a collection of neurogc's may pause it (`thaw_collects`).
+    /// (ns): the most a collection of neurogc's may pause it (`thaw_collects`, `runs_a_full`).
     own_longest_ns: f64,
     /// When the application's own next full collection was due (s), as the counters read in
     /// its last window at its own settings (`own_credit`).
