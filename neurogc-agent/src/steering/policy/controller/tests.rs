@@ -1788,6 +1788,39 @@ fn a_freeze_at_once_after_a_rise_counts_both_copies_it_may_keep() {
 }
 
 #[test]
+fn a_copy_built_over_several_windows_is_counted_whole_against_a_freeze() {
+    // A catalog rebuilt beside the one in use over three windows, 25 MiB in each (evaluation
+    // draw 1109 at half speed: 143, 152, 181 and 78 MiB over one rebuild, 185 allowed), no
+    // full collection since to tell what it replaced. Each rise is under the 60 MiB allowed;
+    // the copy, 75 MiB, is not: a freeze, at once or after the application's full collection,
+    // would keep it once it is replaced in turn. Priced at the largest rise, 1109 was frozen
+    // and kept a 598 MiB copy. Built in one window of 25 MiB, the same copy leaves room.
+    let run = |windows: u64| {
+        let gc = GuardConfig { freeze_after_s: Some(0.0), ..cfg() };
+        let mut c = Controller::new(gc, [700, 10, 10], true);
+        let mut verdicts = Vec::new();
+        for w in 1..=10u64 {
+            // Freezing becomes a move once the rebuild is done, as 1109's did.
+            c.allow_freeze(w >= 6);
+            let mib = 400 + 25 * w.saturating_sub(2).min(windows);
+            let r = full_collection_near(&c, w as i64).with_rss_mib(mib);
+            verdicts.push(c.decide(&mut analytic, &r));
+            if c.freeze_deferred() || c.frozen() {
+                break;
+            }
+        }
+        (c, verdicts)
+    };
+    let freezes = |v: &[Verdict]| v.iter().any(|v| v.freeze == Some(true));
+    let (c, verdicts) = run(3);
+    let own = Candidate { thresholds: [700, 10, 10], frozen: true };
+    assert_eq!(c.replaced_kept(&own, false), 75.0 * 1048576.0);
+    assert!(!freezes(&verdicts), "frozen with a 75 MiB copy untold: {verdicts:?}");
+    let (_, verdicts) = run(1);
+    assert!(freezes(&verdicts), "{verdicts:?}");
+}
+
+#[test]
 fn frozen_at_thresholds_that_put_full_collections_off_a_replacement_leaves_for_its_own() {
     // Frozen at 700/10/20, RSS rises 12 MiB in a window (of the 20 allowed): a catalog rebuilt
     // and swapped in, the copy it replaced kept frozen. RSS shows that copy; the next one
