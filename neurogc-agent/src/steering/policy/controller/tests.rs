@@ -1748,6 +1748,28 @@ fn rss_that_steps_up_at_neurogcs_thresholds_is_theirs_where_the_applications_sto
     assert!(trace.iter().all(|&(_, mib)| mib <= 460), "(threshold0, RSS MiB): {trace:?}");
 }
 
+/// A controller, freezing allowed at once from window `freezable_from`, run on
+/// `full_collection_near` with RSS at `rss_mib(window)` for up to `windows` windows, until it
+/// freezes or defers a freeze: the controller, and its verdicts.
+fn until_frozen(
+    windows: i64,
+    freezable_from: i64,
+    rss_mib: impl Fn(i64) -> u64,
+) -> (Controller, Vec<Verdict>) {
+    let gc = GuardConfig { freeze_after_s: Some(0.0), ..cfg() };
+    let mut c = Controller::new(gc, [700, 10, 10], true);
+    let mut verdicts = Vec::new();
+    for w in 1..=windows {
+        c.allow_freeze(w >= freezable_from);
+        let r = full_collection_near(&c, w).with_rss_mib(rss_mib(w));
+        verdicts.push(c.decide(&mut analytic, &r));
+        if c.freeze_deferred() || c.frozen() {
+            break;
+        }
+    }
+    (c, verdicts)
+}
+
 #[test]
 fn a_freeze_at_once_after_a_rise_counts_both_copies_it_may_keep() {
     // A 35 MiB catalog rebuilt and swapped in (seed-57 draw 1033: 11 MiB of a 16 MiB
@@ -1757,22 +1779,8 @@ fn a_freeze_at_once_after_a_rise_counts_both_copies_it_may_keep() {
     // turn: 70 MiB, over the budget. Frozen after the application's full collection, only the
     // new one. Counted as one copy, the draw was frozen at once the window after its rebuild
     // and held four copies two rebuilds later (1.61x its own RSS).
-    let run = |rise: u64| {
-        let gc = GuardConfig { freeze_after_s: Some(0.0), ..cfg() };
-        let mut c = Controller::new(gc, [700, 10, 10], true);
-        let mut verdicts = Vec::new();
-        for w in 1..=8 {
-            // Freezing becomes a move as the catalog arrives.
-            c.allow_freeze(w >= 3);
-            let mib = if w < 3 { 400 } else { 400 + rise };
-            let r = full_collection_near(&c, w).with_rss_mib(mib);
-            verdicts.push(c.decide(&mut analytic, &r));
-            if c.freeze_deferred() || c.frozen() {
-                break;
-            }
-        }
-        (c, verdicts)
-    };
+    // Freezing becomes a move as the catalog arrives.
+    let run = |rise: u64| until_frozen(8, 3, |w| if w < 3 { 400 } else { 400 + rise });
     let (c, verdicts) = run(35);
     let own = Candidate { thresholds: [700, 10, 10], frozen: true };
     let copy = 35.0 * 1048576.0;
@@ -1795,22 +1803,8 @@ fn a_copy_built_over_several_windows_is_counted_whole_against_a_freeze() {
     // the copy, 75 MiB, is not: a freeze, at once or after the application's full collection,
     // would keep it once it is replaced in turn. Priced at the largest rise, 1109 was frozen
     // and kept a 598 MiB copy. Built in one window of 25 MiB, the same copy leaves room.
-    let run = |windows: u64| {
-        let gc = GuardConfig { freeze_after_s: Some(0.0), ..cfg() };
-        let mut c = Controller::new(gc, [700, 10, 10], true);
-        let mut verdicts = Vec::new();
-        for w in 1..=10u64 {
-            // Freezing becomes a move once the rebuild is done, as 1109's did.
-            c.allow_freeze(w >= 6);
-            let mib = 400 + 25 * w.saturating_sub(2).min(windows);
-            let r = full_collection_near(&c, w as i64).with_rss_mib(mib);
-            verdicts.push(c.decide(&mut analytic, &r));
-            if c.freeze_deferred() || c.frozen() {
-                break;
-            }
-        }
-        (c, verdicts)
-    };
+    // Freezing becomes a move once the rebuild is done, as 1109's did.
+    let run = |windows: i64| until_frozen(10, 6, |w| 400 + 25 * (w - 2).clamp(0, windows) as u64);
     let freezes = |v: &[Verdict]| v.iter().any(|v| v.freeze == Some(true));
     let (c, verdicts) = run(3);
     let own = Candidate { thresholds: [700, 10, 10], frozen: true };
