@@ -40,17 +40,18 @@ impl Controller {
         self.measured_memory(&mut now, cost_now, app_rss);
         // An unfreeze is a move for memory alone: it puts the whole heap back into full
         // collections, the longest pauses there are, and neurogc cannot freeze again. So it
-        // waits for the memory to be measured: RSS grown since the freeze past the allowance
-        // (the model's figure is what a freeze keeps over ten minutes, and predicted a miss on
-        // the benchmark's training loop whose RSS a freeze lowered). Where RSS has grown that
-        // much since the freeze, the freeze could have caused it: the budget is a promise, so
-        // neurogc undoes all it set, the freeze included, and the application's own settings
-        // are measured again. Frozen objects that die later are never freed, and nothing
-        // else tells them: a service swapping in a rebuilt cyclic catalog every 4 s, kept frozen
-        // at 20,000/50/10 and then at its own thresholds, reached 2.7x its own RSS. Below that,
-        // a memory miss of a frozen setting is a larger young generation's, which a move to
-        // another frozen setting gives back (micrograd's 41 MiB at 2,000/10/10 frozen came back
-        // within a window of 700/10/10 frozen).
+        // waits for the memory to be measured: RSS grown since the freeze past the allowance,
+        // or to be by the time the next copy is built where the heap is seen to replace one
+        // (`grown_by_next_copy`). The model's figure is what a freeze keeps over ten minutes,
+        // and predicted a miss on the benchmark's training loop whose RSS a freeze lowered.
+        // Where RSS has grown that much since the freeze, the freeze could have caused it: the
+        // budget is a promise, so neurogc undoes all it set, the freeze included, and the
+        // application's own settings are measured again. Frozen objects that die later are
+        // never freed, and nothing else tells them: a service swapping in a rebuilt cyclic
+        // catalog every 4 s, kept frozen at 20,000/50/10 and then at its own thresholds, reached
+        // 2.7x its own RSS. Below that, a memory miss of a frozen setting is a larger young
+        // generation's, which a move to another frozen setting gives back (micrograd's 41 MiB
+        // at 2,000/10/10 frozen came back within a window of 700/10/10 frozen).
         let allowance = self.budgets.memory_allowance(app_rss);
         let own_thresholds = candidates::own(self.cfg(), self.original);
         // So too, once everything was undone for memory, where RSS has grown past the allowance
@@ -58,7 +59,7 @@ impl Controller {
         // in this process, and the application's own settings are the one place its RSS is its
         // own (each other setting predicted to hold the budget took the catalog 40 MiB further).
         let undo_all = now.misses.memory > 0.0
-            && (self.grown_since_freeze(r).is_some_and(|grown| grown > allowance)
+            && (self.grown_by_next_copy(r).is_some_and(|grown| grown > allowance)
                 || (self.undone_for_memory && self.grown_here(r) > allowance));
         if here.frozen && !undo_all {
             scored.retain(|s| s.c.frozen);

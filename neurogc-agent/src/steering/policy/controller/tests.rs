@@ -962,6 +962,35 @@ fn a_frozen_setting_whose_growth_since_the_freeze_is_within_the_budget_stays_fro
 }
 
 #[test]
+fn a_frozen_setting_whose_rss_stepped_up_by_more_than_half_the_allowance_is_undone_in_that_window() {
+    // A catalog rebuilt and swapped in, its old 12 MiB copy found dead by the application's
+    // own full collection before the freeze. Frozen at its own thresholds, RSS steps up 12 MiB
+    // in one window (20 MiB allowed) and stands: the copy replaced now is kept frozen (seed-83
+    // draw 1553, 12.6 MiB of 16). The next rebuild steps it up as much again, the frozen copy
+    // still there: undone in the window of the step, before that one. A step of 8 MiB leaves
+    // room for another; where no replaced copy was ever seen, a step is a burst of the
+    // application's growth (`a_rise_at_the_applications_own_pace_is_not_read_as_a_copy_
+    // waiting`). The freeze stays in both.
+    let run = |step: u64, replaced: bool| {
+        let gc = GuardConfig { freeze_after_s: Some(0.0), memory_budget: 0.05, ..cfg() };
+        let mut c = frozen_at(gc, [700, 10, 10]);
+        if replaced {
+            c.replacement.found(12.0 * 1048576.0, 20.0 * 1048576.0);
+        }
+        (4..=8).map(|w| c.decide(&mut analytic, &warm(c.thresholds(), w, step << 20))).find(|v| v.change)
+    };
+    let v = run(12, true).expect("undone");
+    assert_eq!((v.freeze, v.budget), (Some(false), Some(Budget::Memory)), "{v:?}");
+    assert!(
+        v.reason.contains("+12 MiB since the freeze, +24 MiB once the next copy is built"),
+        "{}",
+        v.reason
+    );
+    assert!(run(8, true).is_none());
+    assert!(run(12, false).is_none());
+}
+
+#[test]
 fn a_change_from_a_setting_with_no_evidence_of_its_own_is_measured_from_the_window_before() {
     // The setting left was in force for no window that counted (only neurogc's own
     // collection, or the actuator had not written it yet): the effect starts from the last
@@ -1750,14 +1779,18 @@ fn rss_that_steps_up_at_neurogcs_thresholds_is_theirs_where_the_applications_sto
 
 /// A controller, freezing allowed at once from window `freezable_from`, run on
 /// `full_collection_near` with RSS at `rss_mib(window)` for up to `windows` windows, until it
-/// freezes or defers a freeze: the controller, and its verdicts.
+/// freezes or defers a freeze: the controller, and its verdicts. `replaced_mib`: a copy of a
+/// structure replaced whole that a full collection of the application's own found dead before
+/// the first window (0: none).
 fn until_frozen(
+    replaced_mib: f64,
     windows: i64,
     freezable_from: i64,
     rss_mib: impl Fn(i64) -> u64,
 ) -> (Controller, Vec<Verdict>) {
     let gc = GuardConfig { freeze_after_s: Some(0.0), ..cfg() };
     let mut c = Controller::new(gc, [700, 10, 10], true);
+    c.replacement.found(replaced_mib * 1048576.0, c.budgets.memory_allowance(400.0 * 1048576.0));
     let mut verdicts = Vec::new();
     for w in 1..=windows {
         c.allow_freeze(w >= freezable_from);
@@ -1771,6 +1804,23 @@ fn until_frozen(
 }
 
 #[test]
+fn a_freeze_of_a_heap_seen_to_replace_a_copy_counts_the_next_copy_too() {
+    // The application's own full collection found a 35 MiB copy of a catalog dead (60 MiB
+    // allowed): frozen, the live copy is kept once replaced, and the next is built beside it
+    // where the application would have built it in the space of the one before last (seed-83
+    // draw 1553 peaked 1.25-1.75 copies over the defaults). Two copies are over the budget: no
+    // freeze, at once or after a full collection. A 25 MiB copy leaves room for both.
+    let (c, verdicts) = until_frozen(35.0, 8, 3, |_| 400);
+    let own = Candidate { thresholds: [700, 10, 10], frozen: true };
+    assert_eq!(c.replaced_kept(&own, false), 70.0 * 1048576.0);
+    assert!(!verdicts.iter().any(|v| v.freeze == Some(true)), "{verdicts:?}");
+    let unfrozen = Candidate { thresholds: [700, 10, 10], frozen: false };
+    assert_eq!(c.replaced_kept(&unfrozen, false), 0.0);
+    let (_, verdicts) = until_frozen(25.0, 8, 3, |_| 400);
+    assert!(verdicts.iter().any(|v| v.freeze == Some(true)), "{verdicts:?}");
+}
+
+#[test]
 fn a_freeze_at_once_after_a_rise_counts_both_copies_it_may_keep() {
     // A 35 MiB catalog rebuilt and swapped in (seed-57 draw 1033: 11 MiB of a 16 MiB
     // allowance), the rise under the 60 MiB allowed but past a third of it. No full collection
@@ -1780,7 +1830,7 @@ fn a_freeze_at_once_after_a_rise_counts_both_copies_it_may_keep() {
     // new one. Counted as one copy, the draw was frozen at once the window after its rebuild
     // and held four copies two rebuilds later (1.61x its own RSS).
     // Freezing becomes a move as the catalog arrives.
-    let run = |rise: u64| until_frozen(8, 3, |w| if w < 3 { 400 } else { 400 + rise });
+    let run = |rise: u64| until_frozen(0.0, 8, 3, |w| if w < 3 { 400 } else { 400 + rise });
     let (c, verdicts) = run(35);
     let own = Candidate { thresholds: [700, 10, 10], frozen: true };
     let copy = 35.0 * 1048576.0;
@@ -1804,7 +1854,7 @@ fn a_copy_built_over_several_windows_is_counted_whole_against_a_freeze() {
     // would keep it once it is replaced in turn. Priced at the largest rise, 1109 was frozen
     // and kept a 598 MiB copy. Built in one window of 25 MiB, the same copy leaves room.
     // Freezing becomes a move once the rebuild is done, as 1109's did.
-    let run = |windows: i64| until_frozen(10, 6, |w| 400 + 25 * (w - 2).clamp(0, windows) as u64);
+    let run = |windows: i64| until_frozen(0.0, 10, 6, |w| 400 + 25 * (w - 2).clamp(0, windows) as u64);
     let freezes = |v: &[Verdict]| v.iter().any(|v| v.freeze == Some(true));
     let (c, verdicts) = run(3);
     let own = Candidate { thresholds: [700, 10, 10], frozen: true };
