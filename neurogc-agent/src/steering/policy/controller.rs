@@ -122,8 +122,9 @@ const SETTLED_RISE: f64 = 0.25;
 /// The most copies of a structure the heap replaces whole that a setting keeps beside the
 /// application's own (`Controller::replaced_kept`): the one a freeze made at once finds dead
 /// and uncollected, the live one it freezes (kept once replaced), and the next one, which a
-/// deferred full collection has not freed yet, or which is built beside the one frozen. A copy under this share of the memory allowance cannot take
-/// any setting over it alone, and is not counted as one.
+/// deferred full collection has not freed yet, or which is built beside the one frozen. A copy
+/// under this share of the memory allowance cannot take any setting over it alone, and is not
+/// counted as one.
 const MAX_COPIES: f64 = 3.0;
 
 /// Windows of rises waiting to be told kept, the largest: an agent frozen at thresholds of its
@@ -1153,8 +1154,8 @@ impl Controller {
     /// built. Evaluation draw 1553 (a 13 MiB catalog rebuilt every 5.5 s by a builder thread,
     /// 16 MiB allowed), frozen at its own thresholds, rose 12.6 MiB at the next rebuild, which
     /// the budget read as +24 MiB and gave up on; undone only past 16 MiB grown, it stayed, and
-    /// the rebuild after took its peak RSS to 56-62.5 MiB against the defaults' 39.8 (bound
-    /// 55.8), in each of three runs. Where no replacement was seen, a rise is a burst of the
+    /// the rebuild after took its peak RSS to 56.2-62.6 MiB against the defaults' 39.8 (bound
+    /// 55.8), in each of four runs. Where no replacement was seen, a rise is a burst of the
     /// application's growth until it stands (seed-60 draw 1931: `a_rise_at_the_applications_
     /// own_pace_is_not_read_as_a_copy_waiting`).
     fn grown_by_next_copy(&self, r: &Reading) -> Option<f64> {

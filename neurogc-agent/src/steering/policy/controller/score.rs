@@ -128,7 +128,7 @@ impl Controller {
     /// copy in the space the one before last left, and the copy a freeze keeps holds that
     /// space. Evaluation draw 1553 (a 13 MiB catalog rebuilt every 5.5 s by a builder thread,
     /// 16 MiB allowed), frozen at its own thresholds on a price of one copy, peaked 16-23 MiB
-    /// over the defaults' peak at the second rebuild after the freeze in three runs (1.25-1.75
+    /// over the defaults' peak at the second rebuild after the freeze in four runs (1.25-1.75
     /// copies); undone at the first for that (`grown_by_next_copy`), the thawed heap's
     /// collection took 66 ms against the defaults' longest 27 ms.
     pub(super) fn replaced_kept(&self, c: &Candidate, at_once: bool) -> f64 {
