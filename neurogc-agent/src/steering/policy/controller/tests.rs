@@ -1790,7 +1790,10 @@ fn until_frozen(
 ) -> (Controller, Vec<Verdict>) {
     let gc = GuardConfig { freeze_after_s: Some(0.0), ..cfg() };
     let mut c = Controller::new(gc, [700, 10, 10], true);
-    c.replacement.found(replaced_mib * 1048576.0, c.budgets.memory_allowance(400.0 * 1048576.0));
+    // Only where one was: `found` also marks the old heap as looked at.
+    if replaced_mib > 0.0 {
+        c.replacement.found(replaced_mib * 1048576.0, c.budgets.memory_allowance(400.0 * 1048576.0));
+    }
     let mut verdicts = Vec::new();
     for w in 1..=windows {
         c.allow_freeze(w >= freezable_from);
