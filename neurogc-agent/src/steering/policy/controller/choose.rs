@@ -20,8 +20,11 @@ impl Controller {
         }
         // Memory first: a freeze waiting for a full collection that the thresholds in force put
         // off waits no longer once RSS has grown past the allowance there (tuning draw 1 waited
-        // 12 s at 20,000/20/20 for one, its RSS doubling).
-        if self.deferred.is_some() && self.grown_here(r) > self.budgets.memory_allowance(app_rss) {
+        // 12 s at 20,000/20/20 for one, its RSS doubling). Nor once RSS steps up (`mid_step`):
+        // what the freeze would keep is priced again when it stands.
+        if self.deferred.is_some()
+            && (self.grown_here(r) > self.budgets.memory_allowance(app_rss) || self.mid_step())
+        {
             self.deferred = None;
         }
         if let Some(d) = &self.deferred {
@@ -217,7 +220,11 @@ impl Controller {
                         "{held}; no setting credibly cheaper than {} ({}){}",
                         here,
                         self.figures(&now, cost_now),
-                        if aside.contains(&Budget::Pause) { self.freeze_note(r) } else { "" }
+                        if aside.contains(&Budget::Pause) || self.mid_step() {
+                            self.freeze_note(r)
+                        } else {
+                            ""
+                        }
                     );
                     (choice(now, None, why), unholdable)
                 }

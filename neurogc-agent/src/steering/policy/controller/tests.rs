@@ -1271,6 +1271,43 @@ fn no_freeze_is_made_after_rss_rose_past_the_allowance_until_a_full_collection_t
 }
 
 #[test]
+fn a_freeze_waits_while_rss_steps_up_from_where_it_stood_and_advice_does_not() {
+    // RSS stands for two windows, then rises 25 MiB in each of two (a structure built beside
+    // the one in use: past a third of the 60 MiB allowed, and past the application's pace,
+    // none), then stands. While it rises, what a freeze would keep of what the new structure
+    // replaces cannot be priced: act mode waits, and says so. The first window's rise is
+    // unknown (no RSS before it), not flat: a heap growing from attach takes no step.
+    let mib = 1048576.0;
+    let steps = |rises: &[f64]| {
+        let mut r = Replacement::default();
+        rises
+            .iter()
+            .map(|rise| {
+                r.window((rise * mib, 1.0, 0.0), None, 60.0 * mib);
+                r.stepping()
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(steps(&[0.0, 0.0, 25.0, 25.0, 0.0, 25.0]), [false, false, true, true, false, true]);
+    assert_eq!(steps(&[0.0, 45.0, 45.0, 45.0]), [false, false, false, false]);
+    // Under a third of the allowance, a rise is no copy that matters (`MAX_COPIES`).
+    assert_eq!(steps(&[0.0, 0.0, 15.0, 15.0]), [false; 4]);
+    let gc = GuardConfig { freeze_after_s: Some(0.0), ..cfg() };
+    let stepping = |act: bool| {
+        let mut c = Controller::new(gc.clone(), [700, 10, 10], act);
+        c.allow_freeze(true);
+        let r = SERVICE.reading([700, 10, 10], 1);
+        let free = c.may_freeze(&r);
+        for rise in [0.0, 0.0, 25.0] {
+            c.replacement.window((rise * mib, 1.0, 0.0), None, 60.0 * mib);
+        }
+        (free, c.may_freeze(&r), c.freeze_note(&r))
+    };
+    assert_eq!(stepping(true), (true, false, "; freezing waits for RSS to stop stepping up"));
+    assert_eq!(stepping(false), (true, true, ""));
+}
+
+#[test]
 fn the_learned_model_corrects_every_candidate_in_one_call_once_it_has_come_true_here() {
     let d_ln_t0 = crate::steering::policy::predict::FEATURES.iter().position(|f| *f == "d_ln_t0").unwrap();
     let first_move = |learned: Learned, borne_out: usize| {
