@@ -68,6 +68,9 @@ pub(super) struct Scored {
     pub(super) objective: f64,
     /// What a request waits at p99 behind collections, as far as the process is idle (ns).
     pub(super) wait_ns: f64,
+    /// The pause a window over the pause budget holds here (`PauseOdds::over_ns`; 0 where none
+    /// is over it).
+    pub(super) longest_ns: f64,
     /// The pause budget's miss by the setting in force's due full collection, where counted
     /// (`Controller::due_miss`): what the decision names it by.
     pub(super) due_miss: f64,
@@ -628,6 +631,7 @@ impl Controller {
                     misses,
                     objective,
                     wait_ns: wait,
+                    longest_ns: if share > 0.0 { over_ns } else { 0.0 },
                     due_miss: if c.frozen { 0.0 } else { due },
                 });
             }

@@ -1531,9 +1531,23 @@ fn the_default_gc_budget_counts_the_full_collections_the_first_windows_did_not_h
 
 #[test]
 fn a_budget_no_setting_holds_is_set_aside_and_the_cost_decides() {
-    // Every gen1 round walks over 100 µs at any setting: the pause budget cannot be held.
+    // Every gen1 round walks over 100 µs at any setting: the pause budget cannot be held. The
+    // application's own full collections, in the windows before the first move, paused it
+    // 5 ms: young rounds shorter than that are no pause of neurogc's.
     let gc = GuardConfig { pause_budget_ns: Some(100_000), freeze_after_s: None, ..cost_only() };
-    let (settings, verdicts) = act(SERVICE, gc, 40);
+    let mut c = Controller::new(gc, [700, 10, 10], true);
+    let mut settings = Vec::new();
+    let verdicts: Vec<Verdict> = (1..=40)
+        .map(|w| {
+            settings.push(c.thresholds());
+            let mut r = SERVICE.reading(c.thresholds(), w);
+            if w <= 2 {
+                r.collections[2] = 1;
+                (r.pause_p50_ns[2], r.pause_max_ns[2]) = (5e6, 5e6);
+            }
+            c.decide(&mut analytic, &r)
+        })
+        .collect();
     assert!(verdicts[2..].iter().all(|v| v.unholdable == [Budget::Pause]), "{verdicts:?}");
     assert_eq!(verdicts.iter().filter(|v| v.given_up.is_some()).count(), 1);
     // As where no budget binds: a cheaper setting (no further than its young rounds' wait
@@ -1542,6 +1556,21 @@ fn a_budget_no_setting_holds_is_set_aside_and_the_cost_decides() {
     assert!(settings.last().unwrap()[0] > 700, "{settings:?}");
     assert!(verdicts[30..].iter().all(|v| !v.change), "{verdicts:?}");
     assert!(verdicts[39].reason.starts_with("budgets hold but pause (none can)"), "{}", verdicts[39].reason);
+}
+
+#[test]
+fn a_pause_budget_no_setting_holds_bars_pauses_longer_than_the_applications_own() {
+    // As above, with no full collection: the application's own longest pause is its gen1
+    // round at 700/10/10 (0.5 ms). Each larger young generation is cheaper, and its gen1 rounds
+    // longer: with the budget set aside, none is a move neurogc may make for the cost.
+    let gc = GuardConfig { pause_budget_ns: Some(100_000), freeze_after_s: None, ..cost_only() };
+    let (settings, verdicts) = act(SERVICE, gc.clone(), 40);
+    assert!(verdicts[2..].iter().all(|v| v.unholdable == [Budget::Pause]), "{verdicts:?}");
+    assert!(settings.iter().all(|t| t[0] <= 700 && t[1] <= 10), "{settings:?}");
+    // A GC share budget that the application's own setting misses does not take it there either.
+    let gc = GuardConfig { gc_budget: Some(0.02), gc_at_attach: false, ..gc };
+    let (settings, _) = act(Process { promoted: 0.0, ..SERVICE }, gc, 40);
+    assert!(settings.iter().all(|t| t[0] <= 700 && t[1] <= 10), "{settings:?}");
 }
 
 #[test]
