@@ -150,11 +150,24 @@ impl Controller {
         // 20,000/10/10 frozen (predicted 70 ms) and on to 10,000/20/10 frozen (209 ms); its
         // young rounds there, in more than one request in a hundred, put its p99 at 2.9x the
         // oracle's. The application's own thresholds are never barred: what they run is its own.
+        // Where that bars a setting that misses the other budgets less or costs less than
+        // staying, a decision to stay says so.
+        let mut barred = String::new();
         if now.misses.memory == 0.0
             && self.own_longest_ns > 0.0
             && aside.iter().any(|(_, b)| *b == Budget::Pause)
         {
-            scored.retain(|s| s.c.thresholds == own_thresholds || s.longest_ns <= self.own_longest_ns);
+            let longer = |s: &Scored| s.c.thresholds != own_thresholds && s.longest_ns > self.own_longest_ns;
+            let ahead = |s: &Scored| {
+                s.misses.memory == 0.0 && (s.misses.share < now.misses.share || s.objective < now.objective)
+            };
+            if scored.iter().any(|s| longer(s) && ahead(s)) {
+                barred = format!(
+                    "; settings pausing longer than the application's own {:.1} ms are barred",
+                    self.own_longest_ns / 1e6
+                );
+            }
+            scored.retain(|s| !longer(s));
         }
         let aside: Vec<Budget> = aside.into_iter().map(|(_, b)| b).collect();
         for s in std::iter::once(&mut now).chain(scored.iter_mut()) {
@@ -232,7 +245,7 @@ impl Controller {
                 }
                 (None, None) => {
                     let why = format!(
-                        "{held}; no setting credibly cheaper than {} ({}){}",
+                        "{held}; no setting credibly cheaper than {} ({}){barred}{}",
                         here,
                         self.figures(&now, cost_now),
                         if aside.contains(&Budget::Pause) || self.mid_step() {
@@ -290,7 +303,7 @@ impl Controller {
             }
             None => {
                 let why = format!(
-                    "{} budget missed at {here} ({rss}{}); no setting does better: staying{}",
+                    "{} budget missed at {here} ({rss}{}); no setting does better: staying{barred}{}",
                     now.misses.names(),
                     self.figures(&now, cost_now),
                     self.freeze_note(r)

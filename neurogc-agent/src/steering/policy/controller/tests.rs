@@ -1567,6 +1567,9 @@ fn a_pause_budget_no_setting_holds_bars_pauses_longer_than_the_applications_own(
     let (settings, verdicts) = act(SERVICE, gc.clone(), 40);
     assert!(verdicts[2..].iter().all(|v| v.unholdable == [Budget::Pause]), "{verdicts:?}");
     assert!(settings.iter().all(|t| t[0] <= 700 && t[1] <= 10), "{settings:?}");
+    // And staying says why.
+    let why = &verdicts[39].reason;
+    assert!(why.contains("settings pausing longer than the application's own 0."), "{why}");
     // A GC share budget that the application's own setting misses does not take it there either.
     let gc = GuardConfig { gc_budget: Some(0.02), gc_at_attach: false, ..gc };
     let (settings, _) = act(Process { promoted: 0.0, ..SERVICE }, gc, 40);
