@@ -143,12 +143,21 @@ fn analytic(_: &[[f32; FEATURE_COUNT]]) -> Vec<Correction> {
 
 /// Acts on `p` for `windows` windows: the settings in force, window by window, and the verdicts.
 fn act(p: Process, gc: GuardConfig, windows: i64) -> (Vec<[i64; 3]>, Vec<Verdict>) {
+    act_on(gc, windows, |t, w| p.reading(t, w))
+}
+
+/// `act` on the windows `reading` makes of each setting.
+fn act_on(
+    gc: GuardConfig,
+    windows: i64,
+    reading: impl Fn([i64; 3], i64) -> Reading,
+) -> (Vec<[i64; 3]>, Vec<Verdict>) {
     let mut c = Controller::new(gc, [700, 10, 10], true);
     let mut settings = Vec::new();
     let verdicts: Vec<Verdict> = (1..=windows)
         .map(|w| {
             settings.push(c.thresholds());
-            c.decide(&mut analytic, &p.reading(c.thresholds(), w))
+            c.decide(&mut analytic, &reading(c.thresholds(), w))
         })
         .collect();
     // Every measured effect is a number a record can carry (JSON has no NaN).
@@ -1535,19 +1544,14 @@ fn a_budget_no_setting_holds_is_set_aside_and_the_cost_decides() {
     // application's own full collections, in the windows before the first move, paused it
     // 5 ms: young rounds shorter than that are no pause of neurogc's.
     let gc = GuardConfig { pause_budget_ns: Some(100_000), freeze_after_s: None, ..cost_only() };
-    let mut c = Controller::new(gc, [700, 10, 10], true);
-    let mut settings = Vec::new();
-    let verdicts: Vec<Verdict> = (1..=40)
-        .map(|w| {
-            settings.push(c.thresholds());
-            let mut r = SERVICE.reading(c.thresholds(), w);
-            if w <= 2 {
-                r.collections[2] = 1;
-                (r.pause_p50_ns[2], r.pause_max_ns[2]) = (5e6, 5e6);
-            }
-            c.decide(&mut analytic, &r)
-        })
-        .collect();
+    let (settings, verdicts) = act_on(gc, 40, |t, w| {
+        let mut r = SERVICE.reading(t, w);
+        if w <= 2 {
+            r.collections[2] = 1;
+            (r.pause_p50_ns[2], r.pause_max_ns[2]) = (5e6, 5e6);
+        }
+        r
+    });
     assert!(verdicts[2..].iter().all(|v| v.unholdable == [Budget::Pause]), "{verdicts:?}");
     assert_eq!(verdicts.iter().filter(|v| v.given_up.is_some()).count(), 1);
     // As where no budget binds: a cheaper setting (no further than its young rounds' wait
