@@ -121,7 +121,7 @@ impl Windower {
 }
 
 /// CPU share below which a window without collections counts as idle.
-const IDLE_CPU_SHARE: f64 = 0.05;
+pub const IDLE_CPU_SHARE: f64 = 0.05;
 
 /// The target neither collected nor ran (under 5% of a CPU) in this window. A process that is
 /// busy without collecting (acyclic churn frees what it allocates) is not idle.

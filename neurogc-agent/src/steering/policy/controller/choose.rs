@@ -2,6 +2,7 @@
 //! credibly cheaper; else the cheapest that holds them all; else the one that misses least (memory
 //! first, then pauses, then the GC share), a budget no setting holds set aside and said once.
 use super::*;
+use crate::session::features::IDLE_CPU_SHARE;
 
 impl Controller {
     pub(super) fn choose(
@@ -16,7 +17,12 @@ impl Controller {
             return Err("the target's thresholds are unknown: nothing to predict from".into());
         }
         if r.idle {
-            return Err("idle: no collection and no CPU in this window, nothing to improve".into());
+            // Said as measured: a service at 50 requests a second ran 3-4% of a CPU in the
+            // windows between its collections, and read "no CPU" in every other one.
+            return Err(format!(
+                "idle: no collection in this window and under {:.0}% of a CPU: nothing to improve",
+                IDLE_CPU_SHARE * 100.0
+            ));
         }
         // Memory first: a freeze waiting for a full collection that the thresholds in force put
         // off waits no longer once RSS has grown past the allowance there (tuning draw 1 waited

@@ -1119,6 +1119,17 @@ fn freeze_decided_near_a_full_collection() -> (Controller, Verdict, i64) {
 }
 
 #[test]
+fn a_window_without_collections_says_how_little_cpu_it_ran() {
+    // A service between requests: no collection in the window, 3% of a CPU.
+    let mut c = Controller::new(cfg(), [700, 10, 10], true);
+    let mut r = SERVICE.reading([700, 10, 10], 1);
+    (r.collections, r.cpu_share, r.gc_share, r.idle) = ([0; 3], 0.03, 0.0, true);
+    let v = c.decide(&mut analytic, &r);
+    assert!(!v.change, "{v:?}");
+    assert_eq!(v.reason, "idle: no collection in this window and under 5% of a CPU: nothing to improve");
+}
+
+#[test]
 fn a_freeze_waits_for_the_applications_full_collection_the_counts_say_is_near() {
     // Frozen now, the 240,000 pending objects would be kept, and the memory budget has no room
     // for them; frozen after the application's full collection, none are.
