@@ -43,6 +43,28 @@ impl Controller {
             return Err(format!("learning the process (window {} of 2)", self.collector.windows()));
         }
         let mut scored = self.score_all(learned, r, app_rss);
+        // Every candidate as estimated, for a reader asking why (NEUROGC_LOG=debug).
+        for s in &scored {
+            tracing::debug!(
+                "candidate {}{}: objective {:.3} (sd {:.3}), ln cost {:.2}, misses memory {:.2} \
+                 pause {:.2} share {:.2}, pauses {:.1}/{:.1}/{:.1} ms, longest over {:.1} ms, wait \
+                 {:.2} ms, memory {:.1} MiB",
+                s.c,
+                if s.collect { " collecting" } else { "" },
+                s.objective,
+                s.sd,
+                s.ln_cost,
+                s.misses.memory,
+                s.misses.pause,
+                s.misses.share,
+                s.p.pause_ns[0] / 1e6,
+                s.p.pause_ns[1] / 1e6,
+                s.p.pause_ns[2] / 1e6,
+                s.longest_ns / 1e6,
+                s.wait_ns / 1e6,
+                s.p.memory_bytes / 1048576.0
+            );
+        }
         let mut now = scored.remove(0);
         debug_assert_eq!(now.c, here);
         self.expected_over = now.q_model;
