@@ -1169,7 +1169,12 @@ impl Controller {
             w.push_str(&format!("; {:+.0} MiB since the freeze", mib(grown)));
             let next = self.grown_by_next_copy(r).unwrap_or(grown);
             if next > grown {
-                w.push_str(&format!(", {:+.0} MiB once the next copy is built", mib(next)));
+                let by = if self.replacement.seen() {
+                    "once the next copy is built"
+                } else {
+                    "by the next window"
+                };
+                w.push_str(&format!(", {:+.0} MiB {by}", mib(next)));
             }
             let (own, rate) = self.own_since_freeze(r);
             if own > 0.0 {

@@ -1247,6 +1247,9 @@ fn what_a_deferred_freeze_keeps_is_counted_from_the_window_it_landed_in() {
     }
     assert!(trace[0].1, "never frozen: {trace:#?}");
     assert!(trace.iter().all(|t| t.2 <= 420), "RSS past the 420 MiB bound: {trace:#?}");
+    // Undone, saying why: no copy was replaced, RSS rises at a pace.
+    let undo = trace.iter().find(|t| t.3.starts_with("memory budget missed")).expect("no undo");
+    assert!(undo.3.contains("+20 MiB since the freeze, +24 MiB by the next window"), "{undo:?}");
 }
 
 /// `SERVICE` whose application ran a full collection (300 ms) in the first window; since then,
