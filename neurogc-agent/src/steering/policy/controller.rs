@@ -736,9 +736,8 @@ impl Controller {
     /// warm-up. Growth that was the application's own comes back after the undo, at its own
     /// settings, where it is counted as the application's again.
     fn grown_here(&self, r: &Reading) -> f64 {
-        let rising = self.rss_rise;
         if let Some(grown) = self.grown_since_freeze(r) {
-            return if grown > 0.0 { grown + rising } else { 0.0 };
+            return if grown > 0.0 { grown + self.rss_rise } else { 0.0 };
         }
         // Once neurogc has undone everything for memory, the process has shown that its RSS
         // turns with what is left uncollected: growth at a setting of neurogc's is then the
@@ -751,7 +750,7 @@ impl Controller {
             return 0.0;
         }
         let grown = self.grown_at_neurogcs(r);
-        if grown > 0.0 { grown + rising } else { 0.0 }
+        if grown > 0.0 { grown + self.rss_rise } else { 0.0 }
     }
 
     /// Whether RSS growth from here on can be a setting's own: the application's heap was seen
@@ -1225,13 +1224,8 @@ impl Controller {
         // application's own thresholds, undone only once RSS had grown past the allowance,
         // let RSS past the bound by a window's growth.
         let going_on = (self.rss_rise.min(self.rss_rise_before) - pace).max(0.0);
-        Some(if again {
-            grown + rise
-        } else if grown > 0.0 {
-            grown + going_on
-        } else {
-            grown
-        })
+        let ahead = if again { rise } else { going_on };
+        Some(if grown > 0.0 { grown + ahead } else { grown })
     }
 
     /// What RSS grows at the application's own pace since neurogc's freeze, and the pace

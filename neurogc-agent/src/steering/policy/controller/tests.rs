@@ -1154,6 +1154,18 @@ fn a_deferred_freeze_is_dropped_where_its_full_collection_finds_the_old_heap_tur
     assert!(next.reason.starts_with("freeze dropped: the full collection it waited for found"), "{next:?}");
 }
 
+/// `SERVICE` with one of the application's own full collections in each window, 300 ms long
+/// over its million-object heap, and `frozen` objects counted by the hook.
+fn full_collection_each_window(c: &Controller, w: i64, frozen: i64) -> Reading {
+    let mut r = SERVICE.reading(c.thresholds(), w);
+    r.collections[2] = 1;
+    (r.pause_p50_ns[2], r.pause_max_ns[2]) = (300e6, 300e6);
+    r.collected_per[2] = 250_000.0;
+    r.long_lived = Some([1_000_000, 250_000]);
+    r.freeze_count = Some(frozen);
+    r
+}
+
 #[test]
 fn a_freeze_follows_the_applications_own_full_collection_and_no_collection_of_neurogcs() {
     // Each window holds one of the application's own full collections, 300 ms long, over its
@@ -1164,15 +1176,7 @@ fn a_freeze_follows_the_applications_own_full_collection_and_no_collection_of_ne
         memory_limit_bytes: Some((400 << 20) + (1 << 20)),
         ..cfg()
     };
-    let reading = |c: &Controller, w: i64, frozen: i64| {
-        let mut r = SERVICE.reading(c.thresholds(), w);
-        r.collections[2] = 1;
-        (r.pause_p50_ns[2], r.pause_max_ns[2]) = (300e6, 300e6);
-        r.collected_per[2] = 250_000.0;
-        r.long_lived = Some([1_000_000, 250_000]);
-        r.freeze_count = Some(frozen);
-        r
-    };
+    let reading = full_collection_each_window;
     let mut c = Controller::new(gc.clone(), [700, 10, 10], true);
     c.allow_freeze(true);
     let (w, v) = (1..=8)
@@ -1220,15 +1224,9 @@ fn what_a_deferred_freeze_keeps_is_counted_from_the_window_it_landed_in() {
     // landing window, the budget saw the move keep 4 MiB less than it did, and RSS went that
     // far past the bound before it was left.
     let gc = GuardConfig { freeze_after_s: Some(0.0), pause_budget_ns: None, memory_budget: 0.05, ..cfg() };
-    let reading = |c: &Controller, w: i64, frozen: i64, rss: u64| {
-        let mut r = SERVICE.reading(c.thresholds(), w);
-        r.collections[2] = 1;
-        (r.pause_p50_ns[2], r.pause_max_ns[2]) = (300e6, 300e6);
-        r.collected_per[2] = 250_000.0;
-        r.long_lived = Some([1_000_000, 250_000]);
-        r.freeze_count = Some(frozen);
-        r.rss = rss;
-        r
+    let reading = |c: &Controller, w: i64, frozen: i64, rss: u64| Reading {
+        rss,
+        ..full_collection_each_window(c, w, frozen)
     };
     let mut c = Controller::new(gc, [700, 10, 10], true);
     c.allow_freeze(true);
