@@ -432,13 +432,19 @@ fn check_against(other: &Path) -> Result<()> {
         other.display()
     );
     let beside = other.parent().unwrap_or(Path::new(".")).join("libonnxruntime.so");
-    anyhow::ensure!(
-        std::env::var_os("ORT_DYLIB_PATH").is_some() || beside.exists(),
-        "--against {}: no libonnxruntime.so beside it and ORT_DYLIB_PATH unset; copy the one \
-         beside target/release/neurogc-agent there, or set ORT_DYLIB_PATH",
-        other.display()
-    );
-    Ok(())
+    if std::env::var_os("ORT_DYLIB_PATH").is_some() || beside.exists() {
+        return Ok(());
+    }
+    // Named from the cache, not from beside this build's agent: that copy is made only once
+    // the bench has built it, after this check.
+    let cached = crate::setup::onnxruntime()?;
+    anyhow::bail!(
+        "--against {}: no libonnxruntime.so beside it and ORT_DYLIB_PATH unset; copy {} there, \
+         or set ORT_DYLIB_PATH={}",
+        other.display(),
+        cached.display(),
+        cached.display()
+    )
 }
 
 pub fn run(opts: &Options) -> Result<()> {

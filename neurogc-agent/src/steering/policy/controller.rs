@@ -1327,6 +1327,16 @@ impl Controller {
         )
     }
 
+    /// While RSS steps up, that a move putting full collections off waits too (`score_all`):
+    /// a decision to stay says what it did not weigh.
+    fn step_note(&self) -> &'static str {
+        if self.mid_step() {
+            "; settings that put full collections off wait for RSS to stop stepping up"
+        } else {
+            ""
+        }
+    }
+
     /// Where a pause budget is missed and a freeze is not a move, why.
     fn freeze_note(&self, r: &Reading) -> &'static str {
         match () {

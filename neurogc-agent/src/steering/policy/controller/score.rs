@@ -455,6 +455,16 @@ impl Controller {
             if *c != here && c.thresholds != own_thresholds && self.runs_a_full(p, &preds[0].p) {
                 continue;
             }
+            // No setting that puts full collections off further is entered while RSS steps up
+            // (`mid_step`), as no freeze is: what it keeps of the structure being replaced
+            // cannot be priced before the step ends. Seed-103 draw 1528 at half speed (a
+            // catalog rebuilt by a builder thread) moved 700/10/10 -> 5,000/50/10 in the window
+            // RSS stepped with a rebuilt catalog, a full collection every 128 s priced at that
+            // step; the next rebuild took RSS 24 MiB up in one window, 91 MiB against an 83 MiB
+            // bound. Moves that bring full collections closer, and undoes, stay open.
+            if *c != here && self.mid_step() && full_cycle(c) > full_cycle(&here) {
+                continue;
+            }
             let (ln_cost, sd, measured) = self.cost(c, p, &preds[0].p, slope, &anchors);
             let freezing = c.frozen && !here.frozen;
             // The advice standing (advise mode): to the advice what the setting in force is to act.

@@ -1367,6 +1367,35 @@ fn a_freeze_waits_while_rss_steps_up_from_where_it_stood_and_advice_does_not() {
 }
 
 #[test]
+fn no_setting_that_puts_full_collections_off_is_entered_while_rss_steps_up() {
+    // SERVICE, where a larger young generation is cheaper (it moves within the first windows
+    // of evidence: `where_collecting_less_often_is_cheaper_it_moves_early_and_stays`). Two
+    // idle windows first, then RSS steps up 25 MiB in each of windows 3 and 4 (a structure
+    // built beside the one in use, past a third of the 60 MiB allowed) and stands. While it
+    // steps, a setting that runs full collections further apart would keep the replaced copy
+    // longer, at a price that cannot be told yet: none is entered until the step ends.
+    let rss = |w: i64| 400 + 25 * (w.clamp(2, 4) - 2) as u64;
+    let (settings, verdicts) = act_on(cost_only(), 12, |t, w| {
+        let mut r = SERVICE.reading(t, w).with_rss_mib(rss(w));
+        if w <= 2 {
+            (r.collections, r.cpu_share, r.gc_share, r.idle) = ([0; 3], 0.03, 0.0, true);
+        }
+        r
+    });
+    let cycle = |t: &[i64; 3]| t[0] * (t[1] + 1) * (t[2] + 1);
+    for w in 3..=4 {
+        // `settings[w]` is what the decision in window w left in force.
+        let (before, after) = (&settings[w - 1], &settings[w]);
+        assert!(cycle(after) <= cycle(before), "window {w}: {settings:?} {verdicts:#?}");
+    }
+    // A decision to stay says what waits.
+    let waits = "settings that put full collections off wait for RSS to stop stepping up";
+    assert!(verdicts[2..4].iter().all(|v| v.change || v.reason.contains(waits)), "{verdicts:#?}");
+    // Once RSS stands, the cheaper setting is entered as before.
+    assert!(settings.last().unwrap()[0] >= 5_000, "{settings:?}");
+}
+
+#[test]
 fn the_learned_model_corrects_every_candidate_in_one_call_once_it_has_come_true_here() {
     let d_ln_t0 = crate::steering::policy::predict::FEATURES.iter().position(|f| *f == "d_ln_t0").unwrap();
     let first_move = |learned: Learned, borne_out: usize| {
