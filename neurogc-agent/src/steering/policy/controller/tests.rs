@@ -2152,3 +2152,41 @@ fn a_move_whose_thresholds_the_counts_are_past_does_not_run_a_full_collection_of
         "a move ran a full collection of neurogc's: {moved:#?}"
     );
 }
+
+/// A heap growing 20 MiB a window at every setting (each window's full collection finds none of
+/// it dead, and keeps 10% more; 15% of its own 400 MiB allows 60), steered on cost alone, whose
+/// RSS rises
+/// `jump` MiB past that pace once, in window 10 (a table of its heap resized, or a structure
+/// replacing one): the thresholds window by window, and the first window left for memory.
+fn growing_heap_with_a_step(jump: u64) -> (Vec<i64>, Option<usize>) {
+    let mut c = Controller::new(cost_only(), [700, 10, 10], true);
+    let (mut trace, mut memory) = (Vec::new(), None);
+    for w in 1..=20 {
+        let t = c.thresholds();
+        trace.push(t[0]);
+        let grown = (w as u64 - 1) * (20 << 20) + if w >= 10 { jump << 20 } else { 0 };
+        // A full collection in each window, finding nothing dead: the heap it keeps grows.
+        let r = Reading { long_lived: Some([1_000_000 + w * 100_000, 0]), ..warm(t, w, grown) };
+        let v = c.decide(&mut analytic, &r);
+        if v.change && v.budget == Some(Budget::Memory) {
+            memory.get_or_insert(w as usize);
+        }
+    }
+    (trace, memory)
+}
+
+#[test]
+fn a_step_within_the_allowance_of_a_growing_heap_leaves_its_own_pace_its_own() {
+    // The step waits for a full collection at the application's own settings to tell whether
+    // it replaced something, and counts as kept meanwhile; the pace around it is still the
+    // application's growth. By window 10 it would have 580 MiB at its own pace, of which 15%
+    // allows 87: a step of 70 MiB holds the budget. Where a waiting rise past the allowance of the RSS it had at its
+    // own settings (60 MiB) ended the credit for its pace, all 250 MiB grown since the first
+    // move read as the setting's, and it was moved back for memory (seed-104 draw 1392). A step
+    // of 100 MiB is past the allowance either way.
+    let (trace, memory) = growing_heap_with_a_step(70);
+    assert!(trace[..10].iter().any(|&t0| t0 > 700), "never moved: {trace:?}");
+    assert_eq!(memory, None, "{trace:?}");
+    let (trace, memory) = growing_heap_with_a_step(100);
+    assert!(matches!(memory, Some(10..=11)), "{memory:?} {trace:?}");
+}
