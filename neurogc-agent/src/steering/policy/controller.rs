@@ -311,8 +311,9 @@ impl Replacement {
     /// application's. Where such a rise past the allowance ended the credit for that pace,
     /// seed-104 draw 1392 (a 1.5M-object heap growing 17 MiB a second at every setting, the
     /// defaults' arm to the same RSS) rose 55 MiB in one window at 20,000/20/20, 41 past its
-    /// pace and 40 allowed of its first RSS: all it had grown since neurogc's first change (340 MiB) read as the
-    /// setting's, and it was moved back for memory at the RSS its own settings had.
+    /// pace and 40 allowed of its first RSS: all it had grown since neurogc's first change
+    /// (340 MiB) read as the setting's, and it was moved back for memory at the RSS its own
+    /// settings had.
     fn old_heap_stands(&self) -> bool {
         self.checked && self.seen == 0.0
     }

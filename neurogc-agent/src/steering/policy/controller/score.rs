@@ -111,7 +111,7 @@ fn young_size(c: &Candidate) -> i64 {
 
 /// Net allocations between full collections at `c`'s thresholds, past CPython's gate:
 /// threshold0 × (threshold1 + 1) × (threshold2 + 1).
-fn full_cycle(c: &Candidate) -> i64 {
+pub(super) fn full_cycle(c: &Candidate) -> i64 {
     young_size(c) * (c.thresholds[2].max(0) + 1)
 }
 

@@ -1,3 +1,4 @@
+use super::score::full_cycle;
 use super::*;
 
 use crate::steering::policy::budgets::test_config as cfg;
@@ -1382,7 +1383,7 @@ fn no_setting_that_puts_full_collections_off_is_entered_while_rss_steps_up() {
         }
         r
     });
-    let cycle = |t: &[i64; 3]| t[0] * (t[1] + 1) * (t[2] + 1);
+    let cycle = |t: &[i64; 3]| full_cycle(&Candidate { thresholds: *t, frozen: false });
     for w in 3..=4 {
         // `settings[w]` is what the decision in window w left in force.
         let (before, after) = (&settings[w - 1], &settings[w]);
@@ -2155,8 +2156,7 @@ fn a_move_whose_thresholds_the_counts_are_past_does_not_run_a_full_collection_of
 
 /// A heap growing 20 MiB a window at every setting (each window's full collection finds none of
 /// it dead, and keeps 10% more; 15% of its own 400 MiB allows 60), steered on cost alone, whose
-/// RSS rises
-/// `jump` MiB past that pace once, in window 10 (a table of its heap resized, or a structure
+/// RSS rises `jump` MiB past that pace once, in window 10 (a step of its own, or a structure
 /// replacing one): the thresholds window by window, and the first window left for memory.
 fn growing_heap_with_a_step(jump: u64) -> (Vec<i64>, Option<usize>) {
     let mut c = Controller::new(cost_only(), [700, 10, 10], true);
@@ -2180,10 +2180,10 @@ fn a_step_within_the_allowance_of_a_growing_heap_leaves_its_own_pace_its_own() {
     // The step waits for a full collection at the application's own settings to tell whether
     // it replaced something, and counts as kept meanwhile; the pace around it is still the
     // application's growth. By window 10 it would have 580 MiB at its own pace, of which 15%
-    // allows 87: a step of 70 MiB holds the budget. Where a waiting rise past the allowance of the RSS it had at its
-    // own settings (60 MiB) ended the credit for its pace, all 250 MiB grown since the first
-    // move read as the setting's, and it was moved back for memory (seed-104 draw 1392). A step
-    // of 100 MiB is past the allowance either way.
+    // allows 87: a step of 70 MiB holds the budget. Where a waiting rise past the allowance of
+    // the RSS it had at its own settings (60 MiB) ended the credit for its pace, all it had
+    // grown since the first move read as the setting's, and it was moved back for memory
+    // (seed-104 draw 1392). A step of 100 MiB is past the allowance either way.
     let (trace, memory) = growing_heap_with_a_step(70);
     assert!(trace[..10].iter().any(|&t0| t0 > 700), "never moved: {trace:?}");
     assert_eq!(memory, None, "{trace:?}");
