@@ -27,6 +27,8 @@
 //!
 //! In advise mode nothing is applied: the setting in force stays the application's, and the
 //! verdict carries what would be done and its predicted effect, never a measured one.
+use std::borrow::Cow;
+
 use neurogc_trace::{Check, Effect, Observed, Predicted};
 
 use super::{
@@ -56,6 +58,9 @@ const EFFECT_WINDOWS: f64 = 3.0;
 const OWN_PACE_SHOWN: f64 = 0.75;
 /// How many times a freeze the target's main thread did not run is asked for.
 const FREEZE_TRIES: u32 = 4;
+
+/// What `freeze_note` says while RSS steps up.
+const FREEZE_WAITS_FOR_STEP: &str = "; freezing waits for RSS to stop stepping up";
 
 /// The most windows a deferred freeze waits for the application's full collection: a model
 /// that puts it minutes off is no reason to stop deciding for longer.
@@ -1330,13 +1335,17 @@ impl Controller {
         )
     }
 
-    /// While RSS steps up, that a move putting full collections off waits too (`score_all`):
-    /// a decision to stay says what it did not weigh.
-    fn step_note(&self) -> &'static str {
-        if self.mid_step() {
-            "; settings that put full collections off wait for RSS to stop stepping up"
-        } else {
-            ""
+    /// After `freeze` (`freeze_note`), while RSS steps up, that a move putting full
+    /// collections off waits too (`score_all`): a decision to stay says what it did not weigh,
+    /// once where the freeze waits for the same step.
+    fn step_note(&self, freeze: &'static str) -> Cow<'static, str> {
+        const SETTINGS: &str = "settings that put full collections off";
+        match () {
+            _ if !self.mid_step() => freeze.into(),
+            _ if freeze == FREEZE_WAITS_FOR_STEP => {
+                format!("; freezing and {SETTINGS} wait for RSS to stop stepping up").into()
+            }
+            _ => format!("{freeze}; {SETTINGS} wait for RSS to stop stepping up").into(),
         }
     }
 
@@ -1353,7 +1362,7 @@ impl Controller {
             }
             _ if self.freeze_used => "; neurogc freezes once a session, and has",
             _ if self.window < self.freeze_missed.1 => "; a freeze is asked for again shortly",
-            _ if self.mid_step() => "; freezing waits for RSS to stop stepping up",
+            _ if self.mid_step() => FREEZE_WAITS_FOR_STEP,
             _ if !self.may_freeze(r) => "; freezing waits for a warm heap (--freeze-after)",
             _ => "",
         }

@@ -273,15 +273,14 @@ impl Controller {
                 }
                 (None, None) => {
                     let why = format!(
-                        "{held}; no setting credibly cheaper than {} ({}){barred}{}{}",
+                        "{held}; no setting credibly cheaper than {} ({}){barred}{}",
                         here,
                         self.figures(&now, cost_now),
-                        if aside.contains(&Budget::Pause) || self.mid_step() {
+                        self.step_note(if aside.contains(&Budget::Pause) || self.mid_step() {
                             self.freeze_note(r)
                         } else {
                             ""
-                        },
-                        self.step_note()
+                        }),
                     );
                     (choice(now, None, why), unholdable)
                 }
@@ -332,11 +331,10 @@ impl Controller {
             }
             None => {
                 let why = format!(
-                    "{} budget missed at {here} ({rss}{}); no setting does better: staying{barred}{}{}",
+                    "{} budget missed at {here} ({rss}{}); no setting does better: staying{barred}{}",
                     now.misses.names(),
                     self.figures(&now, cost_now),
-                    self.freeze_note(r),
-                    self.step_note()
+                    self.step_note(self.freeze_note(r)),
                 );
                 (choice(now, None, why), unholdable)
             }

@@ -1397,6 +1397,28 @@ fn no_setting_that_puts_full_collections_off_is_entered_while_rss_steps_up() {
 }
 
 #[test]
+fn a_decision_to_stay_while_rss_steps_up_says_once_what_waits() {
+    // As above, freezing allowed: the freeze waits for the step as the settings that put full
+    // collections off do, and a decision to stay says so in one clause, not two.
+    let gc = GuardConfig { freeze_after_s: Some(0.0), ..cost_only() };
+    let mut c = Controller::new(gc, [700, 10, 10], true);
+    c.allow_freeze(true);
+    let rss = |w: i64| 400 + 25 * (w.clamp(2, 4) - 2) as u64;
+    let reasons: Vec<String> = (1..=4)
+        .map(|w| {
+            let mut r = SERVICE.reading(c.thresholds(), w).with_rss_mib(rss(w));
+            if w <= 2 {
+                (r.collections, r.cpu_share, r.gc_share, r.idle) = ([0; 3], 0.03, 0.0, true);
+            }
+            c.decide(&mut analytic, &r).reason
+        })
+        .collect();
+    let both = "; freezing and settings that put full collections off wait for RSS to stop stepping up";
+    assert!(reasons.iter().any(|r| r.ends_with(both)), "{reasons:#?}");
+    assert!(reasons.iter().all(|r| r.matches("stop stepping up").count() <= 1), "{reasons:#?}");
+}
+
+#[test]
 fn the_learned_model_corrects_every_candidate_in_one_call_once_it_has_come_true_here() {
     let d_ln_t0 = crate::steering::policy::predict::FEATURES.iter().position(|f| *f == "d_ln_t0").unwrap();
     let first_move = |learned: Learned, borne_out: usize| {
