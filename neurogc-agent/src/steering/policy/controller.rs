@@ -1335,10 +1335,10 @@ impl Controller {
         )
     }
 
-    /// After `freeze` (`freeze_note`), while RSS steps up, that a move putting full
+    /// `freeze` (`freeze_note`), and after it, while RSS steps up, that a move putting full
     /// collections off waits too (`score_all`): a decision to stay says what it did not weigh,
-    /// once where the freeze waits for the same step.
-    fn step_note(&self, freeze: &'static str) -> Cow<'static, str> {
+    /// in one clause where the freeze waits for the same step.
+    fn with_step_note(&self, freeze: &'static str) -> Cow<'static, str> {
         const SETTINGS: &str = "settings that put full collections off";
         match () {
             _ if !self.mid_step() => freeze.into(),

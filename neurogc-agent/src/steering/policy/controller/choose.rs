@@ -276,7 +276,7 @@ impl Controller {
                         "{held}; no setting credibly cheaper than {} ({}){barred}{}",
                         here,
                         self.figures(&now, cost_now),
-                        self.step_note(if aside.contains(&Budget::Pause) || self.mid_step() {
+                        self.with_step_note(if aside.contains(&Budget::Pause) || self.mid_step() {
                             self.freeze_note(r)
                         } else {
                             ""
@@ -334,7 +334,7 @@ impl Controller {
                     "{} budget missed at {here} ({rss}{}); no setting does better: staying{barred}{}",
                     now.misses.names(),
                     self.figures(&now, cost_now),
-                    self.step_note(self.freeze_note(r)),
+                    self.with_step_note(self.freeze_note(r)),
                 );
                 (choice(now, None, why), unholdable)
             }

@@ -1367,22 +1367,24 @@ fn a_freeze_waits_while_rss_steps_up_from_where_it_stood_and_advice_does_not() {
     assert_eq!(stepping(false), (true, true, ""));
 }
 
+/// SERVICE, where a larger young generation is cheaper (it moves within the first windows of
+/// evidence: `where_collecting_less_often_is_cheaper_it_moves_early_and_stays`): two idle
+/// windows first, then RSS steps up 25 MiB in each of windows 3 and 4 (a structure built beside
+/// the one in use, past a third of the 60 MiB allowed) and stands.
+fn service_stepping_up(t: [i64; 3], w: i64) -> Reading {
+    let mut r = SERVICE.reading(t, w).with_rss_mib(400 + 25 * (w.clamp(2, 4) - 2) as u64);
+    if w <= 2 {
+        (r.collections, r.cpu_share, r.gc_share, r.idle) = ([0; 3], 0.03, 0.0, true);
+    }
+    r
+}
+
 #[test]
 fn no_setting_that_puts_full_collections_off_is_entered_while_rss_steps_up() {
-    // SERVICE, where a larger young generation is cheaper (it moves within the first windows
-    // of evidence: `where_collecting_less_often_is_cheaper_it_moves_early_and_stays`). Two
-    // idle windows first, then RSS steps up 25 MiB in each of windows 3 and 4 (a structure
-    // built beside the one in use, past a third of the 60 MiB allowed) and stands. While it
-    // steps, a setting that runs full collections further apart would keep the replaced copy
-    // longer, at a price that cannot be told yet: none is entered until the step ends.
-    let rss = |w: i64| 400 + 25 * (w.clamp(2, 4) - 2) as u64;
-    let (settings, verdicts) = act_on(cost_only(), 12, |t, w| {
-        let mut r = SERVICE.reading(t, w).with_rss_mib(rss(w));
-        if w <= 2 {
-            (r.collections, r.cpu_share, r.gc_share, r.idle) = ([0; 3], 0.03, 0.0, true);
-        }
-        r
-    });
+    // `service_stepping_up`. While RSS steps, a setting that runs full collections further
+    // apart would keep the replaced copy longer, at a price that cannot be told yet: none is
+    // entered until the step ends.
+    let (settings, verdicts) = act_on(cost_only(), 12, service_stepping_up);
     let cycle = |t: &[i64; 3]| full_cycle(&Candidate { thresholds: *t, frozen: false });
     for w in 3..=4 {
         // `settings[w]` is what the decision in window w left in force.
@@ -1403,16 +1405,8 @@ fn a_decision_to_stay_while_rss_steps_up_says_once_what_waits() {
     let gc = GuardConfig { freeze_after_s: Some(0.0), ..cost_only() };
     let mut c = Controller::new(gc, [700, 10, 10], true);
     c.allow_freeze(true);
-    let rss = |w: i64| 400 + 25 * (w.clamp(2, 4) - 2) as u64;
-    let reasons: Vec<String> = (1..=4)
-        .map(|w| {
-            let mut r = SERVICE.reading(c.thresholds(), w).with_rss_mib(rss(w));
-            if w <= 2 {
-                (r.collections, r.cpu_share, r.gc_share, r.idle) = ([0; 3], 0.03, 0.0, true);
-            }
-            c.decide(&mut analytic, &r).reason
-        })
-        .collect();
+    let reasons: Vec<String> =
+        (1..=4).map(|w| c.decide(&mut analytic, &service_stepping_up(c.thresholds(), w)).reason).collect();
     let both = "; freezing and settings that put full collections off wait for RSS to stop stepping up";
     assert!(reasons.iter().any(|r| r.ends_with(both)), "{reasons:#?}");
     assert!(reasons.iter().all(|r| r.matches("stop stepping up").count() <= 1), "{reasons:#?}");
