@@ -2102,40 +2102,79 @@ fn an_undo_for_memory_pauses_the_application_no_longer_than_its_own_collections_
     assert!(v.collect && v.what.as_deref() == Some("700/10/10 + unfreeze, collect"), "{v:?}");
 }
 
-#[test]
-fn the_first_full_collection_after_a_freeze_is_the_freezes_not_the_frozen_settings() {
-    // Frozen at 700/10/10, the only thresholds allowed. The first full collection after the
-    // freeze walks what a quarter of the frozen count took to be promoted (60 ms, over the
-    // 10 ms budget); the ones after it walk what is in flight (3 ms).
-    let frozen = Candidate { thresholds: [700, 10, 10], frozen: true };
-    let mut c =
-        frozen_at(GuardConfig { freeze_after_s: Some(0.0), ..pinned(Some(10_000_000)) }, [700, 10, 10]);
-    let reading = |w: i64, full_ms: f64, old: i64| {
-        let mut r = SERVICE.reading([700, 10, 10], w);
-        r.freeze_count = Some(1_000_000);
-        r.long_lived = Some([old, 0]);
-        if full_ms > 0.0 {
-            r.collections[2] = 1;
-            (r.pause_p50_ns[2], r.pause_max_ns[2]) = (full_ms * 1e6, full_ms * 1e6);
-            r.collected_per[2] = 200_000.0;
-        }
-        r
-    };
-    // neurogc's own collection before the freeze, then windows with no full collection.
-    c.decide(&mut analytic, &reading(4, 250.0, 1_000_000));
-    for w in 5..=7 {
-        c.decide(&mut analytic, &reading(w, 0.0, 1_000_000));
+/// A window of SERVICE frozen at 700/10/10 (a million objects frozen), `old` objects in the old
+/// generation, and a full collection of `full_ms` if above 0.
+fn frozen_service(w: i64, full_ms: f64, old: i64) -> Reading {
+    let mut r = SERVICE.reading([700, 10, 10], w);
+    r.freeze_count = Some(1_000_000);
+    r.long_lived = Some([old, 0]);
+    if full_ms > 0.0 {
+        r.collections[2] = 1;
+        (r.pause_p50_ns[2], r.pause_max_ns[2]) = (full_ms * 1e6, full_ms * 1e6);
+        r.collected_per[2] = 200_000.0;
     }
-    let one_off = c.decide(&mut analytic, &reading(8, 60.0, 2_000));
+    r
+}
+
+/// After `c`'s freeze at 700/10/10 (the only thresholds allowed) and windows 4 to 7 (`first`:
+/// window 4's), the first full collection after the freeze (60 ms, over the 10 ms budget: it
+/// walks what a quarter of the frozen count took to be promoted), then six whose full
+/// collections walk what is in flight (3 ms): the frozen setting's evidence, and the verdicts
+/// after the first.
+fn after_the_first_full_collection(mut c: Controller, first: Reading) -> (Controller, Vec<Verdict>) {
+    c.decide(&mut analytic, &first);
+    for w in 5..=7 {
+        c.decide(&mut analytic, &frozen_service(w, 0.0, 1_000_000));
+    }
+    let one_off = c.decide(&mut analytic, &frozen_service(8, 60.0, 2_000));
     assert!(c.frozen() && !one_off.change, "{one_off:?}");
     assert!(!one_off.reason.contains("budget missed"), "{}", one_off.reason);
-    let verdicts: Vec<Verdict> = (9..=14).map(|w| c.decide(&mut analytic, &reading(w, 3.0, 2_000))).collect();
-    // Not the setting's: no window of its evidence was over the budget, and it stays.
+    let verdicts = (9..=14).map(|w| c.decide(&mut analytic, &frozen_service(w, 3.0, 2_000))).collect();
+    (c, verdicts)
+}
+
+/// No window of the frozen setting's evidence is over the budget, and it stays.
+fn frozen_evidence_holds(c: &Controller, verdicts: &[Verdict]) {
+    let frozen = Candidate { thresholds: [700, 10, 10], frozen: true };
     let s = c.evidence.get(&frozen).expect("measured frozen");
     assert_eq!(s.over_budget().0, 0.0, "{s:?}");
     assert!(s.pause_max_ms().is_some_and(|p| p < 10.0), "{s:?}");
     assert!(verdicts.iter().all(|v| !v.change && v.freeze.is_none()), "{verdicts:?}");
     assert!(c.frozen());
+}
+
+fn frozen_pinned() -> GuardConfig {
+    GuardConfig { freeze_after_s: Some(0.0), ..pinned(Some(10_000_000)) }
+}
+
+#[test]
+fn the_first_full_collection_after_a_freeze_is_the_freezes_not_the_frozen_settings() {
+    // Frozen after neurogc's own collection (window 4's, 250 ms).
+    let c = frozen_at(frozen_pinned(), [700, 10, 10]);
+    let (c, verdicts) = after_the_first_full_collection(c, frozen_service(4, 250.0, 1_000_000));
+    frozen_evidence_holds(&c, &verdicts);
+}
+
+#[test]
+fn a_full_collection_running_as_a_freeze_is_asked_for_is_not_the_first_after_it() {
+    // Frozen at once (no collection asked for) while one of the application's full collections
+    // ran: the freeze lands after it, and window 4 reads it (224 ms, 170 of them before the
+    // window began). The demo service's, read as the first after the freeze, left the real one
+    // counted as the frozen setting's, and a move in 3 of 6 runs.
+    let mut c = Controller::new(frozen_pinned(), [700, 10, 10], true);
+    c.allow_freeze(true);
+    for w in 1..=3 {
+        c.decide(&mut analytic, &warm([700, 10, 10], w, 0));
+    }
+    (c.frozen, c.freeze_used) = (true, true);
+    c.collector.froze(false);
+    c.kept.changed(400.0 * 1048576.0, true, 0.0);
+    c.rss_at_freeze = Some((400.0 * 1048576.0, 0.0));
+    let mut first = frozen_service(4, 224.0, 1_000_000);
+    first.gc_share = 0.054 + first.gc_share.min(0.05);
+    assert!(first.began_before(), "{first:?}");
+    let (c, verdicts) = after_the_first_full_collection(c, first);
+    frozen_evidence_holds(&c, &verdicts);
 }
 
 #[test]
