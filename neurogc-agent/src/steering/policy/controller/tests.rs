@@ -600,24 +600,34 @@ fn full_collections_that_each_find_what_was_promoted_are_no_replacement() {
 /// A controller frozen by neurogc at `t` two windows ago, after three warm windows at the
 /// application's own 700/10/10 with RSS at 400 MiB.
 fn frozen_at(gc: GuardConfig, t: [i64; 3]) -> Controller {
+    frozen_after(gc, t, true)
+}
+
+/// `frozen_at`, the freeze made after a full collection (`collected`: "... + freeze", a freeze
+/// decided to follow one, landed) or at once.
+fn frozen_after(gc: GuardConfig, t: [i64; 3], collected: bool) -> Controller {
     let mut c = Controller::new(gc, [700, 10, 10], true);
     c.allow_freeze(true);
     for w in 1..=3 {
         c.decide(&mut analytic, &warm([700, 10, 10], w, 0));
     }
-    // As the actuator would have it after "... + freeze" (a freeze decided to follow a full
-    // collection, landed).
+    // As the actuator would have it after the move.
     c.deferred = None;
     c.current = t;
-    landed(&mut c, 400.0, 0.0);
+    froze(&mut c, 400.0, 0.0, collected);
     c
 }
 
 /// `c` as a freeze of neurogc's that followed a full collection leaves it, RSS at `rss_mib`, at
 /// `t_s`: neurogc's first change.
 fn landed(c: &mut Controller, rss_mib: f64, t_s: f64) {
+    froze(c, rss_mib, t_s, true);
+}
+
+/// `landed`, or with `collected` false a freeze made at once.
+fn froze(c: &mut Controller, rss_mib: f64, t_s: f64, collected: bool) {
     (c.frozen, c.freeze_used) = (true, true);
-    c.collector.froze(true);
+    c.collector.froze(collected);
     c.kept.changed(rss_mib * 1048576.0, true, t_s);
     c.rss_at_freeze = Some((rss_mib * 1048576.0, t_s));
 }
@@ -2161,15 +2171,7 @@ fn a_full_collection_running_as_a_freeze_is_asked_for_is_not_the_first_after_it(
     // ran: the freeze lands after it, and window 4 reads it (224 ms, 170 of them before the
     // window began). The demo service's, read as the first after the freeze, left the real one
     // counted as the frozen setting's, and a move in 3 of 6 runs.
-    let mut c = Controller::new(frozen_pinned(), [700, 10, 10], true);
-    c.allow_freeze(true);
-    for w in 1..=3 {
-        c.decide(&mut analytic, &warm([700, 10, 10], w, 0));
-    }
-    (c.frozen, c.freeze_used) = (true, true);
-    c.collector.froze(false);
-    c.kept.changed(400.0 * 1048576.0, true, 0.0);
-    c.rss_at_freeze = Some((400.0 * 1048576.0, 0.0));
+    let c = frozen_after(frozen_pinned(), [700, 10, 10], false);
     let mut first = frozen_service(4, 224.0, 1_000_000);
     // The window's time in collections counts only what fell inside it: 54 ms of that one.
     first.gc_share = (224.0 - 170.0) / 1e3 + first.gc_share.min(0.05);
