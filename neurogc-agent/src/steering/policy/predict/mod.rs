@@ -307,6 +307,7 @@ impl Collector {
         self.frozen_uncollected = false;
         self.frozen = false;
         self.collected_for_freeze = false;
+        self.froze_at_once = false;
     }
 
     /// neurogc's freeze was undone by neurogc: the next full collection walks the thawed heap.

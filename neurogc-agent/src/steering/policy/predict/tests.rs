@@ -375,6 +375,29 @@ fn the_garbage_a_freeze_without_a_collection_kept_is_counted_while_it_holds() {
 }
 
 #[test]
+fn a_full_collection_running_as_a_freeze_is_asked_for_is_the_freezes_only_while_it_stands() {
+    // A full collection of 200 ms, 180 of them before the window began.
+    let running = || {
+        let mut r = service([700, 10, 10], 100_000);
+        r.collections[2] = 1;
+        (r.pause_p50_ns[2], r.pause_max_ns[2]) = (200e6, 200e6);
+        r.gc_share = 0.04;
+        assert!(r.began_before(), "{r:?}");
+        r
+    };
+    let mut c = warm();
+    c.froze(false);
+    c.observe(&running());
+    assert!(c.held_freeze_collection() && !c.held_first_full_after_freeze());
+    // Asked for and failed before the window was read: no freeze followed it.
+    let mut c = warm();
+    c.froze(false);
+    c.unfroze();
+    c.observe(&running());
+    assert!(!c.held_freeze_collection() && !c.held_first_full_after_freeze());
+}
+
+#[test]
 fn the_heap_is_warm_once_a_full_collection_keeps_no_more_than_the_one_before() {
     let full = |kept: i64| {
         let mut r = service([700, 10, 10], 0);
