@@ -3,7 +3,8 @@
 (python-hook/neurogc_hook.py) arrives on stdin, as the agent sends it.
 
 Called once from inside a collection (a gc.callbacks function, where gc.collect() does nothing)
-and once outside, then once asked to count the frozen heap. Prints one JSON line.
+and once outside, then once asked to count the frozen heap, then without and with the collection
+after the freeze while objects are promoted. Prints one JSON line.
 Serves the tests only (neurogc-agent/tests/safety.rs).
 """
 import gc
@@ -15,7 +16,7 @@ exec(compile(sys.stdin.read(), "neurogc_hook.py", "exec"), namespace)
 guard = namespace["_guard"]()
 record = guard.record
 record[4:8] = (1).to_bytes(4, "little")  # as the agent's custodian marks it: an agent steers
-heap = [[i] for i in range(50_000)]
+heap = [[i] for i in range(200_000)]
 
 
 def full_collections():
@@ -53,4 +54,27 @@ guard.freeze(False, True)
 report["counted"] = {"frozen": gc.get_freeze_count(), "record": word(52)}
 guard.unfreeze()
 report["after_second_unfreeze"] = gc.get_freeze_count()
+
+
+def promoting(reset):
+    """Full collections around the freeze, and while 16,000 objects are kept at 100/10/10: gen2's
+    count passes threshold2 after about 12,100 allocations, and a full collection then runs only
+    where the old generation's counters hold less than four times what was promoted."""
+    gc.collect()
+    before = full_collections()
+    guard.freeze(True, False, reset)
+    out = {"frozen": gc.get_freeze_count(), "around": full_collections() - before}
+    old = gc.get_threshold()
+    gc.set_threshold(100, 10, 10)
+    start = full_collections()
+    kept = [[i] for i in range(16_000)]
+    out["while_promoting"] = full_collections() - start
+    gc.set_threshold(*old)
+    del kept
+    guard.unfreeze()
+    return out
+
+
+report["no_reset"] = promoting(False)
+report["reset"] = promoting(True)
 print(json.dumps(report), flush=True)

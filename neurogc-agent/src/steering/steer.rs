@@ -94,6 +94,8 @@ pub struct Steering {
 #[derive(Debug, Clone, Copy)]
 struct Armed {
     thresholds: [i64; 3],
+    /// A collection after the freeze (`Verdict::reset`).
+    reset: bool,
     objects: Option<i64>,
 }
 
@@ -425,14 +427,18 @@ impl Steering {
         if verdict.change {
             match &self.actuator {
                 Actuator::Ready(_) if deferred => {
-                    self.armed =
-                        Some(Armed { thresholds: verdict.thresholds, objects: heap_objects(&window.sample) });
+                    self.armed = Some(Armed {
+                        thresholds: verdict.thresholds,
+                        reset: verdict.reset,
+                        objects: heap_objects(&window.sample),
+                    });
                     decision.requested = true;
                 }
                 Actuator::Ready(h) => {
                     match verdict.freeze {
                         Some(true) => h.send(Command::Freeze {
                             collect: verdict.collect,
+                            reset: verdict.reset,
                             objects: heap_objects(&window.sample),
                         }),
                         Some(false) => h.send(Command::Unfreeze { collect: verdict.collect }),
@@ -463,7 +469,7 @@ impl Steering {
         if !self.controller.as_mut().is_some_and(|c| c.deferred_lands(collected)) {
             return;
         }
-        h.send(Command::Freeze { collect: false, objects: armed.objects });
+        h.send(Command::Freeze { collect: false, reset: armed.reset, objects: armed.objects });
         if self.controller.as_ref().is_some_and(|c| c.thresholds() != armed.thresholds) {
             h.send(Command::Apply(armed.thresholds));
         }

@@ -34,13 +34,14 @@ pub(super) fn undo_detail(queued: bool, ran: bool, collect: bool) -> String {
 impl Worker {
     /// `gc.freeze()` in the target: the undo (the guard's unfreeze()) is placed first, and owed
     /// from the moment the freeze is queued; the freeze stub then runs on the main thread.
+    /// `[collect, reset]`: a full collection before it, after it (`Command::Freeze`).
     pub(super) fn freeze(
         &mut self,
         f: &Fields,
         ours: [i64; 3],
         r: Record,
         fz: &mut Freezer,
-        collect: bool,
+        [collect, reset]: [bool; 2],
         objects: Option<i64>,
     ) -> Result<()> {
         let t = Instant::now();
@@ -50,7 +51,7 @@ impl Worker {
         let custodian = self.custodian.as_mut().expect("custodian");
         let undo = Injection::place(plan, mem, custodian, &inject::unfreeze_stub(false))?;
         let exit = [f.restore_steps(&[ours]), r.release_steps()].concat();
-        let code = inject::freeze_stub(collect, objects.is_none());
+        let code = inject::freeze_stub(collect, objects.is_none(), reset);
         // Queued again while the guard finds a collection running (the call ran inside one,
         // from a gc.callbacks function or a finalizer, where gc.collect() does nothing).
         let (mut count, mut injection) = (0, None);
@@ -131,7 +132,11 @@ impl Worker {
             latency: t.elapsed(),
             detail: if frozen {
                 let first = if collect { "gc.collect(), then " } else { "" };
-                format!("{first}gc.freeze(): {about}{count} objects moved to the permanent generation")
+                let then = if reset { ", then gc.collect()" } else { "" };
+                format!(
+                    "{first}gc.freeze(): {about}{count} objects moved to the permanent \
+                     generation{then}"
+                )
             } else {
                 format!(
                     "not frozen: the main thread did not run the call within {ACTION_WAIT:?} ({})",

@@ -86,13 +86,12 @@ pub fn stub(socket_name: &str, agent_uid: u32) -> String {
 }
 
 /// python-hook/action.py as a stub calling the fork guard's `freeze()`: after a full collection
-/// where `collect`, counting the frozen heap where `count`.
-pub fn freeze_stub(collect: bool, count: bool) -> String {
+/// where `collect`, counting the frozen heap where `count`, and with a full collection after it
+/// where `reset` (the old generation's counters start again from the unfrozen heap).
+pub fn freeze_stub(collect: bool, count: bool, reset: bool) -> String {
     let py = |b: bool| if b { "True" } else { "False" };
-    wrap(
-        ACTION_HEAD,
-        &compact(ACTION).replace("@ACTION@", &format!("freeze({}, {})", py(collect), py(count))),
-    )
+    let call = format!("freeze({}, {}, {})", py(collect), py(count), py(reset));
+    wrap(ACTION_HEAD, &compact(ACTION).replace("@ACTION@", &call))
 }
 
 /// python-hook/action.py as a stub calling the fork guard's `unfreeze()`; `collect`: then
@@ -384,9 +383,12 @@ mod tests {
         // Exactly one statement binds a name in __main__, and it is deleted again.
         assert_eq!(s.matches("_neurogc").count(), 4, "{s}");
         assert!(s.contains("\\0neurogc-0123456789abcdef0123456789abcdef"));
-        for s in
-            [freeze_stub(true, true), freeze_stub(false, false), unfreeze_stub(false), unfreeze_stub(true)]
-        {
+        for s in [
+            freeze_stub(true, true, true),
+            freeze_stub(false, false, false),
+            unfreeze_stub(false),
+            unfreeze_stub(true),
+        ] {
             assert!(s.starts_with(ACTION_HEAD) && !s.starts_with(STUB_HEAD), "{s}");
             assert!(s.len() < 700 && s.is_ascii(), "{} bytes", s.len());
             assert_eq!(s.matches("_neurogc_act").count(), 4, "{s}");
@@ -399,7 +401,7 @@ mod tests {
         let hook = include_str!("../../../../python-hook/neurogc_hook.py");
         let protocol = hook.lines().find_map(|l| l.strip_prefix("PROTOCOL = ")).expect("PROTOCOL");
         assert!(ACTION.contains(&format!("get(\"protocol\") == {protocol}:")), "{ACTION}");
-        assert!(hook.contains(&format!("_MAGIC = b\"NGC{protocol}\"")));
+        assert!(hook.contains(&format!("_MAGIC = b\"NG{protocol}\"")));
     }
 
     #[test]

@@ -54,6 +54,9 @@ pub enum Command {
     /// due anyway, so that the garbage waiting for it is not frozen.
     Freeze {
         collect: bool,
+        /// And a full collection right after it: the old generation's counters start again from
+        /// the unfrozen heap, so no one-off full collection of all that is promoted meanwhile.
+        reset: bool,
         /// The tracked heap as last read (the old generation's counters and gen0's count):
         /// about what the freeze moves. None: the guard counts it, a walk of the whole frozen
         /// heap with the GIL held (a stall of 80-95 ms per million objects).
@@ -463,10 +466,10 @@ impl Worker {
             }
             let want = match (self.next_command(), record) {
                 (None, _) => continue,
-                (Some(Command::Freeze { collect, objects }), Some(r))
+                (Some(Command::Freeze { collect, reset, objects }), Some(r))
                     if !halted && fz.undo.is_none() && !fz.spent =>
                 {
-                    self.freeze(&f, ours, r, &mut fz, collect, objects)?;
+                    self.freeze(&f, ours, r, &mut fz, [collect, reset], objects)?;
                     continue;
                 }
                 (Some(Command::Unfreeze { collect }), Some(r)) => {

@@ -77,6 +77,9 @@ pub struct Verdict {
     /// (the agent queues it as that collection ends, `Controller::freeze_deferred`); in advice,
     /// one the user runs first. With an undo (for memory), a full collection right after it.
     pub collect: bool,
+    /// The freeze is to be followed by a full collection, which walks next to nothing and
+    /// starts the old generation's counters again (`Scored::resets`).
+    pub reset: bool,
     pub reason: String,
     /// "700/10/10 -> 2000/10/10 + freeze", when `change`.
     pub what: Option<String>,
@@ -799,8 +802,8 @@ impl Controller {
         // A deferred freeze has landed once the hook counts frozen objects; the model hears of
         // it before it reads the window, which holds the full collection it followed.
         let landed = self.deferred.is_some() && r.freeze_count.is_some_and(|n| n > 0);
-        if landed {
-            self.collector.froze(true);
+        if let (true, Some(d)) = (landed, &self.deferred) {
+            self.collector.froze(true, d.to.reset);
         } else if self.deferred.as_ref().is_some_and(|d| self.window > d.until_window) {
             // No full collection came when the model said one would: the freeze is dropped
             // (the agent disarms it) and decided afresh, as one made at once.
@@ -976,6 +979,7 @@ impl Controller {
                     change: false,
                     freeze: None,
                     collect: false,
+                    reset: false,
                     reason,
                     what: None,
                     budget: None,
@@ -1011,6 +1015,7 @@ impl Controller {
         }
         let collect_first = freeze == Some(true) && choice.to.collect;
         let collect = collect_first || thaw;
+        let reset = freeze == Some(true) && choice.to.reset;
         let what = change.then(|| {
             let mut w = if to.thresholds != here.thresholds {
                 format!("{} -> {}", thresholds(here.thresholds), thresholds(to.thresholds))
@@ -1026,6 +1031,9 @@ impl Controller {
                 Some(false) if thaw => w.push_str(" + unfreeze, collect"),
                 Some(false) => w.push_str(" + unfreeze"),
                 None => {}
+            }
+            if reset {
+                w.push_str(", then collect");
             }
             w
         });
@@ -1055,6 +1063,7 @@ impl Controller {
             change,
             freeze,
             collect,
+            reset,
             reason,
             what,
             budget: choice.budget,
@@ -1099,7 +1108,7 @@ impl Controller {
                 self.freeze_used = true;
                 // A deferred freeze's landing was told to the model before the window was read.
                 if !self.collector.is_frozen() {
-                    self.collector.froze(to.collect);
+                    self.collector.froze(to.collect, to.reset);
                 }
             }
             Some(false) => {

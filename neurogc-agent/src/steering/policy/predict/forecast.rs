@@ -210,6 +210,27 @@ impl Collector {
         self.frozen_first_ns.or(self.full_cost(true))
     }
 
+    /// A freeze under `c` made right after the application's next full collection (a deferred
+    /// one): the first full collection after it, a one-off, as (pause ns, seconds from the
+    /// freeze). That collection leaves the counters at what it kept, so the one-off waits for a
+    /// quarter of that to be promoted and walks all of it; the prediction for the freeze counts
+    /// only what the counters read now (`Full::first_ns`), the one-off of a freeze made at once.
+    /// None where the counters or the promotions do not tell.
+    pub fn first_full_after_own(&self, c: &Candidate) -> Option<(f64, f64)> {
+        let r = self.last?;
+        let [total, _] = r.long_lived?;
+        let kept = self.last_kept.unwrap_or(total as f64).max(0.0);
+        let [t0, t1, t2] = c.thresholds.map(|t| t.max(1) as f64);
+        let r1 = self.alloc.or(0.0) / t0 / (t1 + 1.0);
+        let retention = self.promoted.or(0.0) * r1;
+        if retention <= 0.0 {
+            return None;
+        }
+        let due = (kept / 4.0 / retention).max((t2 + 1.0) / r1);
+        let pause = self.first_full_cost() * retention * due * self.pause_ratio_for(c, 2, Some(1.0));
+        Some((pause, due))
+    }
+
     /// Full collections under `c` (see `Full`).
     fn full(&self, c: &Candidate, frozen_now: bool, r1: f64, t2: f64, r: &Reading) -> Full {
         // Objects reaching the old generation per second under `c`.

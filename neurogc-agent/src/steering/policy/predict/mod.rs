@@ -219,6 +219,9 @@ pub struct Collector {
     collected_for_freeze: bool,
     /// The last window observed held that collection.
     last_held_freeze_collection: bool,
+    /// neurogc collected right after its freeze (`froze`), and no window has shown it yet: a
+    /// full collection that walked next to nothing, no measure of what full collections cost.
+    reset_unseen: bool,
     /// neurogc asked for a freeze without a collection first, and no window has been read since.
     froze_at_once: bool,
     /// See `held_first_full_after_freeze`.
@@ -269,15 +272,18 @@ impl Collector {
     }
 
     /// neurogc froze the heap (`collected`: right after a full collection, the application's
-    /// own or one of neurogc's, which the window read next holds). Nothing is collected after
-    /// the freeze (the guard's freeze(), python-hook/neurogc_hook.py): the old generation's
-    /// counters go on counting the frozen objects until the next full collection.
-    pub fn froze(&mut self, collected: bool) {
+    /// own or one of neurogc's, which the window read next holds). Unless `reset`, nothing is
+    /// collected after the freeze (the guard's freeze(), python-hook/neurogc_hook.py): the old
+    /// generation's counters go on counting the frozen objects until the next full collection.
+    /// With it, a full collection right after the freeze started them again from the unfrozen
+    /// heap: the frozen setting's small full collections from the first.
+    pub fn froze(&mut self, collected: bool, reset: bool) {
         self.frozen_garbage = if collected { 0.0 } else { self.frozen_pending_bytes() };
-        self.frozen_uncollected = true;
+        self.frozen_uncollected = !reset;
         self.frozen = true;
         self.collected_for_freeze = collected;
         self.froze_at_once = !collected;
+        self.reset_unseen = reset;
     }
 
     /// The counters showed a freeze that was not neurogc's: they count the frozen objects until
@@ -308,6 +314,7 @@ impl Collector {
         self.frozen = false;
         self.collected_for_freeze = false;
         self.froze_at_once = false;
+        self.reset_unseen = false;
     }
 
     /// neurogc's freeze was undone by neurogc: the next full collection walks the thawed heap.
@@ -356,8 +363,9 @@ impl Collector {
         // demo service's (224 ms) left the real one (47-104 ms, 2 s later) counted as the frozen
         // setting's: "over the 10 ms budget in 50% of windows", and a move to 2,000/10/10, whose
         // gen1 rounds took 8-17 ms, in 3 of 6 runs (pyenv's 3.11.7).
+        // (With the collection after the freeze, the window holds that one too.)
         if std::mem::take(&mut self.froze_at_once)
-            && r.collections[2] == 1
+            && r.collections[2] == 1 + u64::from(self.reset_unseen)
             && r.worst().0 == 2
             && r.began_before()
         {
@@ -366,6 +374,11 @@ impl Collector {
         }
         self.last_held_freeze_collection = self.collected_for_freeze && r.collections[2] > 0;
         self.collected_for_freeze &= !self.last_held_freeze_collection;
+        // The collection after a freeze is neurogc's too, and walked next to nothing: the window
+        // says nothing of what full collections cost, nor of what gen1 rounds promote.
+        let reset = self.reset_unseen && r.collections[2] > 0;
+        self.reset_unseen &= !reset;
+        self.last_held_freeze_collection |= reset;
         // A freeze or unfreeze seen in the counters (the application's, or neurogc's own,
         // confirmed): the old generation's counters count frozen objects until a full collection.
         let before = self.last.and_then(|l| l.freeze_count);
@@ -422,6 +435,7 @@ impl Collector {
         // 9,000 pending and found 110,000 dead each time.
         if let (Some([total, p1]), Some([_, p0])) = (r.long_lived, prev)
             && r.collections[1] + r.collections[2] > 0
+            && !reset
         {
             let promoted = match r.collections[2] {
                 0 => (p1 - p0) as f64,
@@ -448,7 +462,7 @@ impl Collector {
             let walked = prev
                 .map(|[l, p]| if forced { (l + p) as f64 } else { self.walked(l, p, r.freeze_count) })
                 .map(|w| w.max(seen));
-            if let Some(w) = walked.filter(|w| *w > 1000.0) {
+            if let Some(w) = walked.filter(|w| *w > 1000.0 && !reset) {
                 let cost = r.pause_max_ns[2] / w;
                 match (forced, self.frozen) {
                     (false, true) if self.frozen_uncollected => self.frozen_first_ns.add(cost, 0.5),

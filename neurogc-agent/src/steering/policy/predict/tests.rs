@@ -166,7 +166,7 @@ fn several_full_collections_a_window_are_priced_by_their_cycle_not_by_the_sample
     // cycle (nothing pending, or most of a cycle's promotions) says nothing of their size.
     let mut c = Collector::new([700, 10, 10]);
     c.observe(&training_loop());
-    c.froze(true);
+    c.froze(true, false);
     let frozen = |pending: i64| Reading {
         pause_p50_ns: [35_000.0, 505_000.0, 180_000_000.0],
         pause_max_ns: [340_000.0, 1_600_000.0, 260_000_000.0],
@@ -245,7 +245,7 @@ fn a_pause_measured_at_a_setting_is_remembered_there_and_above_it() {
 fn the_full_collection_a_freeze_followed_teaches_nothing_about_the_frozen_heap() {
     let mut c = warm();
     let frozen = Candidate { thresholds: [700, 10, 10], frozen: true };
-    c.froze(true);
+    c.froze(true, false);
     // The collection walked all 1.1M objects in 220 ms (200 ns each) and found 100,000 dead;
     // then the freeze moved the million left, which the counters go on counting.
     let mut r = service([700, 10, 10], 0);
@@ -274,11 +274,45 @@ fn the_full_collection_a_freeze_followed_teaches_nothing_about_the_frozen_heap()
 }
 
 #[test]
+fn a_freeze_with_a_collection_after_it_has_no_one_off_and_that_collection_teaches_nothing() {
+    let frozen = Candidate { thresholds: [700, 10, 10], frozen: true };
+    // Frozen at once and collected right after: that collection walked next to nothing (0.2 ms)
+    // and left the old generation's counters at the unfrozen heap, none of it.
+    let mut c = warm();
+    let (cost, promoted) = (c.full_ns.or(0.0), c.promoted.or(0.0));
+    c.froze(false, true);
+    let mut r = service([700, 10, 10], 0);
+    (r.collections[2], r.pause_max_ns[2], r.long_lived) = (1, 0.2e6, Some([0, 0]));
+    r.freeze_count = Some(1_000_000);
+    c.observe(&r);
+    c.correct(&frozen, true, &r);
+    // The window is neurogc's move, and the collection no measure of what a full one costs (read
+    // over the 1.1M objects the counters held before it, 0.2 ns an object), nor of promotion.
+    assert!(c.held_freeze_collection());
+    assert_eq!((c.full_ns.or(0.0), c.promoted.or(0.0)), (cost, promoted));
+    // No one-off to come: the next full collection is the frozen setting's small one, every 11
+    // gen1 rounds, within seconds.
+    let after = c.predict(&frozen, true);
+    assert_eq!(after.first_full_ns, 0.0, "{after:?}");
+    assert!(after.next_full_s.is_some_and(|s| s < 5.0) && after.pause_ns[2] < 10e6, "{after:?}");
+    c.observe(&service([700, 10, 10], 3_000));
+    assert!(!c.held_freeze_collection());
+    // Without the collection after, the counters go on counting the frozen heap: the first full
+    // collection comes once a quarter of it is promoted, a one-off.
+    let mut c = warm();
+    c.froze(false, false);
+    (r.collections[2], r.long_lived) = (0, Some([1_000_000, 0]));
+    c.observe(&r);
+    let after = c.predict(&frozen, true);
+    assert!(after.first_full_ns > 5.0 * after.pause_ns[2], "{after:?}");
+}
+
+#[test]
 fn a_frozen_heaps_full_collections_are_priced_as_measured_there() {
     let mut c = warm();
     // Until one is seen, at the unfrozen heap's cost per object (200 ns).
     assert!((c.full_cost(true) - c.full_ns.or(PRIOR_FULL_NS)).abs() < 1e-9);
-    c.froze(true);
+    c.froze(true, false);
     let mut r = service([700, 10, 10], 0);
     (r.collections[2], r.pause_max_ns[2], r.long_lived) = (1, 220e6, Some([0, 0]));
     c.observe(&r);
@@ -364,13 +398,13 @@ fn the_garbage_a_freeze_without_a_collection_kept_is_counted_while_it_holds() {
     // 109k objects pending, half of them garbage at 256 bytes: some 14 MB frozen with them.
     let kept = c.frozen_pending_bytes();
     assert!(kept > 10e6, "{kept}");
-    c.froze(false);
+    c.froze(false, false);
     let after = c.predict(&frozen, true).memory_bytes;
     assert!((after - before - kept).abs() < 1.0, "{before} {after} {kept}");
     // Undone by an unfreeze; never there after a collection first.
     c.unfroze();
     assert_eq!(c.predict(&frozen, true).memory_bytes, before);
-    c.froze(true);
+    c.froze(true, false);
     assert_eq!(c.predict(&frozen, true).memory_bytes, before);
 }
 
@@ -386,12 +420,12 @@ fn a_full_collection_running_as_a_freeze_is_asked_for_is_the_freezes_only_while_
         r
     };
     let mut c = warm();
-    c.froze(false);
+    c.froze(false, false);
     c.observe(&running());
     assert!(c.held_freeze_collection() && !c.held_first_full_after_freeze());
     // Asked for and failed before the window was read: no freeze followed it.
     let mut c = warm();
-    c.froze(false);
+    c.froze(false, false);
     c.unfroze();
     c.observe(&running());
     assert!(!c.held_freeze_collection() && !c.held_first_full_after_freeze());
@@ -582,7 +616,7 @@ fn the_first_window_after_a_young_generation_shrank_is_the_moves() {
 #[test]
 fn the_first_full_collection_after_neurogcs_unfreeze_is_the_undos() {
     let mut c = warm();
-    c.froze(true);
+    c.froze(true, false);
     c.observe(&service([700, 10, 10], 0));
     c.observe(&service([700, 10, 10], 3_000));
     c.thaw();
