@@ -126,7 +126,7 @@ impl Collector {
         let young = self.young_cost(t0);
         // Young rounds: every t0 net allocations; gen1 every t1 + 1 of them.
         let r0 = alloc / t0;
-        let r1 = r0 / (t1 + 1.0);
+        let r1 = self.gen1_rate(&c.thresholds);
         let survivors = self.working_set.or(0.0);
         let p0 = young * t0;
         let p1 = young * (t0 + t1 * survivors);
@@ -152,7 +152,7 @@ impl Collector {
         let turnover = self.turnover_bytes / bytes;
         let garbage = (per_round * r1).max(turnover);
         let own = Candidate { thresholds: original, frozen: false };
-        let own_r1 = alloc / original[0].max(1) as f64 / (original[1].max(1) as f64 + 1.0);
+        let own_r1 = self.gen1_rate(&original);
         let r2_own = self.full(&own, false, own_r1, original[2].max(1) as f64, &r).rate;
         let period = |rate: f64| if rate > 0.0 { (1.0 / rate).min(HORIZON_S) } else { HORIZON_S };
         // Garbage waits for the next full collection: after a freeze, the first one comes only
@@ -210,6 +210,12 @@ impl Collector {
         self.frozen_first_ns.or(self.full_cost(true))
     }
 
+    /// Gen1 rounds a second at thresholds `t`: every `threshold1 + 1`-th young round, one every
+    /// `threshold0` net allocations.
+    fn gen1_rate(&self, t: &[i64; 3]) -> f64 {
+        self.alloc.or(0.0) / t[0].max(1) as f64 / (t[1].max(1) as f64 + 1.0)
+    }
+
     /// A freeze under `c` made right after the application's next full collection (a deferred
     /// one): the first full collection after it, a one-off, as (pause ns, seconds from the
     /// freeze). That collection leaves the counters at what it kept, so the one-off waits for a
@@ -220,8 +226,8 @@ impl Collector {
         let r = self.last?;
         let [total, _] = r.long_lived?;
         let kept = self.last_kept.unwrap_or(total as f64).max(0.0);
-        let [t0, t1, t2] = c.thresholds.map(|t| t.max(1) as f64);
-        let r1 = self.alloc.or(0.0) / t0 / (t1 + 1.0);
+        let t2 = c.thresholds[2].max(1) as f64;
+        let r1 = self.gen1_rate(&c.thresholds);
         let retention = self.promoted.or(0.0) * r1;
         if retention <= 0.0 {
             return None;
