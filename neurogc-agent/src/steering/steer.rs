@@ -252,6 +252,9 @@ impl Steering {
             }
             (Event::Applied { requested, now, latency }, Some(h)) => {
                 self.changes += 1;
+                if let Some(c) = &mut self.controller {
+                    c.wrote(ts_ns);
+                }
                 self.apply_ns.saturating_record(latency.as_nanos().max(1) as u64);
                 rec.event = "applied".to_owned();
                 rec.thresholds = Some(now);
@@ -261,6 +264,9 @@ impl Steering {
             }
             (Event::Freeze { outcome, count, latency, detail }, Some(h)) => {
                 rec.event = outcome.to_owned();
+                if let (Some(c), "frozen" | "unfrozen") = (&mut self.controller, outcome) {
+                    c.wrote(ts_ns);
+                }
                 if outcome == "not-frozen" {
                     tracing::warn!("act mode: {detail}");
                     if let Some(c) = &mut self.controller {

@@ -571,6 +571,12 @@ impl Controller {
         true
     }
 
+    /// The actuator changed the target's setting (thresholds written, a freeze or unfreeze
+    /// made) at `ts_ns`: a window that began before is the setting's only from there on.
+    pub fn wrote(&mut self, ts_ns: u64) {
+        self.collector.wrote(ts_ns);
+    }
+
     /// The actuator could not freeze (the main thread did not run the call). Nothing changed in
     /// the target, so the freeze stays a move, asked for again after twice as many windows each
     /// time: a main thread that sleeps between requests may be running the next time. Once on
@@ -832,7 +838,8 @@ impl Controller {
         // The window is evidence for the setting in force where the target had it all through:
         // not one that held neurogc's own collection before a freeze, a collection begun before
         // the move or the thawed heap's after an unfreeze (those pauses are the move's, not the
-        // setting's), nor one whose thresholds the actuator had not written yet.
+        // setting's), nor one whose thresholds the actuator had not written yet, or wrote late
+        // (`held_two_settings`).
         let o = self.observation(r);
         if !r.idle && r.work_counted() && r.alloc_per_s >= 1.0 {
             self.work_per_alloc = (r.work_per_s() / r.alloc_per_s).clamp(1.0, 10.0);
@@ -862,6 +869,7 @@ impl Controller {
             && !r.idle
             && !self.collector.held_freeze_collection()
             && !self.collector.held_carried_pause()
+            && !self.collector.held_two_settings()
             && !self.collector.held_first_full_after_freeze();
         if clean {
             self.evidence.add(here, &o);

@@ -524,8 +524,12 @@ impl Controller {
                     if self.young_beyond_measured(c) {
                         p.memory_bytes = p.memory_bytes.max(p.memory_upper_bytes);
                     }
+                    // Beyond every threshold0 measured, no shorter than at the cost per object
+                    // real heaps were seen to reach there (`Collector::young_cost_bound`): the
+                    // model's error was a factor of 2.5-4 on far steps up, not 1.7-2.5.
+                    let bound = self.collector.young_cost_bound(c.thresholds[0] as f64);
                     for g in 0..2 {
-                        p.pause_ns[g] *= 1.0 + MODEL_ERROR * far;
+                        p.pause_ns[g] *= (1.0 + MODEL_ERROR * far).max(bound);
                     }
                     // And no shorter than a smaller young generation measured, this window's
                     // included (a window that held neurogc's freeze is not evidence, yet its

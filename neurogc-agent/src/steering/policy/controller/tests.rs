@@ -230,19 +230,36 @@ fn a_young_round_each_request_starts_is_waited_out_by_that_request() {
 
 #[test]
 fn a_process_that_always_has_work_pays_its_pauses_in_cost_alone() {
-    // The process above, its young rounds under a 4 ms budget at 5,000 and at 20,000 alike.
+    // The process above, its young rounds under a 5 ms budget at 5,000 and at 20,000 alike
+    // (with room for what a step from 700 to 20,000 may cost beyond the model's estimate:
+    // `Collector::young_cost_bound`).
     // With idle time, requests arriving while it collects wait less behind 5,000's shorter
     // rounds: it stays there. Sharing its CPU with another process, the CPU it gets and its wait
     // for the CPU fill the wall clock: nothing arrives in idle time to wait, what its
     // collections cost it is throughput, which the cost already counts, and 20,000 is cheaper.
     let idle = Process { alloc: 3_000_000.0, mutator_ns: 20.0, promoted: 0.0, queued: 0.0, ..SERVICE };
     let shared = Process { queued: 0.9, ..idle };
-    let budget = GuardConfig { pause_budget_ns: Some(4_000_000), ..cost_only() };
+    let budget = GuardConfig { pause_budget_ns: Some(5_000_000), ..cost_only() };
     let (waited, _) = act(idle, budget.clone(), 40);
     assert_eq!(waited.last().unwrap()[0], 5_000, "{waited:?}");
     let (settings, verdicts) = act(shared, budget, 40);
     assert_eq!(settings.last().unwrap()[0], 20_000, "{settings:?}");
     assert!(verdicts[30..].iter().all(|v| !v.change), "{verdicts:?}");
+}
+
+#[test]
+fn a_far_step_up_is_bounded_by_what_young_rounds_cost_an_object_on_real_heaps() {
+    // A process whose young rounds cost more per object the larger they are (a young
+    // generation that outgrows the caches): gen1 rounds of 1.1 ms at 5,000/10/10 and 4.6 ms at
+    // 20,000/10/10, over a 4 ms budget. Its mutator speeds up with a larger young generation,
+    // so the cost alone would go as far as the pause budget lets it.
+    let cached = Process { young_slope: 0.4, slowdown: -0.02, ..SERVICE };
+    let budget = GuardConfig { pause_budget_ns: Some(4_000_000), ..cost_only() };
+    let over = |t: &[i64; 3]| cached.reading(*t, 1).pause_max_ns.iter().any(|&p| p > 4e6);
+    assert!(over(&[20_000, 10, 10]) && !over(&[5_000, 10, 10]));
+    let (settings, _) = act(cached, budget, 30);
+    let paid = settings.iter().filter(|t| over(t)).count();
+    assert_eq!(paid, 0, "{settings:?}");
 }
 
 #[test]

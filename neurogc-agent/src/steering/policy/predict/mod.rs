@@ -24,10 +24,21 @@ pub use reading::{Candidate, Reading};
 
 /// A young collection's cost per object walked, before the process shows its own (ns).
 const PRIOR_YOUNG_NS: f64 = 40.0;
-/// How that cost grows with threshold0 before two thresholds have been seen: cost per object ∝
-/// threshold0^0.05 (47 → 57 ns from 700 to 50,000 for garbage cycles, 14 → 17 ns for survivors,
-/// CPython 3.11 here). A process whose young objects reference much more grows faster: learned.
+/// How that cost grows with threshold0 below the thresholds seen, before two have been: cost
+/// per object ∝ threshold0^0.05 (47 → 57 ns from 700 to 50,000 for garbage cycles, 14 → 17 ns
+/// for survivors, a microbenchmark's, CPython 3.11 here). A process whose young objects
+/// reference much more grows faster: learned.
 const PRIOR_YOUNG_SLOPE: f64 = 0.05;
+/// How it may grow beyond the largest threshold0 seen (`young_cost_bound`). Real heaps' young objects
+/// reference the rest of the heap, and a young generation that outgrows the CPU's caches pays a
+/// miss for much of what it walks: cost per object ∝ threshold0^0.3 to ^0.6 where they were
+/// measured (the demo service 43 → 165 → 216 ns at 700, 20,000 and 100,000; evaluation draw
+/// 1077 76 → 220 ns from 5,000 to 50,000, after 94 ns at 700; a training loop 20 → 300 ns from
+/// 700 to 50,000), where the microbenchmark's slope put 1077's 50,000/50/10 under the pause
+/// budget, and its gen0 rounds took 9-16 ms (its own p99 0.08 ms). A bound on young pauses at
+/// a setting not measured, not the estimate: the same slope as the estimate made larger young
+/// generations look dearer in CPU than micrograd's and the controller's tests measured them.
+const YOUNG_SLOPE_BEYOND: f64 = 0.35;
 /// A full collection's cost per object (ns): old objects are spread over the heap, so it is
 /// several times a young one's (141–229 ns measured on heaps of 0.2–2M objects).
 const PRIOR_FULL_NS: f64 = 200.0;
@@ -36,6 +47,9 @@ const PRIOR_FULL_NS: f64 = 200.0;
 /// objects in turn; a cache filling up keeps more each time). Counted in collections, not
 /// seconds: a slower machine takes longer to show it, not a different answer.
 const WARM_GROWTH: f64 = 1.05;
+/// A window ran under one setting where the actuator's last change came within this share of
+/// its start: the decision and the write take a few milliseconds after the window before ends.
+const SETTLED_SHARE: f64 = 0.05;
 /// Bytes per tracked object, before the heap shows its own.
 const PRIOR_OBJECT_BYTES: f64 = 256.0;
 /// How far ahead predictions look (s): how long the old generation's growth is followed, and
@@ -231,6 +245,10 @@ pub struct Collector {
     thawing: bool,
     /// See `held_carried_pause`.
     last_held_carried: bool,
+    /// When the actuator last changed the setting (Unix ns; `wrote`).
+    wrote_ns: u64,
+    /// See `held_two_settings`.
+    last_held_two: bool,
     /// The action in force at the last reading, as this model knew it then.
     seen: Option<Candidate>,
     /// A freeze (the application's or neurogc's) and no full collection since: the old
@@ -340,6 +358,25 @@ impl Collector {
         self.last_held_carried
     }
 
+    /// The actuator changed the setting at `ts_ns` (thresholds written, a freeze or unfreeze
+    /// made).
+    pub fn wrote(&mut self, ts_ns: u64) {
+        self.wrote_ns = self.wrote_ns.max(ts_ns);
+    }
+
+    /// Whether the last window ran under two settings: the actuator changed it after the window
+    /// had run `SETTLED_SHARE` of its length. Its collections are partly the setting before's,
+    /// and what it says per collection (a median pause over threshold0, survivors, promotions)
+    /// is neither's. A freeze lands late in its window (after the collection it follows, or the
+    /// one it waits for), and its thresholds with it: the demo service, frozen at 20,000/10/10
+    /// 0.6 s into a window of 700/10/10's rounds, read the window's median young pause (700's,
+    /// 0.03 ms) as 20,000's, 1.5 ns an object where that setting's own rounds took 165; the
+    /// next window it moved to 100,000/10/10 predicted at 4.8 ms, whose rounds took 16-36 ms
+    /// (7 of 10 demo runs moved that far after the freeze).
+    pub fn held_two_settings(&self) -> bool {
+        self.last_held_two
+    }
+
     /// Whether the last window observed held neurogc's own full collection before its freeze:
     /// the longest pause and the GC share in it are not the action's.
     pub fn held_freeze_collection(&self) -> bool {
@@ -395,6 +432,8 @@ impl Collector {
         };
         self.last_held_carried =
             (moved && (shrank || r.began_before())) || (self.thawing && r.collections[2] > 0);
+        let began_ns = r.ts_ns.saturating_sub((r.secs * 1e9) as u64);
+        self.last_held_two = self.wrote_ns > began_ns + (r.secs * 1e9 * SETTLED_SHARE) as u64;
         self.thawing &= r.collections[2] == 0;
         self.seen = setting;
         let Some(t) = r.thresholds else {
@@ -411,17 +450,20 @@ impl Collector {
             }
         }
         let t0 = t[0].max(1) as f64;
-        if r.collections[0] > 0 && r.pause_p50_ns[0] > 0.0 {
+        // What follows, up to the full collections, is per collection at the thresholds read at
+        // the window's end: not where part of the window ran under others.
+        let one = !self.last_held_two;
+        if one && r.collections[0] > 0 && r.pause_p50_ns[0] > 0.0 {
             self.young_ns.add(r.pause_p50_ns[0] / t0, 0.3);
             let k = r.pause_p50_ns[0] / t0;
             if let Some(avg) = slot(&mut self.young_by_t0, t0) {
                 avg.add(k, 0.3);
             }
         }
-        if r.collections[0] > 0 {
+        if one && r.collections[0] > 0 {
             self.young_garbage.add((r.collected_per[0] / t0).clamp(0.0, 1.0), 0.3);
         }
-        if r.collections[1] > 0 {
+        if one && r.collections[1] > 0 {
             let young = t0 * self.young_garbage.or(0.0);
             self.gen1_garbage.add((r.collected_per[1] - young).max(0.0) / t[1].max(1) as f64, 0.3);
         }
@@ -436,6 +478,7 @@ impl Collector {
         if let (Some([total, p1]), Some([_, p0])) = (r.long_lived, prev)
             && r.collections[1] + r.collections[2] > 0
             && !reset
+            && one
         {
             let promoted = match r.collections[2] {
                 0 => (p1 - p0) as f64,
@@ -445,7 +488,7 @@ impl Collector {
                 self.promoted.add(promoted / (r.collections[1] + r.collections[2]) as f64, 0.3);
             }
         }
-        if r.collections[1] > 0 && r.pause_p50_ns[1] > 0.0 {
+        if one && r.collections[1] > 0 && r.pause_p50_ns[1] > 0.0 {
             let k = self.young_ns.or(PRIOR_YOUNG_NS);
             let survivors = ((r.pause_p50_ns[1] / k - t0) / t[1].max(1) as f64).max(0.0);
             self.working_set.add(survivors, 0.3);
@@ -493,7 +536,7 @@ impl Collector {
                 (found / r.secs.max(1e-3), (r.collections[1] + r.collections[2]) as f64 / r.secs.max(1e-3));
             self.old_garbage.add(flow, 0.2);
             self.gen1_rate.add(rounds, 0.2);
-            if let Some(f) = slot(&mut self.flow_by_young, [t[0], t[1]]) {
+            if let Some(f) = slot(&mut self.flow_by_young, [t[0], t[1]]).filter(|_| one) {
                 f.rounds.add(rounds, 0.3);
                 f.found.add(flow, 0.3);
                 f.fulls += r.collections[2] as i64;
@@ -597,6 +640,18 @@ impl Collector {
     /// the nearest thresholds, on a power law between them (per object cost never falling
     /// with size); beyond them, the slope between the last two, or the prior's mild growth.
     fn young_cost(&self, t0: f64) -> f64 {
+        self.young_cost_growing(t0, PRIOR_YOUNG_SLOPE)
+    }
+
+    /// How many times `young_cost` a young round's cost per object at `t0` may be: 1 up to the
+    /// largest threshold0 seen, growing beyond it at `YOUNG_SLOPE_BEYOND` where the estimate
+    /// grows slower.
+    pub fn young_cost_bound(&self, t0: f64) -> f64 {
+        (self.young_cost_growing(t0, YOUNG_SLOPE_BEYOND) / self.young_cost(t0)).max(1.0)
+    }
+
+    /// `young_cost`, growing beyond the largest threshold0 seen at `beyond` at the least.
+    fn young_cost_growing(&self, t0: f64, beyond: f64) -> f64 {
         let mut seen: Vec<(f64, f64)> =
             self.young_by_t0.iter().filter_map(|(t, a)| a.0.map(|k| (*t, k))).collect();
         seen.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -609,14 +664,14 @@ impl Collector {
         };
         let at = |(t, k): (f64, f64), b: f64| k * (t0 / t).powf(b);
         match seen.as_slice() {
-            [] => PRIOR_YOUNG_NS * (t0 / 700.0).max(1.0).powf(PRIOR_YOUNG_SLOPE),
-            [one] => at(*one, PRIOR_YOUNG_SLOPE),
+            [] => PRIOR_YOUNG_NS * (t0 / 700.0).max(1.0).powf(beyond),
+            [one] => at(*one, if t0 > one.0 { beyond } else { PRIOR_YOUNG_SLOPE }),
             _ => {
                 let i = seen.partition_point(|(t, _)| *t < t0).clamp(1, seen.len() - 1);
                 let (lo, hi) = (seen[i - 1], seen[i]);
                 // Extrapolating up, never assume it gets cheaper than the prior says.
                 let b = slope(lo, hi);
-                let b = if t0 > hi.0 { b.max(PRIOR_YOUNG_SLOPE) } else { b };
+                let b = if t0 > hi.0 { b.max(beyond) } else { b };
                 at(if t0 > hi.0 { hi } else { lo }, b)
             }
         }
@@ -635,7 +690,8 @@ impl Collector {
         // The one-off's time is in this window's GC share but not in the setting's steady share
         // the model predicts (it is spread over the horizon): the ratio would scale every later
         // window's share by it.
-        if p.share > 1e-4 && !one_off {
+        let two = self.last_held_two;
+        if p.share > 1e-4 && !one_off && !two {
             self.share_ratio.add((r.gc_share / p.share).clamp(0.1, 10.0), 0.3);
         }
         let at = match self.pause_ratio_at.iter().position(|(k, _)| k == c) {
@@ -650,7 +706,7 @@ impl Collector {
         };
         for g in 0..3 {
             // A carried pause is the move's in any generation; the other one-offs are full ones.
-            let not_the_settings = if g == 2 { one_off } else { self.last_held_carried };
+            let not_the_settings = if g == 2 { one_off } else { self.last_held_carried || two };
             if r.collections[g] > 0 && p.pause_ns[g] > 0.0 && !not_the_settings {
                 let ratio = (r.pause_max_ns[g] / p.pause_ns[g]).clamp(0.1, 10.0);
                 self.pause_ratio[g].add(ratio, r, g);

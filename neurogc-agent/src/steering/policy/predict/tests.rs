@@ -196,16 +196,53 @@ fn a_young_collections_cost_per_object_is_learned_by_threshold() {
         c.observe(&r);
     }
     at(&mut c, 700, 20.0);
-    // One threshold seen: the prior's mild growth beyond it.
+    // One threshold seen: the prior's mild growth beyond it, and below it; what real heaps
+    // were seen to pay beyond it (4.4x from 700 to 50,000) is the bound, not the estimate.
     assert!((c.young_cost(700.0) - 20.0).abs() < 1e-9);
     assert!(c.young_cost(50_000.0) > 20.0 && c.young_cost(50_000.0) < 30.0);
+    let bound = c.young_cost(50_000.0) * c.young_cost_bound(50_000.0) / 20.0;
+    assert!((3.0..6.0).contains(&bound), "{bound}");
+    assert_eq!(c.young_cost_bound(700.0), 1.0);
+    assert_eq!(c.young_cost_bound(100.0), 1.0);
     // A second: 80 ns at 5,600 — the power law between them, and its slope beyond.
     at(&mut c, 5_600, 80.0);
     let k = c.young_cost(50_000.0);
     assert!(k > 300.0, "{k}");
+    // Growing faster than the bound's slope already, the bound adds nothing; between, neither.
+    assert_eq!(c.young_cost_bound(50_000.0), 1.0);
+    assert_eq!(c.young_cost_bound(2_000.0), 1.0);
     assert!(
         (c.young_cost(2_000.0) - 20.0 * (2_000f64 / 700.0).powf(2f64.ln() / 8f64.ln() * 2.0)).abs() < 1.0
     );
+}
+
+#[test]
+fn a_window_the_setting_changed_late_in_teaches_nothing_per_collection() {
+    // 700/10/10's rounds (40 ns an object) for 0.6 s, then a freeze and 20,000/10/10 written:
+    // the window's median young pause is 700's, read at the window's end beside 20,000.
+    let window = |c: &mut Collector, i: u64, t0: i64| {
+        let mut r = service([t0, 10, 10], 100_000);
+        r.ts_ns = (10 + i) * 1_000_000_000;
+        c.observe(&r);
+        let now = Candidate { thresholds: r.thresholds.unwrap(), frozen: false };
+        c.correct(&now, false, &r);
+    };
+    let mut c = Collector::new([700, 10, 10]);
+    for i in 0..4 {
+        window(&mut c, i, 700);
+    }
+    // Read as 20,000's (1.4 ns an object), it would put 100,000's rounds at a 28th of 700's
+    // cost per object.
+    let before = c.young_cost(100_000.0);
+    c.wrote(14_600_000_000);
+    window(&mut c, 5, 20_000);
+    assert!(c.held_two_settings());
+    assert_eq!(c.young_cost(100_000.0), before);
+    // Written as the window began (the decision's few milliseconds), it is the setting's.
+    c.wrote(15_010_000_000);
+    window(&mut c, 6, 20_000);
+    assert!(!c.held_two_settings());
+    assert!(c.young_cost(100_000.0) < before / 10.0, "{}", c.young_cost(100_000.0));
 }
 
 #[test]
