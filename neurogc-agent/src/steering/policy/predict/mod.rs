@@ -24,14 +24,14 @@ pub use reading::{Candidate, Reading};
 
 /// A young collection's cost per object walked, before the process shows its own (ns).
 const PRIOR_YOUNG_NS: f64 = 40.0;
-/// How that cost grows with threshold0 below the thresholds seen, before two have been: cost
-/// per object ∝ threshold0^0.05 (47 → 57 ns from 700 to 50,000 for garbage cycles, 14 → 17 ns
-/// for survivors, a microbenchmark's, CPython 3.11 here). A process whose young objects
-/// reference much more grows faster: learned.
+/// How that cost grows with threshold0 before two thresholds have been seen, and at the least
+/// beyond the largest: cost per object ∝ threshold0^0.05 (47 → 57 ns from 700 to 50,000 for
+/// garbage cycles, 14 → 17 ns for survivors, a microbenchmark's, CPython 3.11 here). A process
+/// whose young objects reference much more grows faster: learned.
 const PRIOR_YOUNG_SLOPE: f64 = 0.05;
-/// How it may grow beyond the largest threshold0 seen (`young_cost_bound`). Real heaps' young objects
-/// reference the rest of the heap, and a young generation that outgrows the CPU's caches pays a
-/// miss for much of what it walks: cost per object ∝ threshold0^0.3 to ^0.6 where they were
+/// How it may grow beyond the largest threshold0 seen (`young_cost_bound`). Real heaps' young
+/// objects reference the rest of the heap, and a young generation that outgrows the CPU's caches
+/// pays a miss for much of what it walks: cost per object ∝ threshold0^0.3 to ^0.6 where they were
 /// measured (the demo service 43 → 165 → 216 ns at 700, 20,000 and 100,000; evaluation draw
 /// 1077 76 → 220 ns from 5,000 to 50,000, after 94 ns at 700; a training loop 20 → 300 ns from
 /// 700 to 50,000), where the microbenchmark's slope put 1077's 50,000/50/10 under the pause
@@ -536,7 +536,7 @@ impl Collector {
                 (found / r.secs.max(1e-3), (r.collections[1] + r.collections[2]) as f64 / r.secs.max(1e-3));
             self.old_garbage.add(flow, 0.2);
             self.gen1_rate.add(rounds, 0.2);
-            if let Some(f) = slot(&mut self.flow_by_young, [t[0], t[1]]).filter(|_| one) {
+            if one && let Some(f) = slot(&mut self.flow_by_young, [t[0], t[1]]) {
                 f.rounds.add(rounds, 0.3);
                 f.found.add(flow, 0.3);
                 f.fulls += r.collections[2] as i64;
