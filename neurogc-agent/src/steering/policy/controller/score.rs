@@ -87,9 +87,10 @@ impl Scored {
     /// That collection walks next to nothing, starts the old generation's counters again from
     /// the unfrozen heap, and the one-off never comes: the demo service frozen in-process 5 s
     /// in paid 38-98 ms for it, inside the measured part (p99 4.8-15 ms), and 7-10 ms at most
-    /// with the collection after (p99 3.5-4.6 ms), 43 full collections against 38-43. Not made where either
-    /// condition fails: it would only bring small full collections on earlier (evaluation draws
-    /// whose one-off never came ran 21 and 1,263 of them in 20 s where the recipe ran none).
+    /// with the collection after (p99 3.5-4.6 ms), 43 full collections against 38-43. Not made
+    /// where either condition fails: it would only bring small full collections on earlier
+    /// (evaluation draws whose one-off never came ran 21 and 1,263 of them in 20 s where the
+    /// recipe ran none).
     /// The memory the freeze is priced at stays the one-off's (garbage waits for that
     /// collection): an upper bound, as the collection after frees what waits sooner.
     pub(super) fn resets(first_ns: f64, p: &Prediction, due: Option<f64>, budget_ns: Option<f64>) -> bool {

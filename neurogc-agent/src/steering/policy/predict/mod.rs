@@ -452,18 +452,18 @@ impl Collector {
         let t0 = t[0].max(1) as f64;
         // What follows, up to the full collections, is per collection at the thresholds read at
         // the window's end: not where part of the window ran under others.
-        let one = !self.last_held_two;
-        if one && r.collections[0] > 0 && r.pause_p50_ns[0] > 0.0 {
+        let one_setting = !self.last_held_two;
+        if one_setting && r.collections[0] > 0 && r.pause_p50_ns[0] > 0.0 {
             self.young_ns.add(r.pause_p50_ns[0] / t0, 0.3);
             let k = r.pause_p50_ns[0] / t0;
             if let Some(avg) = slot(&mut self.young_by_t0, t0) {
                 avg.add(k, 0.3);
             }
         }
-        if one && r.collections[0] > 0 {
+        if one_setting && r.collections[0] > 0 {
             self.young_garbage.add((r.collected_per[0] / t0).clamp(0.0, 1.0), 0.3);
         }
-        if one && r.collections[1] > 0 {
+        if one_setting && r.collections[1] > 0 {
             let young = t0 * self.young_garbage.or(0.0);
             self.gen1_garbage.add((r.collected_per[1] - young).max(0.0) / t[1].max(1) as f64, 0.3);
         }
@@ -478,7 +478,7 @@ impl Collector {
         if let (Some([total, p1]), Some([_, p0])) = (r.long_lived, prev)
             && r.collections[1] + r.collections[2] > 0
             && !reset
-            && one
+            && one_setting
         {
             let promoted = match r.collections[2] {
                 0 => (p1 - p0) as f64,
@@ -488,7 +488,7 @@ impl Collector {
                 self.promoted.add(promoted / (r.collections[1] + r.collections[2]) as f64, 0.3);
             }
         }
-        if one && r.collections[1] > 0 && r.pause_p50_ns[1] > 0.0 {
+        if one_setting && r.collections[1] > 0 && r.pause_p50_ns[1] > 0.0 {
             let k = self.young_ns.or(PRIOR_YOUNG_NS);
             let survivors = ((r.pause_p50_ns[1] / k - t0) / t[1].max(1) as f64).max(0.0);
             self.working_set.add(survivors, 0.3);
@@ -536,7 +536,7 @@ impl Collector {
                 (found / r.secs.max(1e-3), (r.collections[1] + r.collections[2]) as f64 / r.secs.max(1e-3));
             self.old_garbage.add(flow, 0.2);
             self.gen1_rate.add(rounds, 0.2);
-            if one && let Some(f) = slot(&mut self.flow_by_young, [t[0], t[1]]) {
+            if one_setting && let Some(f) = slot(&mut self.flow_by_young, [t[0], t[1]]) {
                 f.rounds.add(rounds, 0.3);
                 f.found.add(flow, 0.3);
                 f.fulls += r.collections[2] as i64;
