@@ -4,6 +4,6 @@
 # "unfreeze()", methods of the fork guard (neurogc_hook.py), which holds their logic and the
 # record that tells the agent what happened. Nothing runs where no guard is.
 for c in object.__subclasses__():
-    if c.__name__ == "_NeurogcForkGuard" and c.__dict__.get("protocol") == 10:
+    if c.__name__ == "_NeurogcForkGuard" and c.__dict__.get("protocol") == 11:
         c.@ACTION@
         break

@@ -13,7 +13,7 @@ custodian process, which also puts them back if the agent dies. What only code i
 can do is act in a child the instant it is forked. The guard's record is a 64-byte bytearray the
 custodian updates in the same write sequences as the thresholds (the agent finds its buffer from
 id() and checks the object's type before writing):
-  0:4  magic b"NG10"             4:8   active (1 while an agent steers)   8:12  agent pid (host)
+  0:4  magic b"NG11"             4:8   active (1 while an agent steers)   8:12  agent pid (host)
   16:28 values neurogc set, A    28:40 values neurogc set, B              40:52 the original
   52:56 frozen: set once neurogc's gc.freeze() ran (and the collection after it, where asked) (0: neurogc froze nothing); the count
         gc.get_freeze_count() gave right after it where the agent asked for one, else 1
@@ -35,8 +35,11 @@ ones from now on. The agent asks for it only where the model puts the one-off ov
 budget within its horizon (the demo service's, 38-98 ms in-process, against 7-10 ms at most
 with the reset); made always, evaluation draws whose one-off never came ran 21 and 1,263 small
 full collections in 20 s where the recipe ran none. A pending call can run inside a collection
-(from a gc.callbacks function or a finalizer), where gc.collect() does nothing: freeze() then
-does nothing either and says so in the record (busy), and the agent queues it again. neurogc
+(from a gc.callbacks function or a finalizer), where gc.collect() does nothing: freeze() with a
+collection before or after it then does nothing and says so in the record (busy), and the agent
+queues it again. A plain freeze there is made: by the time a finalizer or the "stop" callback
+runs, the collection has moved its survivors on and holds its garbage in a list of its own, so
+the freeze is as if made after it (from the "start" callback, as if made before it). neurogc
 freezes only while an agent steers, only when nothing is frozen yet (gc.unfreeze() releases
 everything, so the undo could not spare what someone else froze), and only once. No count of
 the frozen heap is taken unless the agent asks: gc.get_freeze_count() walks the whole permanent
@@ -49,7 +52,7 @@ callback (CPython cannot unregister it), once per process however many agents co
 sys.modules (gc and _socket leave it as soon as they are imported, when the hook brought them
 in), no thread, no file descriptor, nothing in gc.callbacks or __main__.
 
-The answer: "hello 10 PID VERSION T0 T1 T2 FREEZE RECORD_ID ACTIVE AGENT_PID". Runs on 3.8-3.14.
+The answer: "hello 11 PID VERSION T0 T1 T2 FREEZE RECORD_ID ACTIVE AGENT_PID". Runs on 3.8-3.14.
 """
 import sys
 
@@ -62,8 +65,8 @@ if not _HAD_GC:
     del sys.modules["gc"]
 import posix  # noqa: E402
 
-PROTOCOL = 10
-_MAGIC = b"NG10"
+PROTOCOL = 11
+_MAGIC = b"NG11"
 _RECORD = 64
 # MSG_NOSIGNAL: a send to a vanished agent must not raise SIGPIPE (fatal where it is SIG_DFL).
 _NOSIGNAL = 0x4000
@@ -117,14 +120,18 @@ def _guard():
             if not allowed():
                 return
             # With collect: the full collection that was due anyway, so that only live objects
-            # are frozen. Without: a young one, to know that none is running. They run finalizers
-            # and gc.callbacks: what those did (a freeze of their own, the agent gone) is
-            # checked again.
-            if not collected(2 if collect else 0):
-                r[60:64] = (int.from_bytes(r[60:64], "little") + 1).to_bytes(4, "little")
-                return
-            if not allowed():
-                return
+            # are frozen. With reset: a young one, to know that none is running, so that the
+            # one after the freeze cannot be refused. They run finalizers and gc.callbacks: what
+            # those did (a freeze of their own, the agent gone) is checked again. A plain freeze
+            # collects nothing: a young collection walks the whole young list, which outgrows
+            # its count where objects die as fast as they come (an evaluation draw replacing
+            # cache entries: 258 counted, 494 ms walked).
+            if collect or reset:
+                if not collected(2 if collect else 0):
+                    r[60:64] = (int.from_bytes(r[60:64], "little") + 1).to_bytes(4, "little")
+                    return
+                if not allowed():
+                    return
             cls.gc.freeze()
             if reset:
                 # Nothing is running (the collection above ran): this one cannot be refused.

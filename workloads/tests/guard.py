@@ -3,8 +3,9 @@
 (python-hook/neurogc_hook.py) arrives on stdin, as the agent sends it.
 
 Called once from inside a collection (a gc.callbacks function, where gc.collect() does nothing)
-and once outside, then once asked to count the frozen heap, then without and with the collection
-after the freeze while objects are promoted. Prints one JSON line.
+and once outside, then once asked to count the frozen heap, then plainly (no collection) outside
+and inside a collection, then without and with the collection after the freeze while objects are
+promoted. Prints one JSON line.
 Serves the tests only (neurogc-agent/tests/safety.rs).
 """
 import gc
@@ -54,6 +55,43 @@ guard.freeze(False, True)
 report["counted"] = {"frozen": gc.get_freeze_count(), "record": word(52)}
 guard.unfreeze()
 report["after_second_unfreeze"] = gc.get_freeze_count()
+
+
+def collections():
+    return [s["collections"] for s in gc.get_stats()]
+
+
+# A plain freeze runs no collection: not even a young one, which walks the whole young list,
+# however few objects its count says it holds (here 100,000 kept while as many older ones died).
+# The collector is disabled throughout, so that any collection counted is one the guard ran.
+old_ones = [[i] for i in range(100_000)]
+gc.collect()
+gc.disable()
+young_ones = [[i] for i in range(100_000)]
+del old_ones
+before = collections()
+guard.freeze()
+report["plain"] = {
+    "frozen": gc.get_freeze_count(),
+    "collections": [a - b for a, b in zip(collections(), before)],
+    "busy": word(60),
+}
+gc.enable()
+guard.unfreeze()
+del young_ones
+
+
+# From inside a collection, once it has moved its survivors on ("stop"), a plain freeze is made.
+def stop_callback(phase, info):
+    if phase == "stop" and "plain_inside" not in report:
+        guard.freeze()
+        report["plain_inside"] = {"frozen": gc.get_freeze_count(), "busy": word(60)}
+
+
+gc.callbacks.append(stop_callback)
+gc.collect()
+gc.callbacks.remove(stop_callback)
+guard.unfreeze()
 
 
 def promoting(reset):

@@ -133,7 +133,7 @@ pub fn install(stream: UnixStream) -> Result<Installed> {
     anyhow::ensure!(n > 0 && line.ends_with('\n'), "the hook closed its connection without answering");
     let words: Vec<&str> = line.split_whitespace().collect();
     let bad = || anyhow::anyhow!("unexpected answer from the hook: {line:?}");
-    let ["hello", "10", pid, version, t0, t1, t2, freeze, record, active, agent] = words[..] else {
+    let ["hello", "11", pid, version, t0, t1, t2, freeze, record, active, agent] = words[..] else {
         return Err(bad());
     };
     let num = |w: &str| w.parse::<i64>().map_err(|_| bad());

@@ -394,8 +394,9 @@ impl Collector {
         self.windows += 1;
         self.last_held_first_full = false;
         // A freeze asked for at once while one of the application's full collections ran lands
-        // after it (the guard never freezes inside a collection): the freeze followed a full
-        // collection after all, and that one is not the first after it. It ends in the window
+        // after it, or inside it once its survivors have moved on (Python runs there only in a
+        // finalizer or gc.callbacks' "stop"): the freeze followed a full collection after all,
+        // and that one is not the first after it. It ends in the window
         // after the request, having begun before it. Read as the first after the freeze, the
         // demo service's (224 ms) left the real one (47-104 ms, 2 s later) counted as the frozen
         // setting's: "over the 10 ms budget in 50% of windows", and a move to 2,000/10/10, whose
@@ -796,10 +797,14 @@ impl Collector {
         objects.max(0.0) * self.object_bytes.or(PRIOR_OBJECT_BYTES)
     }
 
-    /// Bytes of garbage a freeze without a collection first keeps for ever.
+    /// Bytes of garbage a freeze without a collection first keeps for ever: of the objects
+    /// promoted since the last full collection, and of the young generation, half collected on
+    /// average (the guard's plain freeze runs no young collection first).
     pub fn frozen_pending_bytes(&self) -> f64 {
         let pending = self.last.and_then(|r| r.long_lived).map_or(0.0, |[_, p]| p.max(0) as f64);
-        pending * self.pending_garbage.or(0.5) * self.object_bytes.or(PRIOR_OBJECT_BYTES)
+        let t0 = self.last.and_then(|r| r.thresholds).map_or(0.0, |t| t[0].max(0) as f64);
+        let young = t0 / 2.0 * self.young_garbage.or(0.0);
+        (pending * self.pending_garbage.or(0.5) + young) * self.object_bytes.or(PRIOR_OBJECT_BYTES)
     }
 
     /// Net container allocations per second, as estimated.
