@@ -145,6 +145,37 @@ fn the_applications_own_thresholds_win_over_neurogcs() {
     assert!(errors.is_empty(), "\n{}", errors.join("\n"));
 }
 
+/// The code neurogc queues allocates (the boot code imports `_socket` and builds the fork guard:
+/// 200-250 objects on 3.11), and each allocation counts toward threshold0. Where the young
+/// list is long and its count sits just under the threshold (objects dying as fast as they
+/// come), that ran the application's young collection over the whole list from neurogc's
+/// code: 233 ms at attach on an evaluation draw whose own collections never ran.
+#[test]
+fn the_hooks_own_allocations_run_no_collection_over_a_long_young_list() {
+    for_each_python(|py| {
+        let argv = py.script_command("target.py", &["backlog", "--seconds", "5"], true);
+        let mut t = Target::start(py, &argv, &[]);
+        let (mut agent, mut out, _err) = steer(t.pid, &[]);
+        out.wait_for("\"event\":\"ready\"", 30, &py.name);
+        signal(agent.id(), "-TERM");
+        wait_exit(&mut agent, 20, &py.name);
+        let original = t.original.clone();
+        match t.final_report(30) {
+            (Some(report), status) if status.success() => {
+                let mut errors = leftovers(&py.name, &report, &original);
+                if report["queued_collections"] != serde_json::json!([]) {
+                    errors.push(format!(
+                        "{}: collections run from neurogc's queued code (generations): {}",
+                        py.name, report["queued_collections"]
+                    ));
+                }
+                errors
+            }
+            (report, status) => vec![format!("{}: target died ({status:?}), report {report:?}", py.name)],
+        }
+    });
+}
+
 #[test]
 fn a_blocked_main_thread_is_explained_and_the_injection_disarmed() {
     let mut errors = Vec::new();

@@ -14,6 +14,11 @@ States (what the main thread does while the agent acts):
   sigpipe   like busy, with SIGPIPE at SIG_DFL (a write to a closed socket would kill it)
   fork      like busy, forking a child every 0.3 s; each child reports its gc.get_threshold()
   appset    like busy, and at --set-at T the application sets thresholds 1234/5/6 itself
+  backlog   a long young list (300,000 objects) whose count sits just under threshold0, as
+            where objects die as fast as they come (each deallocation counts against the young
+            generation wherever the object lived); the main thread runs without allocating, so
+            any collection comes from code neurogc queued. Reports "queued_collections": the
+            generation of each collection started from a pending call's code ("<string>")
   exec      like busy until S/2 and until its thresholds were changed (30 s at most), then
             execs a fresh interpreter that prints its own thresholds after 1.5 s as
             {"exec_thresholds": [...]}
@@ -94,10 +99,47 @@ def tick(state):
         state["children"].append({"parent": list(gc.get_threshold()), "child": json.loads(data)})
 
 
+def backlog():
+    """A long young list whose count sits just under threshold0; returns what keeps it alive
+    and a function that runs S seconds without allocating and returns the generations of the
+    collections started from queued code."""
+    threshold0 = gc.get_threshold()[0]
+    enabled = gc.isenabled()
+    gc.disable()
+    old = [[] for _ in range(300_000)]
+    gc.collect()  # `old` leaves the young generation
+    young = [[] for _ in range(300_000)]
+    while gc.get_count()[0] > threshold0 - 100 and old:
+        old.pop()  # a deallocation anywhere counts against the young generation
+    if enabled:
+        gc.enable()
+
+    def run(seconds):
+        queued = []
+
+        def seen(phase, info):
+            frame = sys._getframe(1) if phase == "start" else None
+            while frame is not None:
+                if frame.f_code.co_filename == "<string>":
+                    queued.append(info["generation"])
+                    break
+                frame = frame.f_back
+
+        gc.callbacks.append(seen)
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            pass
+        gc.callbacks.remove(seen)
+        return queued
+
+    return (old, young), run
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument(
-        "state", choices=["busy", "sleep", "stdin", "asyncio", "shadow", "sigpipe", "fork", "appset", "exec"]
+        "state",
+        choices=["busy", "sleep", "stdin", "asyncio", "shadow", "sigpipe", "fork", "appset", "backlog", "exec"],
     )
     p.add_argument("--seconds", type=float, default=6.0)
     p.add_argument("--report-thresholds", type=float, default=0.0)
@@ -121,6 +163,8 @@ def main():
         "cycles": args.cycles,
         "heap": [(i, [i], {"i": i}) for i in range(20_000 // 3)] if args.cycles else None,
     }
+    # Built before "ready": the agent attaches to the state, not to its making.
+    _held, run_backlog = backlog() if args.state == "backlog" else (None, None)
     print("ready", json.dumps(ORIGINAL), flush=True)
     rest = args.seconds
     if args.state == "sleep":
@@ -135,6 +179,9 @@ def main():
         loop.run_forever()
         loop.close()
         rest = 1.0
+    elif args.state == "backlog":
+        state["queued_collections"] = run_backlog(args.seconds)
+        rest = 0.0
     elif args.state == "exec":
         # Exec while steered: on a loaded machine the agent's first change can come later than
         # S/2, and an exec before it would test nothing (30 s at most). A change seen at any
@@ -172,6 +219,7 @@ def main():
         "at_fork": sum(1 for c in object.__subclasses__() if c.__name__ == "_NeurogcAtFork"),
         "main_names": sorted(n for n in globals() if "neurogc" in n),
         "children": state["children"],
+        "queued_collections": state.get("queued_collections"),
     }
     sys.stdout.write(json.dumps(report) + "\n")
     sys.stdout.flush()

@@ -197,9 +197,16 @@ fn check_rings(pid: i32, rings: u64, stats: &StatsAt) -> Result<()> {
 }
 
 impl GcState {
-    /// `generations[g].threshold`: the only field an actuator may write.
+    /// `generations[g].threshold`: with the young count, the only fields an actuator may write.
     pub fn threshold_address(&self, generation: usize) -> u64 {
         self.address + self.generations + generation as u64 * GEN_STRIDE + 16
+    }
+
+    /// `generations[0].count`: the allocations (less deallocations) since the last young
+    /// collection. Zeroed, as a young collection leaves it, before a call neurogc queues (see
+    /// `Injection::try_queue`).
+    pub fn young_count_address(&self) -> u64 {
+        self.threshold_address(0) + 4
     }
 
     /// Bytes from `address` that hold the generations and the long-lived counters: one read.

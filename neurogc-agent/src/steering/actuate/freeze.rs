@@ -65,7 +65,7 @@ impl Worker {
             // benchmark (GC 80% of its time in 300 ms full collections, timed by gc.callbacks).
             let main_running = queued_times > 0;
             let queued = loop {
-                let with = Queueing { exit: exit.clone(), then: Some(&undo), main_running };
+                let with = Queueing { exit: exit.clone(), then: Some(&undo), main_running, gc: f.state };
                 match Injection::try_queue(plan, mem, custodian, layout, &code, with)? {
                     Ok(injection) => break Some(injection),
                     Err(_) if t.elapsed() > ACTION_WAIT => break None,

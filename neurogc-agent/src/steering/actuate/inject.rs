@@ -23,6 +23,7 @@ use crate::{
     interp::{
         AttachPlan,
         cpython::GcStateLocation,
+        layout::GcState,
         pending::{self, IdleQueue, NotIdle, PendingLayout},
         process,
     },
@@ -191,12 +192,14 @@ pub struct Injection {
 }
 
 /// What a queued call comes with: the exit program that covers the agent's death from before
-/// the first write, the call queued once this one has run, and whether the main thread is known
-/// to run Python (it has just run a call of ours), which spares the check that it does.
+/// the first write, the call queued once this one has run, whether the main thread is known to
+/// run Python (it has just run a call of ours), which spares the check that it does, and the
+/// GC state whose young count is zeroed with the queueing.
 pub struct Queueing<'a> {
     pub exit: Vec<Step>,
     pub then: Option<&'a Injection>,
     pub main_running: bool,
+    pub gc: GcState,
 }
 
 /// Why the injection is not queued yet; the caller waits and tries again.
@@ -253,7 +256,7 @@ impl Injection {
         code: &str,
         with: Queueing,
     ) -> Result<std::result::Result<Injection, Deferred>> {
-        let Queueing { exit, then, main_running } = with;
+        let Queueing { exit, then, main_running, gc } = with;
         let queue = match idle_queue(plan, mem, layout, main_running)? {
             Ok(q) => q,
             Err(deferred) => return Ok(Err(deferred)),
@@ -271,6 +274,19 @@ impl Injection {
         custodian.on_exit_then_queue([exit, injection.disarm_steps()].concat(), after)?;
         let now = mem.read(region, injection.stub.len())?;
         let mut steps = vec![Step::replace(region, &now, &injection.stub)];
+        // The call allocates (the boot code imports `_socket` and builds the fork guard: 200-250
+        // objects on 3.11; an action a few), and each allocation counts toward threshold0. Where
+        // the young list is long and its count sits just under the threshold (objects dying as
+        // fast as they come: a deallocation anywhere counts against the young generation), the
+        // call would run the application's young collection over all of it from neurogc's code
+        // (an evaluation draw replacing cache entries: 233 ms at attach, where its own never
+        // ran). Zeroed as a young collection leaves it, the count puts the application's next
+        // young collection off by at most one threshold's worth of allocations. A free-threaded
+        // build's count can be negative (frees are subtracted in per-thread batches): zero
+        // there would bring the collection forward, so only a positive count is zeroed.
+        if gc.read_settings_in(mem)?.counts[0] > 0 {
+            steps.push(Step::write(gc.young_count_address(), &0i32.to_le_bytes()));
+        }
         steps.extend(super::enqueue::enqueue_steps(&queue, run, region));
         // false: the queue moved between our read and the custodian's check: try again later.
         Ok(match custodian.run_atomic(steps)? {

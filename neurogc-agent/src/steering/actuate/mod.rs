@@ -356,7 +356,7 @@ impl Worker {
             }
             let (plan, mem) = (&self.plan, &self.mem);
             let custodian = self.custodian.as_mut().expect("custodian");
-            let with = Queueing { exit: Vec::new(), then: None, main_running: false };
+            let with = Queueing { exit: Vec::new(), then: None, main_running: false, gc: fields.state };
             match Injection::try_queue(plan, mem, custodian, layout, &code, with)? {
                 Ok(injection) => break injection,
                 Err(Deferred::Queue(not_idle)) => {
