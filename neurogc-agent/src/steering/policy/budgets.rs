@@ -192,8 +192,8 @@ impl Budgets {
 
     fn predicted_pause_miss(&self, p: &Prediction) -> f64 {
         let Some(budget) = self.pause_ns() else { return 0.0 };
-        let (windows, pause) = p.windows_over(budget, self.window_s);
-        self.pause_miss(windows, pause)
+        let over = p.windows_over(budget, self.window_s);
+        self.pause_miss(over.share, over.pause_ns)
     }
 
     /// How far a GC share is over its budget, as a fraction of it (0 where it holds).

@@ -643,7 +643,7 @@ impl Controller {
                 let pause = s.p.pause_max_ns();
                 let window_s = self.budgets.window_s();
                 let full = s.p.rate[2] > 0.0 && s.p.pause_ns[2] >= pause && s.p.rate[2] * window_s < 0.1;
-                let share = budget.map_or(0.0, |b| s.p.windows_over(b, window_s).0);
+                let share = budget.map_or(0.0, |b| s.p.windows_over(b, window_s).share);
                 format!(
                     "predicted: longest pause {:.1} ms{}, GC {:.1}%, memory +{memory:.0} MiB",
                     pause / 1e6,

@@ -70,8 +70,8 @@ pub(super) struct Scored {
     pub(super) objective: f64,
     /// What a request waits at p99 behind collections, as far as the process is idle (ns).
     pub(super) wait_ns: f64,
-    /// The pause a window over the pause budget holds here (`PauseOdds::over_ns`; 0 where none
-    /// is over it).
+    /// The longest pause over the pause budget here (`PauseOdds::longest_ns`; 0 where none is
+    /// over it).
     pub(super) longest_ns: f64,
     /// The pause budget's miss by the setting in force's due full collection, where counted
     /// (`Controller::due_miss`): what the decision names it by.
@@ -115,9 +115,11 @@ pub(super) struct PauseOdds {
     /// The share, model and measurements together, and its standard deviation.
     pub(super) share: f64,
     pub(super) sd: f64,
-    /// The pause a window over the budget holds, predicted (`Prediction::windows_over`), or
-    /// the longest measured there where that is longer (ns).
+    /// The pause a window over the budget holds on average, predicted
+    /// (`Prediction::windows_over`), or the longest measured there where that is longer (ns).
     pub(super) over_ns: f64,
+    /// The longest pause over the budget, predicted or measured (ns).
+    pub(super) longest_ns: f64,
     /// The model's own share, before any evidence.
     pub(super) model_share: f64,
 }
@@ -348,7 +350,8 @@ impl Controller {
     /// what was measured at `c`.
     pub(super) fn pauses_over(&self, c: &Candidate, p: &Prediction) -> PauseOdds {
         let Some(budget) = self.budgets.pause_ns() else { return PauseOdds::default() };
-        let (model_share, pause) = p.windows_over(budget, self.budgets.window_s());
+        let predicted = p.windows_over(budget, self.budgets.window_s());
+        let model_share = predicted.share;
         // The model's chance, scaled by how far off its chances have been, shrunk towards what
         // the settings below this one measured.
         let model = (model_share * self.evidence.over_calibration(c.frozen)).min(1.0);
@@ -360,10 +363,12 @@ impl Controller {
         let measured_worst = stats.and_then(|s| s.pause_max_ms()).unwrap_or(0.0) * 1e6;
         let n = PAUSE_PRIOR_WINDOWS + windows;
         let share = (q * PAUSE_PRIOR_WINDOWS + over) / n;
+        let measured_worst = if over > 0.0 { measured_worst } else { 0.0 };
         PauseOdds {
             share,
             sd: (share * (1.0 - share) / (n + 1.0)).sqrt(),
-            over_ns: pause.max(if over > 0.0 { measured_worst } else { 0.0 }),
+            over_ns: predicted.pause_ns.max(measured_worst),
+            longest_ns: predicted.longest_ns.max(measured_worst),
             model_share,
         }
     }
@@ -566,7 +571,7 @@ impl Controller {
                     p.first_full_ns = p.first_full_ns.max(preds[0].p.pause_ns[2]);
                 }
                 let odds = self.pauses_over(c, &p);
-                let (share, over_ns) = (odds.share, odds.over_ns);
+                let (share, over_ns, longest_ns) = (odds.share, odds.over_ns, odds.longest_ns);
                 // A setting is left only where its pause budget is credibly missed (one standard
                 // deviation); another is entered on its estimate. (Ten windows cannot show a 1%
                 // share: an upper bound would bar every setting with any chance of a long pause.)
@@ -681,7 +686,7 @@ impl Controller {
                     misses,
                     objective,
                     wait_ns: wait,
-                    longest_ns: if share > 0.0 { over_ns } else { 0.0 },
+                    longest_ns: if share > 0.0 { longest_ns } else { 0.0 },
                     due_miss: if c.frozen { 0.0 } else { due },
                 });
             }

@@ -1698,11 +1698,13 @@ fn a_budget_no_setting_holds_is_set_aside_and_the_cost_decides() {
 
 #[test]
 fn a_pause_budget_no_setting_holds_bars_pauses_longer_than_the_applications_own() {
-    // As above, with no full collection: the application's own longest pause is its gen1
-    // round at 700/10/10 (0.5 ms). Each larger young generation is cheaper, and its gen1 rounds
-    // longer: with the budget set aside, none is a move neurogc may make for the cost.
+    // As above, with no full collection (nothing promoted): the application's own longest
+    // pause is its gen1 round at 700/10/10 (0.5 ms). Each larger young generation is cheaper,
+    // and its gen1 rounds longer: with the budget set aside, none is a move neurogc may make
+    // for the cost. (With full collections to come, a larger young generation puts them off
+    // and misses the budget less by what they would pause: a move for the budget, not the cost.)
     let gc = GuardConfig { pause_budget_ns: Some(100_000), freeze_after_s: None, ..cost_only() };
-    let (settings, verdicts) = act(SERVICE, gc.clone(), 40);
+    let (settings, verdicts) = act(Process { promoted: 0.0, ..SERVICE }, gc.clone(), 40);
     assert!(verdicts[2..].iter().all(|v| v.unholdable == [Budget::Pause]), "{verdicts:?}");
     assert!(settings.iter().all(|t| t[0] <= 700 && t[1] <= 10), "{settings:?}");
     // And staying says why.
@@ -2276,3 +2278,4 @@ fn a_step_within_the_allowance_of_a_growing_heap_leaves_its_own_pace_its_own() {
     let (trace, memory) = growing_heap_with_a_step(100);
     assert!(matches!(memory, Some(10..=11)), "{memory:?} {trace:?}");
 }
+
