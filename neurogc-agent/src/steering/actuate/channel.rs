@@ -16,6 +16,9 @@ use std::{
 use anyhow::{Context, Result};
 
 const HOOK_SOURCE: &str = include_str!("../../../../python-hook/neurogc_hook.py");
+/// The hook's `PROTOCOL`, as its answer says it: a hook of another protocol is not this agent's
+/// (`the_actions_call_the_guard_of_the_hooks_own_protocol` holds every copy of it together).
+pub(super) const PROTOCOL: &str = "11";
 /// What the hook answers per line at most: anything longer is not the hook talking.
 const MAX_LINE: u64 = 4096;
 
@@ -133,9 +136,12 @@ pub fn install(stream: UnixStream) -> Result<Installed> {
     anyhow::ensure!(n > 0 && line.ends_with('\n'), "the hook closed its connection without answering");
     let words: Vec<&str> = line.split_whitespace().collect();
     let bad = || anyhow::anyhow!("unexpected answer from the hook: {line:?}");
-    let ["hello", "11", pid, version, t0, t1, t2, freeze, record, active, agent] = words[..] else {
+    let ["hello", protocol, pid, version, t0, t1, t2, freeze, record, active, agent] = words[..] else {
         return Err(bad());
     };
+    if protocol != PROTOCOL {
+        return Err(bad());
+    }
     let num = |w: &str| w.parse::<i64>().map_err(|_| bad());
     let installed = Installed {
         pid: num(pid)? as i32,

@@ -418,6 +418,10 @@ mod tests {
         let protocol = hook.lines().find_map(|l| l.strip_prefix("PROTOCOL = ")).expect("PROTOCOL");
         assert!(ACTION.contains(&format!("get(\"protocol\") == {protocol}:")), "{ACTION}");
         assert!(hook.contains(&format!("_MAGIC = b\"NG{protocol}\"")));
+        // And the agent's own copies: what it accepts as the hook's answer, and the record's
+        // magic it checks before any write.
+        assert_eq!(super::super::channel::PROTOCOL, protocol);
+        assert_eq!(super::super::record::RECORD_MAGIC, format!("NG{protocol}").as_bytes());
     }
 
     #[test]

@@ -15,7 +15,7 @@ const BYTEARRAY_TYPE: u64 = 8;
 const BYTEARRAY_SIZE: u64 = 16;
 const BYTEARRAY_START: u64 = 40;
 const RECORD_LEN: i64 = 64;
-const RECORD_MAGIC: &[u8; 4] = b"NG11";
+pub(super) const RECORD_MAGIC: &[u8; 4] = b"NG11";
 
 impl Record {
     pub(super) fn locate(mem: &ProcMem, plan: &AttachPlan, id: u64) -> Result<Record> {
