@@ -2278,4 +2278,3 @@ fn a_step_within_the_allowance_of_a_growing_heap_leaves_its_own_pace_its_own() {
     let (trace, memory) = growing_heap_with_a_step(100);
     assert!(matches!(memory, Some(10..=11)), "{memory:?} {trace:?}");
 }
-
