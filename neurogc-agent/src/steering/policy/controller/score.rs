@@ -360,10 +360,11 @@ impl Controller {
         let q = (model * PAUSE_PRIOR_WINDOWS + pooled * pool) / (PAUSE_PRIOR_WINDOWS + pool);
         let stats = self.evidence.get(c);
         let (over, windows) = stats.map_or((0.0, 0.0), |s| s.over_budget());
-        let measured_worst = stats.and_then(|s| s.pause_max_ms()).unwrap_or(0.0) * 1e6;
+        // The longest pause measured counts only where some window went over the budget.
+        let measured_worst =
+            stats.filter(|_| over > 0.0).and_then(|s| s.pause_max_ms()).map_or(0.0, |ms| ms * 1e6);
         let n = PAUSE_PRIOR_WINDOWS + windows;
         let share = (q * PAUSE_PRIOR_WINDOWS + over) / n;
-        let measured_worst = if over > 0.0 { measured_worst } else { 0.0 };
         PauseOdds {
             share,
             sd: (share * (1.0 - share) / (n + 1.0)).sqrt(),

@@ -106,21 +106,21 @@ impl Prediction {
     /// (a growing 1.16M-tuple heap) left 100,000/50/100 for its own 700/10/10, "misses less",
     /// predicted at 80x the cost with a 668 ms full collection at once (356 ms measured).
     pub fn windows_over(&self, budget_ns: f64, window_s: f64) -> PauseWindows {
-        let mut over: Vec<(f64, f64)> = (0..3)
-            .filter(|&g| self.pause_ns[g] > budget_ns && self.rate[g] > 0.0)
-            .map(|g| ((self.rate[g] * window_s).min(1.0), self.pause_ns[g]))
-            .collect();
-        if self.first_full_ns > budget_ns {
-            over.push((window_s / HORIZON_S, self.first_full_ns));
-        }
-        let share: f64 = over.iter().map(|(s, _)| s).sum();
+        // (share of windows, pause) for each pause over the budget.
+        let over = || {
+            (0..3)
+                .filter(|&g| self.pause_ns[g] > budget_ns && self.rate[g] > 0.0)
+                .map(|g| ((self.rate[g] * window_s).min(1.0), self.pause_ns[g]))
+                .chain((self.first_full_ns > budget_ns).then_some((window_s / HORIZON_S, self.first_full_ns)))
+        };
+        let share: f64 = over().map(|(s, _)| s).sum();
         if share <= 0.0 {
             return PauseWindows::default();
         }
         PauseWindows {
             share: share.min(1.0),
-            pause_ns: over.iter().map(|(s, p)| s * p).sum::<f64>() / share,
-            longest_ns: over.iter().map(|(_, p)| *p).fold(0.0, f64::max),
+            pause_ns: over().map(|(s, p)| s * p).sum::<f64>() / share,
+            longest_ns: over().map(|(_, p)| p).fold(0.0, f64::max),
         }
     }
 }
