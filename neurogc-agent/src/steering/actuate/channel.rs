@@ -136,12 +136,9 @@ pub fn install(stream: UnixStream) -> Result<Installed> {
     anyhow::ensure!(n > 0 && line.ends_with('\n'), "the hook closed its connection without answering");
     let words: Vec<&str> = line.split_whitespace().collect();
     let bad = || anyhow::anyhow!("unexpected answer from the hook: {line:?}");
-    let ["hello", protocol, pid, version, t0, t1, t2, freeze, record, active, agent] = words[..] else {
+    let ["hello", PROTOCOL, pid, version, t0, t1, t2, freeze, record, active, agent] = words[..] else {
         return Err(bad());
     };
-    if protocol != PROTOCOL {
-        return Err(bad());
-    }
     let num = |w: &str| w.parse::<i64>().map_err(|_| bad());
     let installed = Installed {
         pid: num(pid)? as i32,
