@@ -146,7 +146,7 @@ impl Collector {
         // Young rounds: every t0 net allocations; gen1 every t1 + 1 of them.
         let r0 = alloc / t0;
         let r1 = self.gen1_rate(&c.thresholds);
-        let survivors = self.working_set.or(0.0);
+        let survivors = self.survivors_at(t0);
         let p0 = young * t0;
         let p1 = young * (t0 + t1 * survivors);
         let bytes = self.object_bytes.or(PRIOR_OBJECT_BYTES);
@@ -231,7 +231,7 @@ impl Collector {
 
     /// Gen1 rounds a second at thresholds `t`: every `threshold1 + 1`-th young round, one every
     /// `threshold0` net allocations.
-    fn gen1_rate(&self, t: &[i64; 3]) -> f64 {
+    pub(super) fn gen1_rate(&self, t: &[i64; 3]) -> f64 {
         self.alloc.or(0.0) / t[0].max(1) as f64 / (t[1].max(1) as f64 + 1.0)
     }
 
@@ -247,7 +247,7 @@ impl Collector {
         let kept = self.last_kept.unwrap_or(total as f64).max(0.0);
         let t2 = c.thresholds[2].max(1) as f64;
         let r1 = self.gen1_rate(&c.thresholds);
-        let retention = self.promoted.or(0.0) * r1;
+        let retention = self.promoted_at(&c.thresholds) * r1;
         if retention <= 0.0 {
             return None;
         }
@@ -259,7 +259,7 @@ impl Collector {
     /// Full collections under `c` (see `Full`).
     fn full(&self, c: &Candidate, frozen_now: bool, r1: f64, t2: f64, r: &Reading) -> Full {
         // Objects reaching the old generation per second under `c`.
-        let retention = self.promoted.or(0.0) * r1;
+        let retention = self.promoted_at(&c.thresholds) * r1;
         let cost = self.full_cost(c.frozen);
         let rounds_left = r.older_counts.map_or(t2 + 1.0, |[_, c2]| (t2 + 1.0 - c2 as f64).max(0.0));
         let by_rounds = if r1 > 0.0 { rounds_left / r1 } else { f64::INFINITY };
@@ -314,7 +314,7 @@ impl Collector {
                     // `t2 + 1` gen1 rounds over little. Taken as the first's size and cadence,
                     // the ETL batch's 700/10/10 frozen looked like a 14 ms pause every few
                     // seconds, where it measured 2.4 ms eleven times a second.
-                    let kept = self.promoted.or(0.0).min(walked);
+                    let kept = self.promoted_at(&c.thresholds).min(walked);
                     let cycle = rounds.max(kept / 4.0 / retention);
                     let steady = kept + retention * cycle;
                     return Full {

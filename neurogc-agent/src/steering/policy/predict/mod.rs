@@ -16,10 +16,12 @@
 //! on CPython 3.11, x86-64) stand in until the process shows its own.
 mod forecast;
 mod inputs;
+mod lasting;
 mod reading;
 
 pub use forecast::Prediction;
 pub use inputs::{FEATURE_COUNT, FEATURES};
+use lasting::Lasting;
 pub use reading::{Candidate, Reading};
 
 /// A young collection's cost per object walked, before the process shows its own (ns).
@@ -130,6 +132,11 @@ struct YoungFlow {
     fulls: i64,
 }
 
+/// Net allocations from one gen1 round to the next under thresholds `t`.
+fn between_gen1(t: &[i64; 3]) -> f64 {
+    t[0].max(1) as f64 * (t[1].max(1) as f64 + 1.0)
+}
+
 /// Full collections a young generation's flow of old garbage is read from before it counts: a
 /// window's few full collections find what the gen1 rounds before them promoted, so a flow read
 /// from one or two is mostly the last setting's.
@@ -183,11 +190,17 @@ pub struct Collector {
     /// 15,000-16,000, 0.14-0.29 µs each) from it, and the agent left a setting those measured
     /// well within the pause budget.
     frozen_first_ns: Avg,
-    /// Survivors of a gen0 round that do not depend on its size (the working set in flight).
+    /// Survivors of a gen0 round, and threshold0 where they were measured: the working set in
+    /// flight, and what lasts of the round's allocations (`survivors_at`).
     working_set: Avg,
+    working_set_t0: Avg,
     /// Objects a gen1 round promotes into the old generation (`long_lived_pending`'s growth per
-    /// gen1 collection): what is in flight at a gen1 round, so rarer rounds promote less.
+    /// gen1 collection), and the net allocations between gen1 rounds where they were measured:
+    /// what is in flight at a gen1 round, and what lasts of them (`promoted_at`).
     promoted: Avg,
+    promoted_between: Avg,
+    /// What lasts of generation 1 and of a gen1 round's promotions.
+    lasting: Lasting,
     /// Garbage objects per second found by full collections, and gen1 rounds per second then:
     /// garbage reaches the old generation by promotion, so rarer gen1 rounds bring less.
     old_garbage: Avg,
@@ -486,13 +499,19 @@ impl Collector {
                 n => (n - 1) as f64 * (total as f64 / 4.0).max(r.collected_per[2]) + p1 as f64,
             };
             if promoted >= 0.0 {
-                self.promoted.add(promoted / (r.collections[1] + r.collections[2]) as f64, 0.3);
+                let per_round = promoted / (r.collections[1] + r.collections[2]) as f64;
+                if r.collections[2] == 0 {
+                    self.lasting.observe(r, per_round);
+                }
+                self.promoted.add(per_round, 0.3);
+                self.promoted_between.add(between_gen1(&t), 0.3);
             }
         }
         if one_setting && r.collections[1] > 0 && r.pause_p50_ns[1] > 0.0 {
             let k = self.young_ns.or(PRIOR_YOUNG_NS);
             let survivors = ((r.pause_p50_ns[1] / k - t0) / t[1].max(1) as f64).max(0.0);
             self.working_set.add(survivors, 0.3);
+            self.working_set_t0.add(t0, 0.3);
         }
         if r.collections[2] > 0 {
             // The full collection neurogc's freeze followed walked the whole heap, frozen
@@ -560,7 +579,7 @@ impl Collector {
                 // gate), however little the reading saw: one taken just after the collection its
                 // window then counts reads 0, and the demo service's freeze looked like 109 MiB
                 // kept in one run of three and was never made.
-                let since = self.promoted.or(0.0) * r.collections[1] as f64;
+                let since = self.promoted_at(&t) * r.collections[1] as f64;
                 let gate = if self.last_held_freeze_collection { 0.0 } else { total.max(0) as f64 / 4.0 };
                 let pending = (pending as f64 + since).max(gate);
                 let old = found - pending - young;
@@ -607,6 +626,22 @@ impl Collector {
         if delta_t0.abs() >= 1_000.0 {
             self.young_bytes.add((delta_rss / delta_t0).clamp(0.0, 65_536.0), 0.5);
         }
+    }
+
+    /// Survivors of a gen0 round with threshold0 at `t0`: the working set in flight, as
+    /// measured, and what lasts of a round's allocations, in proportion to them.
+    pub(super) fn survivors_at(&self, t0: f64) -> f64 {
+        let measured = self.working_set.or(0.0);
+        let share = self.lasting.gen1();
+        measured * (1.0 - share) + measured * share * t0 / self.working_set_t0.or(t0).max(1.0)
+    }
+
+    /// Objects a gen1 round promotes under thresholds `t`: those in flight at it, as measured,
+    /// and what lasts of the net allocations since the last one, in proportion to them.
+    pub(super) fn promoted_at(&self, t: &[i64; 3]) -> f64 {
+        let (measured, between) = (self.promoted.or(0.0), between_gen1(t));
+        let share = self.lasting.promoted();
+        measured * (1.0 - share) + measured * share * between / self.promoted_between.or(between).max(1.0)
     }
 
     /// Garbage objects a second that full collections would find with gen1 rounds at `rounds` a
