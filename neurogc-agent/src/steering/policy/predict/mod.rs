@@ -12,8 +12,10 @@
 //!
 //! The parameters are estimated online from this process's own collections and GC state, as
 //! G1's pause predictor does (decaying averages): cost per object of young and full collections,
-//! the young survivors per round, the objects each gen1 round promotes into the old generation, the garbage found there, the bytes an object holds. Priors (measured
-//! on CPython 3.11, x86-64) stand in until the process shows its own.
+//! the young survivors per round, the objects each gen1 round promotes into the old generation
+//! (what of both lasts, apart from what is in flight: `lasting`), the garbage found there, the
+//! bytes an object holds. Priors (measured on CPython 3.11, x86-64) stand in until the process
+//! shows its own.
 mod forecast;
 mod inputs;
 mod lasting;
