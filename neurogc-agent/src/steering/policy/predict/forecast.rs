@@ -232,7 +232,7 @@ impl Collector {
     /// Gen1 rounds a second at thresholds `t`: every `threshold1 + 1`-th young round, one every
     /// `threshold0` net allocations.
     pub(super) fn gen1_rate(&self, t: &[i64; 3]) -> f64 {
-        self.alloc.or(0.0) / t[0].max(1) as f64 / (t[1].max(1) as f64 + 1.0)
+        self.alloc.or(0.0) / between_gen1(t)
     }
 
     /// A freeze under `c` made right after the application's next full collection (a deferred

@@ -58,3 +58,9 @@ impl Lasting {
         self.promoted.or(0.0)
     }
 }
+
+/// `measured` as it comes under another setting: the share that lasts grows by `ratio` (the
+/// net allocations it comes from, against where it was measured), the rest stays as it is.
+pub(super) fn scaled(measured: f64, share: f64, ratio: f64) -> f64 {
+    measured * (1.0 - share) + measured * share * ratio
+}

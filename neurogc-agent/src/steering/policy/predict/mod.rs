@@ -633,17 +633,16 @@ impl Collector {
     /// Survivors of a gen0 round with threshold0 at `t0`: the working set in flight, as
     /// measured, and what lasts of a round's allocations, in proportion to them.
     pub(super) fn survivors_at(&self, t0: f64) -> f64 {
-        let measured = self.working_set.or(0.0);
-        let share = self.lasting.gen1();
-        measured * (1.0 - share) + measured * share * t0 / self.working_set_t0.or(t0).max(1.0)
+        let ratio = t0 / self.working_set_t0.or(t0).max(1.0);
+        lasting::scaled(self.working_set.or(0.0), self.lasting.gen1(), ratio)
     }
 
     /// Objects a gen1 round promotes under thresholds `t`: those in flight at it, as measured,
     /// and what lasts of the net allocations since the last one, in proportion to them.
     pub(super) fn promoted_at(&self, t: &[i64; 3]) -> f64 {
-        let (measured, between) = (self.promoted.or(0.0), between_gen1(t));
-        let share = self.lasting.promoted();
-        measured * (1.0 - share) + measured * share * between / self.promoted_between.or(between).max(1.0)
+        let between = between_gen1(t);
+        let ratio = between / self.promoted_between.or(between).max(1.0);
+        lasting::scaled(self.promoted.or(0.0), self.lasting.promoted(), ratio)
     }
 
     /// Garbage objects a second that full collections would find with gen1 rounds at `rounds` a
