@@ -3,8 +3,8 @@
 //! batch job on its total time). For each draw the oracle is the best fixed recipe
 //! (`steer::RECIPES`), measured once per draw, interpreter and run length, and cached, since it
 //! does not depend on neurogc, among the recipes that keep the promises act is held to
-//! (`admissible`: peak RSS within the default memory budget, no pause much longer than the
-//! defaults'; a better recipe left out so is named in the report);
+//! (`oracle::admissible`: peak RSS within the default memory budget, no pause much longer than
+//! the defaults'; a better recipe left out so is named in the report);
 //! then rounds of CPython's defaults, act mode and the oracle's recipe run interleaved (the grid
 //! chooses the recipe; its score is measured again beside act; where it took longer than the
 //! defaults there for the same steps, the defaults stand as the oracle).
@@ -27,28 +27,14 @@ use serde_json::{Value, json};
 use crate::{
     bench::{
         measure::{cpu_model, ln_mean_var, median},
+        oracle::{self, GC_MATTERS_MS, LONGEST_SLACK, rss_bound},
         steer::{self, Config, RECIPES},
     },
     build_release_agent, workspace_root,
 };
 
-/// The memory budget the agent holds by default: a share over the application's own RSS, and at
-/// least a few MiB (the allocator's noise; `budgets::MIN_HEADROOM` in the agent).
-const MEMORY_BUDGET: f64 = 0.15;
-const MIN_HEADROOM_MIB: f64 = 16.0;
-
-/// The most RSS (MiB) the default memory budget allows over `own` (the defaults' peak).
-fn rss_bound(own: f64) -> f64 {
-    own + (own * MEMORY_BUDGET).max(MIN_HEADROOM_MIB)
-}
 /// Worse than the defaults by more than this counts as harm.
 const HARM: f64 = 1.05;
-/// How much longer than the defaults' longest pause a recipe's may be and still be the oracle:
-/// one run's longest pause is noisy (evaluation draw 1591's defaults read 495-650 ms), so
-/// half as long again, and at least `GC_MATTERS_MS`.
-const LONGEST_SLACK: f64 = 1.5;
-/// The longest pause (ms) below which, in both arms, the collector cannot move a draw's score.
-const GC_MATTERS_MS: f64 = 1.0;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
 pub enum Pool {
@@ -104,6 +90,10 @@ struct Score {
 }
 
 impl Score {
+    fn kept(&self) -> oracle::Kept {
+        oracle::Kept { peak_rss_mib: self.peak_rss_mib, longest_ms: self.longest_ms }
+    }
+
     fn json(&self) -> Value {
         // The measured part's length is a closed-loop service's throughput beside its p99 (null
         // where it was read from the cache).
@@ -350,16 +340,10 @@ fn oracle(opts: &Options, agent: &Path, seed: u64, desc: &Value) -> Result<(u64,
 }
 
 /// Whether a recipe keeps the promises act is held to, against the defaults' run in the same
-/// grid: it may be the oracle only then. The memory budget: a recipe that wins by keeping 2x the
-/// RSS (freeze + 50000/20/20 on a structure replaced every few seconds) is not one a user with
-/// the default budget could take. And no pause longer than the application's own: freeze +
-/// 50000/20/20 on evaluation draw 1846 (cyclic churn at 40% GC, a closed loop) read a p99 of
-/// 0.22 ms against the defaults' 1.03 by pausing under 1% of the requests for up to 122 ms
-/// (the defaults' longest: 32 ms), and took 81 s for the steps the defaults ran in 20 s.
+/// grid (`oracle::admissible`): it may be the oracle only then.
 fn admissible(s: &Score, recipes: &[(Config, Score)]) -> bool {
     let Some(own) = defaults_of(recipes) else { return true };
-    s.peak_rss_mib <= rss_bound(own.peak_rss_mib)
-        && s.longest_ms <= (own.longest_ms * LONGEST_SLACK).max(GC_MATTERS_MS)
+    oracle::admissible(s.kept(), own.kept())
 }
 
 /// The defaults' score in a draw's grid.

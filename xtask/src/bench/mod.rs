@@ -4,6 +4,7 @@ mod draws;
 pub mod fleet;
 pub mod locust;
 pub mod measure;
+mod oracle;
 mod overhead;
 pub mod plot;
 mod policy;
