@@ -18,6 +18,10 @@ pub const LONGEST_SLACK: f64 = 1.5;
 /// The longest pause (ms) below which, in both arms, the collector cannot move a score.
 pub const GC_MATTERS_MS: f64 = 1.0;
 
+/// The rule in words, for the reports that apply it.
+pub const PROMISES: &str = "peak RSS within the default memory budget, the defaults' + 15% and at least \
+     16 MiB; no pause longer than 1.5x the defaults' longest";
+
 /// The most RSS (MiB) the default memory budget allows over `own` (the defaults' peak).
 pub fn rss_bound(own: f64) -> f64 {
     own + (own * MEMORY_BUDGET).max(MIN_HEADROOM_MIB)
@@ -55,5 +59,14 @@ mod tests {
             Kept { peak_rss_mib: 35.0, longest_ms: 0.9 },
             Kept { peak_rss_mib: 20.0, longest_ms: 0.1 }
         ));
+    }
+
+    #[test]
+    fn the_rule_in_words_is_the_rule_in_numbers() {
+        let words = format!(
+            "+ {:.0}% and at least {MIN_HEADROOM_MIB:.0} MiB; no pause longer than {LONGEST_SLACK}x",
+            MEMORY_BUDGET * 100.0
+        );
+        assert!(PROMISES.contains(&words), "{PROMISES} / {words}");
     }
 }

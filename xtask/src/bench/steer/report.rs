@@ -195,18 +195,17 @@ fn best_recipe(of: &Of, f: fn(&Run) -> f64, may: impl Fn(Config) -> bool) -> Opt
 /// fact on the workload's own measure), against act and act on the analytic model alone; with
 /// act's cost in time and peak RSS against CPython's defaults.
 fn regret(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
-    let mut md = String::from(
+    let mut md = format!(
         "## Regret against the best fixed recipe
 
 The oracle is the best, after the fact, of the fixed \
          recipes run (defaults, static, freeze alone, freeze + 5k, freeze + 20k) on the workload's \
-         own measure (p99 for services, total time for batch), among those whose peak RSS is within \
-         the default memory budget (the defaults' + 15%, at least 16 MiB) and whose longest pause \
-         is at most 1.5× the defaults' (as `cargo xtask bench draws` chooses); medians over rounds. \
-         Targets: act \
+         own measure (p99 for services, total time for batch), among those that keep act's \
+         promises ({}); medians over rounds. Targets: act \
          ≤ 1.5× the oracle, never worse than defaults by more than 5% on time or 15% on peak RSS.\n\n\
          | workload | family | measure | oracle | act / oracle | rules / oracle | act / defaults | act RSS / defaults | verdict |\n\
          |---|---|---|---|---|---|---|---|---|\n",
+        oracle::PROMISES
     );
     for (workload, runs) in results {
         let of = Of(runs);
@@ -255,9 +254,8 @@ The oracle is the best, after the fact, of the fixed \
         .collect();
     if !left_out.is_empty() {
         md += &format!(
-            "\nScored better but not the oracle (over the memory budget, or a pause longer than \
-             {}× the defaults' longest): {}.\n",
-            oracle::LONGEST_SLACK,
+            "\nScored better but not the oracle (not keeping act's promises: {}): {}.\n",
+            oracle::PROMISES,
             left_out.join("; ")
         );
     }
