@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use crate::{
     bench::{
         measure::{cpu_model, ln_mean_var, median},
-        oracle::{self, GC_MATTERS_MS, LONGEST_SLACK, rss_bound},
+        oracle::{self, GC_MATTERS_MS, rss_bound},
         steer::{self, Config, RECIPES},
     },
     build_release_agent, workspace_root,
@@ -694,8 +694,8 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
         .collect();
     if !left_out.is_empty() {
         out.push_str(&format!(
-            "\nScored better by the grid but not the oracle (over the memory budget, or a pause \
-             longer than {LONGEST_SLACK}x the defaults' longest): {}.\n",
+            "\nScored better by the grid but not the oracle (not keeping act's promises: {}): {}.\n",
+            oracle::promises(),
             left_out.join("; ")
         ));
     }

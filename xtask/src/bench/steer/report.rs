@@ -205,12 +205,26 @@ The oracle is the best, after the fact, of the fixed \
          ≤ 1.5× the oracle, never worse than defaults by more than 5% on time or 15% on peak RSS.\n\n\
          | workload | family | measure | oracle | act / oracle | rules / oracle | act / defaults | act RSS / defaults | verdict |\n\
          |---|---|---|---|---|---|---|---|---|\n",
-        oracle::PROMISES
+        oracle::promises()
     );
+    let mut left_out = Vec::new();
     for (workload, runs) in results {
         let of = Of(runs);
         let (what, f) = headline(*workload);
         let Some((oracle, best)) = oracle(&of, f) else { continue };
+        if let Some((c, v)) = best_recipe(&of, f, |_| true).filter(|&(_, v)| v < best) {
+            let (k, own) = (kept(&of, c), kept(&of, Config::Defaults));
+            left_out.push(format!(
+                "{} {} {v:.2} (peak RSS {:.0} MiB, the defaults' {:.0}; longest pause {:.0} ms, the \
+                 defaults' {:.0})",
+                workload.name(),
+                c.short(),
+                k.peak_rss_mib,
+                own.peak_rss_mib,
+                k.longest_ms,
+                own.longest_ms
+            ));
+        }
         let ratio = |c: Config| of.median(c, f) / best;
         let total = |r: &Run| r.seconds;
         let peak = |r: &Run| r.peak_rss_mib;
@@ -232,30 +246,10 @@ The oracle is the best, after the fact, of the fixed \
             verdict(ok)
         );
     }
-    let left_out: Vec<String> = results
-        .iter()
-        .filter_map(|(workload, runs)| {
-            let of = Of(runs);
-            let (_, f) = headline(*workload);
-            let (_, best) = oracle(&of, f)?;
-            let (c, v) = best_recipe(&of, f, |_| true).filter(|&(_, v)| v < best)?;
-            let (k, own) = (kept(&of, c), kept(&of, Config::Defaults));
-            Some(format!(
-                "{} {} {v:.2} (peak RSS {:.0} MiB, the defaults' {:.0}; longest pause {:.0} ms, the \
-                 defaults' {:.0})",
-                workload.name(),
-                c.short(),
-                k.peak_rss_mib,
-                own.peak_rss_mib,
-                k.longest_ms,
-                own.longest_ms
-            ))
-        })
-        .collect();
     if !left_out.is_empty() {
         md += &format!(
             "\nScored better but not the oracle (not keeping act's promises: {}): {}.\n",
-            oracle::PROMISES,
+            oracle::promises(),
             left_out.join("; ")
         );
     }
