@@ -370,6 +370,9 @@ pub struct Controller {
     /// RSS in the window neurogc froze, and when (s): what the freeze keeps can be no more than
     /// RSS grew since, past the application's own growth.
     rss_at_freeze: Option<(f64, f64)>,
+    /// What RSS had grown at neurogc's thresholds when it froze (`grown_at_neurogcs`): garbage
+    /// that waited for a full collection there is frozen with the rest, and stays the freeze's.
+    grown_before_freeze: f64,
     /// The highest RSS measured while the application's own settings were in force (its
     /// thresholds, nothing frozen by neurogc): what a memory miss is told against.
     own_rss: Option<f64>,
@@ -499,6 +502,7 @@ impl Controller {
             first_ts: None,
             kept: Kept::default(),
             rss_at_freeze: None,
+            grown_before_freeze: 0.0,
             own_rss: None,
             own_growth: OwnGrowth::default(),
             own_longest_ns: 0.0,
@@ -732,7 +736,8 @@ impl Controller {
 
     /// What RSS has grown since neurogc's first change, counted as the setting in force's own
     /// where its thresholds are not the application's and the heap is warm (the application's
-    /// own data has stopped growing). The model's figure for what a setting keeps is a prior,
+    /// own data has stopped growing), or, before, past the pace the application's own windows
+    /// grew at (`grown_at_neurogcs`). The model's figure for what a setting keeps is a prior,
     /// and this the measurement: micrograd, moved to 2,000/10/10 frozen on a prediction of
     /// +13 MiB, grew 41 MiB there over seven windows, while the budget counted no more than
     /// the prediction and called the rest the application's. At the application's own
@@ -768,7 +773,24 @@ impl Controller {
             return 0.0;
         }
         let grown = self.grown_at_neurogcs(r);
-        if grown > 0.0 { grown + self.rss_rise } else { 0.0 }
+        if grown <= 0.0 {
+            return 0.0;
+        }
+        // Before the heap is warm, one window's rise is a burst until RSS stands, as after a
+        // freeze (`grown_by_next_copy`): the pace around it is credited as it comes, and a step
+        // waits for a full collection to tell what it was (seed-104 draw 1392's shape, `a_step_
+        // within_the_allowance_of_a_growing_heap_leaves_its_own_pace_its_own`).
+        if self.growth_from_warm() {
+            grown + self.rss_rise
+        } else {
+            grown + self.rising_past(self.own_growth.pace() * r.secs)
+        }
+    }
+
+    /// What RSS rose by past `pace` (bytes a window) in each of the last two windows, the lesser:
+    /// a rise that goes on, which the next window adds again.
+    fn rising_past(&self, pace: f64) -> f64 {
+        (self.rss_rise.min(self.rss_rise_before) - pace).max(0.0)
     }
 
     /// Whether RSS growth from here on can be a setting's own: the application's heap was seen
@@ -788,12 +810,34 @@ impl Controller {
     /// What RSS has grown, past the application's own pace, since growth began to be measured
     /// as the settings' of neurogc (`Kept::grown`: the first change, or the first window after
     /// it that counts): what any threshold setting of neurogc's would be judged to keep, once
-    /// in force (none where growth is not measured yet: the heap is filling).
+    /// in force. Before the heap is warm (`rss_settled`), growth since the first change past
+    /// the pace its own windows grew at (`OwnGrowth::pace`, from two): a heap filling at every
+    /// setting fills as fast at the application's own, and its fill is credited whole. Counted
+    /// as none before the heap was warm, evaluation draw 1580 (a 26k-tuple catalog with 4 KiB
+    /// payloads rebuilt every 5.2 s by a builder thread; its own windows grew 0.6 MiB a second)
+    /// was moved to 1,000/50/100 on a prediction of +2 MiB and grew from 26 to 42 MiB there in
+    /// six windows, each replaced copy waiting for a full collection 70 s off, while every
+    /// decision said "memory +5 MiB"; frozen on top of that, it reached 63 MiB against the
+    /// defaults' peak of 36.
     fn grown_at_neurogcs(&self, r: &Reading) -> f64 {
-        if !(self.rss_settled() || self.undone_for_memory) {
-            return 0.0;
+        if self.growth_from_warm() {
+            let now = secs(r.ts_ns);
+            return self.kept.grown(r.rss as f64, now, |s| self.own_credit(s, now).0);
         }
-        self.kept.grown(r.rss as f64, secs(r.ts_ns), |s| self.own_credit(s, secs(r.ts_ns)).0)
+        self.grown_unsettled(r)
+    }
+
+    /// Whether growth at neurogc's thresholds is measured from a warm window (`Kept::warmed`):
+    /// once it was, or where it is to be from this one.
+    fn growth_from_warm(&self) -> bool {
+        self.kept.is_warm() || self.rss_settled() || self.undone_for_memory
+    }
+
+    /// What RSS has grown since neurogc's first change past the pace the application's own
+    /// windows grew at (`grown_at_neurogcs` before the heap is warm).
+    fn grown_unsettled(&self, r: &Reading) -> f64 {
+        let (now, pace) = (secs(r.ts_ns), self.own_growth.pace());
+        self.kept.grown_unsettled(r.rss as f64, now, |s| self.own_credit(s, now).0.max(pace * s))
     }
 
     pub fn decide(&mut self, learned: Learned, r: &Reading) -> Verdict {
@@ -827,8 +871,10 @@ impl Controller {
         // never seen warm, grew from 1.2 to 2.7 GiB across three moves after its undo while
         // every decision said "memory +4 MiB".
         let own = self.current == candidates::own(self.cfg(), self.original);
-        if self.rss_settled() || (self.undone_for_memory && !own) {
-            self.kept.warmed(r.rss as f64, secs(r.ts_ns));
+        if !self.kept.is_warm() && (self.rss_settled() || (self.undone_for_memory && !own)) {
+            // What had grown as the settings' before stays theirs (`grown_at_neurogcs`).
+            let carried = self.grown_unsettled(r);
+            self.kept.warmed(r.rss as f64, secs(r.ts_ns), carried);
         }
         let check = check(&before, &self.collector, r);
         let mut here = self.in_force();
@@ -1107,11 +1153,13 @@ impl Controller {
         self.current = c.thresholds;
         self.trial = Some(Trial { to: c, analytic_share: to.analytic_share, learned: to.learned });
         self.trial_rows = (!to.learned.is_finite()).then_some([here_row, to.row]);
+        if freeze == Some(true) {
+            self.froze_at(r);
+        }
         self.kept.changed(r.rss as f64, self.rss_settled(), secs(r.ts_ns));
         self.rss_before = None;
         match freeze {
             Some(true) => {
-                self.rss_at_freeze = Some((r.rss as f64, secs(r.ts_ns)));
                 self.frozen = true;
                 self.freeze_used = true;
                 // A deferred freeze's landing was told to the model before the window was read.
@@ -1192,6 +1240,10 @@ impl Controller {
         }
         if let Some(grown) = self.grown_since_freeze(r) {
             w.push_str(&format!("; {:+.0} MiB since the freeze", mib(grown)));
+            if self.grown_before_freeze >= 1048576.0 {
+                let before = mib(self.grown_before_freeze);
+                w.push_str(&format!(", counting {before:.0} grown at neurogc's thresholds before it"));
+            }
             let next = self.grown_by_next_copy(r).unwrap_or(grown);
             if next > grown {
                 let by = if self.replacement.seen() {
@@ -1213,18 +1265,31 @@ impl Controller {
         w
     }
 
+    /// neurogc's freeze stands from `r`'s window: what it keeps is measured from there
+    /// (`grown_since_freeze`), on top of what had grown at neurogc's thresholds before it.
+    fn froze_at(&mut self, r: &Reading) {
+        self.grown_before_freeze = self.grown_at_neurogcs(r);
+        self.rss_at_freeze = Some((r.rss as f64, secs(r.ts_ns)));
+    }
+
     /// What RSS has grown since neurogc's freeze, while it stands (None where none does), over
     /// the most it had at the application's own settings where that was more: the budget is a
     /// bound on RSS against the application's own, and RSS that swings with the garbage
     /// waiting between collections is the application's up to its own peak (an evaluation draw
     /// frozen at a low point of the swing read +30 MiB "since the freeze" at 0.7x the RSS it
     /// had at its own settings, and the undo cost a 111 ms full collection).
-    /// Growth at the application's own pace (`OwnGrowth`) is its own, not the freeze's.
+    /// Growth at the application's own pace (`OwnGrowth`) is its own, not the freeze's. What
+    /// had grown at neurogc's thresholds before the freeze (`grown_before_freeze`) is counted
+    /// too: the freeze keeps it, and the budget is on RSS against the application's own.
+    /// Counted from the RSS it froze at, evaluation draw 1580, frozen at 42 MiB after 16 had
+    /// grown at 1,000/50/100 (26 MiB at its own settings), read +10 MiB at the next rebuild
+    /// (2.0x its own RSS, 16 MiB allowed) and was undone only at the one after, at 2.4x.
     fn grown_since_freeze(&self, r: &Reading) -> Option<f64> {
         let own = self.own_rss.unwrap_or(0.0);
+        let from = |at: f64| (at - self.grown_before_freeze).max(own);
         self.rss_at_freeze
             .filter(|_| self.frozen)
-            .map(|(at, _)| r.rss as f64 - at.max(own) - self.own_since_freeze(r).0)
+            .map(|(at, _)| r.rss as f64 - from(at) - self.own_since_freeze(r).0)
     }
 
     /// What RSS will have grown since neurogc's freeze by the next rebuild of a structure the
@@ -1249,7 +1314,7 @@ impl Controller {
         // the lesser of the two: the budget is to hold through it, and a freeze at the
         // application's own thresholds, undone only once RSS had grown past the allowance,
         // let RSS past the bound by a window's growth.
-        let going_on = (self.rss_rise.min(self.rss_rise_before) - pace).max(0.0);
+        let going_on = self.rising_past(pace);
         let ahead = if again { rise } else { going_on };
         Some(if grown > 0.0 { grown + ahead } else { grown })
     }

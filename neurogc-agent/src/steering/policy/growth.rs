@@ -14,11 +14,13 @@ pub struct Kept {
     /// peak RSS reach 1.27x the application's own).
     most: f64,
     /// RSS from which growth is measured as a setting's own (`grown`): the first change's, or,
-    /// where that came before the application's heap was warm, the first warm window's. The
-    /// ETL batch's RSS rose from 223 to 281 MiB while its heap filled after neurogc's first move
-    /// (its garbage piles up until its first full collection, at any setting); counted as the
-    /// setting's, that warm-up missed the memory budget (34 MiB allowed) and sent the agent to
-    /// a collection, a freeze and four more moves (1.24x the defaults' time in that run).
+    /// where that came before the application's heap was warm, the first warm window's, less
+    /// what had grown as the settings' own before it (`grown_unsettled`, past the pace of the
+    /// application's own windows). The ETL batch's RSS rose from 223 to 281 MiB while its heap
+    /// filled after neurogc's first move (its garbage piles up until its first full collection,
+    /// at any setting); counted whole as the setting's, that warm-up missed the memory budget
+    /// (34 MiB allowed) and sent the agent to a collection, a freeze and four more moves (1.24x
+    /// the defaults' time in that run).
     grown_from: Option<f64>,
     /// When `grown_from` was read (s, on the readings' clock).
     grown_since_s: f64,
@@ -146,17 +148,23 @@ impl Kept {
     pub fn changed(&mut self, rss: f64, warm: bool, t_s: f64) {
         self.base.get_or_insert((rss, t_s));
         if warm {
-            self.warmed(rss, t_s);
+            self.warmed(rss, t_s, 0.0);
         }
     }
 
     /// The application's heap is warm, with RSS at `rss`: growth from here on can be a
-    /// setting's own (the first such window after a change counts).
-    pub fn warmed(&mut self, rss: f64, t_s: f64) {
+    /// setting's own (the first such window after a change counts), on top of `carried`, what
+    /// had grown as the settings' before (`grown_unsettled`).
+    pub fn warmed(&mut self, rss: f64, t_s: f64, carried: f64) {
         if self.base.is_some() && self.grown_from.is_none() {
-            self.grown_from = Some(rss);
+            self.grown_from = Some(rss - carried);
             self.grown_since_s = t_s;
         }
+    }
+
+    /// Whether growth is measured from a warm window yet (`warmed`).
+    pub fn is_warm(&self) -> bool {
+        self.grown_from.is_some()
     }
 
     /// A full collection of the application's own told that what RSS holds at `rss` is its
@@ -182,6 +190,13 @@ impl Kept {
     /// (`own`: bytes credited to it over so many seconds).
     pub fn grown(&self, rss: f64, t_s: f64, own: impl Fn(f64) -> f64) -> f64 {
         self.grown_from.map_or(0.0, |from| (rss - from - own(t_s - self.grown_since_s)).max(0.0))
+    }
+
+    /// What RSS has grown since neurogc's first change (0 before one), at `t_s`, past the
+    /// application's own growth since (`own`, as for `grown`): what a setting is judged to keep
+    /// before the heap is warm, with `own` at the pace its own windows grew at.
+    pub fn grown_unsettled(&self, rss: f64, t_s: f64, own: impl Fn(f64) -> f64) -> f64 {
+        self.base.map_or(0.0, |(base, t)| (rss - base - own(t_s - t)).max(0.0))
     }
 
     /// `keeps`: the model's figure for the setting in force, over its horizon (garbage takes
@@ -314,18 +329,18 @@ mod tests {
     fn growth_while_the_heap_fills_is_not_a_settings_own() {
         const MIB: f64 = 1048576.0;
         let mut kept = Kept::default();
-        kept.warmed(200.0 * MIB, 0.0); // nothing changed yet: nothing to measure from
+        kept.warmed(200.0 * MIB, 0.0, 0.0); // nothing changed yet: nothing to measure from
         assert_eq!(kept.grown(260.0 * MIB, 0.0, none), 0.0);
         // The first change before the heap is warm: the application's warm-up is its own.
         kept.changed(220.0 * MIB, false, 0.0);
         assert_eq!(kept.grown(280.0 * MIB, 0.0, none), 0.0);
-        kept.warmed(280.0 * MIB, 0.0);
-        kept.warmed(290.0 * MIB, 0.0); // the first warm window counts
+        kept.warmed(280.0 * MIB, 0.0, 0.0);
+        kept.warmed(290.0 * MIB, 0.0, 0.0); // the first warm window counts
         assert_eq!(kept.grown(300.0 * MIB, 0.0, none), 20.0 * MIB);
         // A first change once the heap is warm measures from that change.
         let mut kept = Kept::default();
         kept.changed(220.0 * MIB, true, 0.0);
-        kept.warmed(240.0 * MIB, 0.0);
+        kept.warmed(240.0 * MIB, 0.0, 0.0);
         assert_eq!(kept.grown(250.0 * MIB, 0.0, none), 30.0 * MIB);
     }
 }

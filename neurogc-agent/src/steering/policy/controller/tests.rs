@@ -457,6 +457,35 @@ fn rss_grown_past_the_allowance_at_neurogcs_thresholds_bars_every_one_of_them() 
     assert!(trace.iter().all(|&(_, g)| g <= 80), "(threshold0, RSS grown MiB): {trace:?}");
 }
 
+#[test]
+fn growth_at_neurogcs_thresholds_before_the_heap_is_warm_counts_past_its_own_pace() {
+    // Evaluation draw 1580's shape: RSS grows 1 MiB a window at the application's own settings
+    // and 8 at any of neurogc's (each replaced copy of a catalog waits there for a full
+    // collection put off), and no full collection is seen: the heap is never warm. Its own
+    // windows' pace is its own; the rest is the settings'. Counted as none, the agent stayed
+    // where it moved while RSS grew past the 60 MiB a 15% budget of 400 allows.
+    let mut c = Controller::new(cost_only(), [700, 10, 10], true);
+    let (mut grown, mut past_pace, mut trace, mut verdicts) = (0u64, 0u64, Vec::new(), Vec::new());
+    for w in 1..=30 {
+        let t = c.thresholds();
+        let own = t == [700, 10, 10];
+        grown += if own { 1 << 20 } else { 8 << 20 };
+        past_pace += if own { 0 } else { 7 << 20 };
+        trace.push((t, past_pace >> 20));
+        let r = Reading { rss: (400 << 20) + grown, ..SERVICE.reading(t, w) };
+        verdicts.push(c.decide(&mut analytic, &r));
+    }
+    let why: Vec<&str> = verdicts.iter().map(|v| v.reason.as_str()).collect();
+    assert!(trace.iter().any(|&(t, _)| t != [700, 10, 10]), "never moved: {trace:?}");
+    let left = verdicts.iter().any(|v| v.change && v.budget == Some(Budget::Memory));
+    assert!(left, "never left for memory: {trace:?} {why:#?}");
+    // Within the allowance (15% of what RSS would be at its own pace, 400 MiB + 1 a window)
+    // but for the window that shows the last step over it.
+    let within = |w: usize, g: u64| g as f64 <= 0.15 * (400 + w) as f64 + 8.0;
+    let over: Vec<_> = trace.iter().enumerate().filter(|&(w, &(_, g))| !within(w + 1, g)).collect();
+    assert!(over.is_empty(), "(window - 1, (thresholds, MiB past its pace)): {over:?} of {trace:?}");
+}
+
 /// `SERVICE` at `t`, its RSS at `mib`, with a full collection of the application's own that
 /// found `dead` objects.
 fn full_finding(t: [i64; 3], w: i64, mib: u64, dead: f64) -> Reading {
@@ -645,8 +674,9 @@ fn landed(c: &mut Controller, rss_mib: f64, t_s: f64) {
 fn froze(c: &mut Controller, rss_mib: f64, t_s: f64, collected: bool) {
     (c.frozen, c.freeze_used) = (true, true);
     c.collector.froze(collected, false);
+    let rss = (rss_mib * 1048576.0) as u64;
+    c.froze_at(&Reading { rss, ts_ns: (t_s * 1e9) as u64, ..SERVICE.reading(c.current, 0) });
     c.kept.changed(rss_mib * 1048576.0, true, t_s);
-    c.rss_at_freeze = Some((rss_mib * 1048576.0, t_s));
 }
 
 #[test]
@@ -957,6 +987,42 @@ fn a_freeze_at_the_applications_own_thresholds_is_judged_by_what_rss_does_while_
         assert!((60..=80).contains(&grown), "undone at +{grown} MiB: {v:?}");
         assert!(v.reason.contains("since the freeze") && v.thresholds == [700, 10, 10], "{v:?}");
     }
+}
+
+#[test]
+fn what_grew_at_neurogcs_thresholds_before_a_freeze_stays_counted_while_it_stands() {
+    // Evaluation draw 1580's shape: 40 MiB grew at 5,000/50/100 (garbage its put-off full
+    // collections would have freed), then neurogc froze at the application's 700/10/10, and
+    // RSS goes on growing 10 MiB a window. The freeze keeps what had grown (the garbage is
+    // frozen with the rest): the 60 MiB a 15% budget of 400 allows are reached 20 MiB after the
+    // freeze, not 60. Counted from the RSS it froze at, it read 2.4x its own RSS as within.
+    let gc = GuardConfig { freeze_after_s: Some(0.0), ..cfg() };
+    let mut c = Controller::new(gc, [700, 10, 10], true);
+    c.allow_freeze(true);
+    for w in 1..=3 {
+        c.decide(&mut analytic, &warm([700, 10, 10], w, 0));
+    }
+    c.current = [5000, 50, 100];
+    c.kept.changed(400.0 * 1048576.0, true, 3.0);
+    for w in 4..=7 {
+        let mut r = warm(c.thresholds(), w, (w - 3) as u64 * (10 << 20));
+        r.collections[2] = 0;
+        c.decide(&mut analytic, &r);
+    }
+    c.current = [700, 10, 10];
+    froze(&mut c, 440.0, 7.0, true);
+    let mut undone = None;
+    for w in 8..=20 {
+        let grown = 40 + (w - 7) as u64 * 10;
+        let v = c.decide(&mut analytic, &warm(c.thresholds(), w, grown << 20));
+        if v.freeze == Some(false) {
+            undone = Some((grown, v));
+            break;
+        }
+    }
+    let (grown, v) = undone.expect("the freeze was never undone");
+    assert!((60..=70).contains(&grown), "undone at +{grown} MiB over its own RSS: {v:?}");
+    assert!(v.reason.contains("counting 40 grown at neurogc's thresholds before it"), "{v:?}");
 }
 
 #[test]
