@@ -1240,8 +1240,8 @@ impl Controller {
         }
         if let Some(grown) = self.grown_since_freeze(r) {
             w.push_str(&format!("; {:+.0} MiB since the freeze", mib(grown)));
-            if self.grown_before_freeze >= 1048576.0 {
-                let before = mib(self.grown_before_freeze);
+            let before = mib(self.grown_before_freeze);
+            if before >= 1.0 {
                 w.push_str(&format!(", counting {before:.0} grown at neurogc's thresholds before it"));
             }
             let next = self.grown_by_next_copy(r).unwrap_or(grown);

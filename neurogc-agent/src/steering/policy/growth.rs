@@ -142,6 +142,12 @@ impl OwnGrowth {
     }
 }
 
+/// What RSS at `rss` has grown from `from` (RSS, s), at `t_s`, past what `own` credits to the
+/// application over the seconds since (0 where it has not).
+fn grown_past(rss: f64, from: (f64, f64), t_s: f64, own: impl Fn(f64) -> f64) -> f64 {
+    (rss - from.0 - own(t_s - from.1)).max(0.0)
+}
+
 impl Kept {
     /// neurogc changed something, with RSS at `rss` (the first change counts) and the
     /// application's heap `warm` or not.
@@ -189,14 +195,14 @@ impl Kept {
     /// came later (0 before either), at `t_s`, past the application's own growth since
     /// (`own`: bytes credited to it over so many seconds).
     pub fn grown(&self, rss: f64, t_s: f64, own: impl Fn(f64) -> f64) -> f64 {
-        self.grown_from.map_or(0.0, |from| (rss - from - own(t_s - self.grown_since_s)).max(0.0))
+        self.grown_from.map_or(0.0, |from| grown_past(rss, (from, self.grown_since_s), t_s, own))
     }
 
     /// What RSS has grown since neurogc's first change (0 before one), at `t_s`, past the
     /// application's own growth since (`own`, as for `grown`): what a setting is judged to keep
     /// before the heap is warm, with `own` at the pace its own windows grew at.
     pub fn grown_unsettled(&self, rss: f64, t_s: f64, own: impl Fn(f64) -> f64) -> f64 {
-        self.base.map_or(0.0, |(base, t)| (rss - base - own(t_s - t)).max(0.0))
+        self.base.map_or(0.0, |from| grown_past(rss, from, t_s, own))
     }
 
     /// `keeps`: the model's figure for the setting in force, over its horizon (garbage takes
