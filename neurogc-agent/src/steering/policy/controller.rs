@@ -35,7 +35,7 @@ use super::{
     budgets::{Budget, Budgets, GuardConfig, Misses},
     candidates::{self, Space},
     evidence::{Evidence, Observation, below_young},
-    growth::{Kept, OwnGrowth},
+    growth::{Kept, OwnGrowth, PaceCaps},
     predict::{Candidate, Collector, Correction, FEATURE_COUNT, HORIZON_S, Prediction, Reading},
     trust::{Trial, Trust},
 };
@@ -390,6 +390,8 @@ pub struct Controller {
     /// How RSS grows while neurogc's freeze stands: the pace told against where the freeze
     /// came before one was read unfrozen (`own_credit`).
     frozen_growth: OwnGrowth,
+    /// What RSS did at neurogc's settings says of the application's own pace (`own_credit`).
+    pace_caps: PaceCaps,
     /// RSS in the last window, where the setting in force was in force in it.
     rss_before: Option<f64>,
     /// RSS in the last window, whatever was in force, and how much it rose in this one.
@@ -509,6 +511,7 @@ impl Controller {
             own_full_due_s: None,
             unfrozen_growth: OwnGrowth::default(),
             frozen_growth: OwnGrowth::default(),
+            pace_caps: PaceCaps::default(),
             rss_before: None,
             last_rss: None,
             rss_rise: 0.0,
@@ -837,7 +840,8 @@ impl Controller {
     /// windows grew at (`grown_at_neurogcs` before the heap is warm).
     fn grown_unsettled(&self, r: &Reading) -> f64 {
         let (now, pace) = (secs(r.ts_ns), self.own_growth.pace());
-        self.kept.grown_unsettled(r.rss as f64, now, |s| self.own_credit(s, now).0.max(pace * s))
+        let raw = |s: f64, now: f64| self.own_credit_raw(s, now).0.max(pace * s);
+        self.kept.grown_unsettled(r.rss as f64, now, |s| self.pace_caps.cap(s, now, raw(s, now), raw))
     }
 
     pub fn decide(&mut self, learned: Learned, r: &Reading) -> Verdict {
@@ -897,6 +901,17 @@ impl Controller {
             self.own_growth.add(self.window, secs(r.ts_ns), r.rss as f64);
             let due = self.collector.predict(&here, false).next_full_s;
             self.own_full_due_s = due.map(|d| secs(r.ts_ns) + d);
+            if self.own_growth.measured_now() {
+                self.pace_caps.clear();
+            }
+        }
+        // A window at neurogc's settings (the one a deferred freeze landed in too: the freeze
+        // keeps more, never less) bounds the application's pace (`PaceCaps`).
+        if in_force && (here != self.own_unfrozen() || landed) {
+            let now = secs(r.ts_ns);
+            let since = self.kept.first_change_s().map_or(0.0, |t| now - t);
+            let pace = self.own_credit_raw(since, now).1;
+            self.pace_caps.add(self.window, now, r.rss as f64, pace, OWN_PACE_SHOWN);
         }
         if in_force && !self.frozen {
             self.unfrozen_growth.add(self.window, secs(r.ts_ns), r.rss as f64);
@@ -1353,7 +1368,16 @@ impl Controller {
     /// collection due 81 s on) was frozen at 120 MiB and undone for memory 12 s later, "+26 MiB
     /// past the application's own growth (16 MiB)", with a 116 ms collection of the thawed
     /// heap; the defaults' own run grew to 185 MiB with no full collection at all.
+    /// Held, past where RSS at neurogc's settings grew slower, to the pace it grew at there
+    /// (`PaceCaps`).
     fn own_credit(&self, secs: f64, now_s: f64) -> (f64, f64) {
+        let (credit, pace) = self.own_credit_raw(secs, now_s);
+        let raw = |s: f64, now: f64| self.own_credit_raw(s, now).0;
+        (self.pace_caps.cap(secs, now_s, credit, raw), pace)
+    }
+
+    /// `own_credit` before any cap.
+    fn own_credit_raw(&self, secs: f64, now_s: f64) -> (f64, f64) {
         let rate = self.own_growth.rate();
         let own = match self.own_full_due_s {
             Some(due) if now_s <= due => (rate * secs.max(0.0), rate),

@@ -835,6 +835,38 @@ fn rss_growing_at_the_applications_own_pace_is_its_own_until_its_full_collection
     assert!(matches!(undone_at(235_000), Some(8..=11)), "{:?}", undone_at(235_000));
 }
 
+#[test]
+fn a_fill_that_stops_at_neurogcs_settings_is_credited_no_further() {
+    // Evaluation draw 1396's shape: a heap filling at 20 MiB a window at its own 700/10/10,
+    // its full collection far off, frozen there in window 5. Frozen, RSS grows 1 MiB a window
+    // for four windows (the fill has stopped: a freeze keeps more than the application's own
+    // settings, never less), then 30 MiB a window. The fill is credited no further than RSS
+    // kept it: undone within a few windows, where the 20 MiB a window credited until the
+    // application's own full collection was due hid the growth for ten more. Where RSS keeps
+    // the pace all through, the fill is credited and the freeze stands.
+    let undone_at = |stopped: u64, then: u64| {
+        let gc = GuardConfig { memory_budget: 0.15, ..pinned(Some(10_000_000)) };
+        let mut c = Controller::new(gc, [700, 10, 10], true);
+        let rss = |w: u64| match w {
+            ..=5 => 400 + (w - 1) * 20,
+            6..=9 => 480 + (w - 5) * stopped,
+            _ => 480 + 4 * stopped + (w - 9) * then,
+        };
+        for w in 1..=5 {
+            c.decide(&mut analytic, &SERVICE.reading([700, 10, 10], w).with_rss_mib(rss(w as u64)));
+            c.current = [700, 10, 10];
+        }
+        c.deferred = None;
+        landed(&mut c, 480.0, 5.0);
+        (6..=25).find(|&w| {
+            let r = SERVICE.reading(c.thresholds(), w).with_rss_mib(rss(w as u64));
+            c.decide(&mut analytic, &r).freeze == Some(false)
+        })
+    };
+    assert_eq!(undone_at(20, 20), None);
+    assert!(matches!(undone_at(1, 30), Some(10..=13)), "{:?}", undone_at(1, 30));
+}
+
 /// A window of the filling-cache tests at thresholds `t`: RSS 400 MiB and `grown` bytes;
 /// `fulls`: it holds a full collection that finds nothing dead.
 fn cache_reading(t: [i64; 3], w: i64, grown: u64, fulls: bool) -> Reading {
