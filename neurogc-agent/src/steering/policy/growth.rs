@@ -152,7 +152,7 @@ impl OwnGrowth {
 /// at least what its own keep (a higher threshold, a freeze), so a run of windows there in
 /// which RSS grew slower than the pace credited to the application (`Controller::own_credit`)
 /// says its own growth had slowed as much from the run's start. Evaluation draw 1396 (a
-/// 5M-object heap filling at 125 MiB/s at its own 700/10/10, the fill stopping at 1.08 GiB)
+/// 1.2M-object heap filling at 125 MiB/s at its own 700/10/10, the fill stopping at 1.08 GiB)
 /// grew 18 MiB a second frozen at 700/10/10; its fill was credited on until the
 /// application's own full collection was due, and 100,000/10/10 entered on top grew 560 MiB
 /// in three windows, counted as the fill ("memory +222 MiB"): RSS reached 1.77 GiB against a
@@ -415,7 +415,7 @@ mod tests {
             caps.add(w, w as f64, (483.0 + 60.0 * (w - 13) as f64) * MIB, 20.0 * MIB, 0.75);
         }
         assert_eq!(caps.cap(11.0, 16.0, raw(11.0, 16.0), raw), 106.0 * MIB);
-        // A window elsewhere breaks the run; its own pace measured anew clears every cap.
+        // The application's own pace measured anew clears every cap.
         caps.clear();
         assert_eq!(caps.cap(11.0, 16.0, raw(11.0, 16.0), raw), 220.0 * MIB);
     }
