@@ -489,7 +489,8 @@ pub fn run(opts: &Options) -> Result<()> {
                     (Config::Rules, Some(third)) => third.short,
                     _ => c.short(),
                 };
-                let jsonl = opts.out.join(format!("last-{seed}-{arm}.jsonl"));
+                // Every round's record is kept: a round that changed nothing is read beside one that did.
+                let jsonl = opts.out.join(format!("rec-{seed}-{arm}-r{round}.jsonl"));
                 let s = run_once(&draw, c, opts.warmup, &jsonl)?;
                 eprintln!(
                     "draws: {seed:>4} round {round} {:<8} {} {:>9.3}  RSS {:>6.1} MiB  gen2 {:>3}  longest {:>7.1} ms",

@@ -378,9 +378,9 @@ pub fn stop(agent: Option<Child>, mut workload: Child) {
     let _ = workload.wait();
 }
 
-fn one_run(workload: Workload, config: Config, agent: &Path, opts: &Options) -> Result<Run> {
+fn one_run(workload: Workload, config: Config, round: usize, agent: &Path, opts: &Options) -> Result<Run> {
     let spinner = Spinner::start(opts.half_speed)?;
-    let run = one_run_at_speed(workload, config, agent, opts);
+    let run = one_run_at_speed(workload, config, round, agent, opts);
     drop(spinner);
     run
 }
@@ -420,10 +420,17 @@ impl Drop for Spinner {
     }
 }
 
-fn one_run_at_speed(workload: Workload, config: Config, agent: &Path, opts: &Options) -> Result<Run> {
+fn one_run_at_speed(
+    workload: Workload,
+    config: Config,
+    round: usize,
+    agent: &Path,
+    opts: &Options,
+) -> Result<Run> {
     let Started { child: mut service, mut stdout, port } = start_workload(workload, config, &opts.python)?;
     let pid = service.id();
-    let jsonl = opts.out.join(format!("last-{}-{}.jsonl", workload.name(), config.short()));
+    // Every round's record is kept: a round that changed nothing is read beside one that did.
+    let jsonl = opts.out.join(format!("rec-{}-{}-r{round}.jsonl", workload.name(), config.short()));
     let observer = start_agent(agent, pid, config, &jsonl, opts.model.as_deref())?;
     let (start, start_ns) = (Instant::now(), epoch_ns());
     let done = Arc::new(AtomicBool::new(false));
@@ -514,7 +521,7 @@ pub fn run(opts: &Options) -> Result<Results> {
         for round in 0..opts.rounds {
             for i in 0..opts.configs.len() {
                 let config = opts.configs[(i + round) % opts.configs.len()];
-                let r = one_run(workload, config, &agent, opts)
+                let r = one_run(workload, config, round, &agent, opts)
                     .with_context(|| format!("{}, round {round}, {}", workload.name(), config.label()))?;
                 eprintln!(
                     "bench: {:<7} round {round} {:<38} p50 {:>8.2} ms  p99 {:>8.2} ms  {:>6.2} s  RSS {:>6.1} MiB  gen2 {}",
