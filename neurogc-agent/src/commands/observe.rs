@@ -358,10 +358,8 @@ impl Observer<'_> {
             if let Record::Gc(collection) = &rec {
                 agg.record(collection);
                 windower.record(collection);
-                if collection.r#gen == 2
-                    && let Some(s) = steer.as_mut()
-                {
-                    s.full_collection_ended(collection.collected);
+                if let Some(s) = steer.as_mut() {
+                    s.collection_ended(collection);
                 }
             }
             sinks.iter_mut().try_for_each(|s| s.record(&rec))

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use hdrhistogram::Histogram;
-use neurogc_trace::{Actuation, Decision, LatencySummary, ModelInfo};
+use neurogc_trace::{Actuation, Collection, Decision, LatencySummary, ModelInfo};
 
 use crate::{
     interp::{AttachPlan, layout::GcState},
@@ -253,7 +253,7 @@ impl Steering {
             (Event::Applied { requested, now, latency }, Some(h)) => {
                 self.changes += 1;
                 if let Some(c) = &mut self.controller {
-                    c.wrote(ts_ns);
+                    c.wrote(ts_ns, latency.as_nanos() as u64);
                 }
                 self.apply_ns.saturating_record(latency.as_nanos().max(1) as u64);
                 rec.event = "applied".to_owned();
@@ -265,7 +265,7 @@ impl Steering {
             (Event::Freeze { outcome, count, latency, detail }, Some(h)) => {
                 rec.event = outcome.to_owned();
                 if let (Some(c), "frozen" | "unfrozen") = (&mut self.controller, outcome) {
-                    c.wrote(ts_ns);
+                    c.wrote(ts_ns, latency.as_nanos() as u64);
                 }
                 if outcome == "not-frozen" {
                     tracing::warn!("act mode: {detail}");
@@ -466,11 +466,19 @@ impl Steering {
         Ok(decision)
     }
 
-    /// One of the application's full collections has just ended, having freed `collected`
-    /// objects: a deferred freeze is queued now, when the least garbage waits in the heap it
-    /// moves, with its thresholds, unless what the collection found dead of the old heap says a
-    /// freeze would keep it turning over (`Controller::deferred_lands`).
-    pub fn full_collection_ended(&mut self, collected: i64) {
+    /// One of the target's collections has just ended: the controller hears its pause
+    /// (`Controller::collection_ended`). After a full collection, a deferred freeze is queued
+    /// now, when the least garbage waits in the heap it moves, with its thresholds, unless what
+    /// the collection found dead of the old heap says a freeze would keep it turning over
+    /// (`Controller::deferred_lands`).
+    pub fn collection_ended(&mut self, collection: &Collection) {
+        if let Some(c) = &mut self.controller {
+            c.collection_ended(collection.ts_ns, collection.duration_ns);
+        }
+        if collection.r#gen != 2 {
+            return;
+        }
+        let collected = collection.collected;
         let (Some(armed), Actuator::Ready(h)) = (self.armed.take(), &self.actuator) else { return };
         if !self.controller.as_mut().is_some_and(|c| c.deferred_lands(collected)) {
             return;

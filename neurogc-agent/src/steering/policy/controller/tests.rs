@@ -1279,6 +1279,32 @@ fn a_freeze_waits_for_the_applications_full_collection_the_counts_say_is_near() 
 }
 
 #[test]
+fn a_collection_begun_before_neurogcs_first_request_is_the_applications_own_pause() {
+    // Evaluation draw 1349: a freeze was asked for while the application's own full
+    // collection ran (1.3 s over its heap); the window it ended in held the freeze and was no
+    // setting's evidence, so the longest pause of its own read as its young rounds', and every
+    // setting pausing past those was barred as longer than the application's own.
+    let gc = GuardConfig { freeze_after_s: Some(0.0), ..cfg() };
+    let mut c = Controller::new(gc, [700, 10, 10], true);
+    c.allow_freeze(true);
+    let r = SERVICE.reading([700, 10, 10], 1);
+    let young = r.worst().1;
+    assert!(young > 0.0 && young < 1.3e9, "{young}");
+    c.decide(&mut analytic, &r);
+    assert_eq!(c.own_longest_ns, young);
+    // The full collection began at 1.6 s; the freeze was asked for at 2.0 s and made at 2.9 s,
+    // as it ended.
+    let s = 1_000_000_000;
+    c.wrote(2_900_000_000, 900_000_000);
+    c.collection_ended(1_600_000_000, 1_300_000_000);
+    assert_eq!(c.own_longest_ns, 1.3e9);
+    // One begun after neurogc asked is not the application's own alone: it may be the
+    // collection neurogc runs with a freeze, or one at its thresholds.
+    c.collection_ended(2_000_000_000 + s, 2_000_000_000);
+    assert_eq!(c.own_longest_ns, 1.3e9);
+}
+
+#[test]
 fn a_deferred_freeze_is_dropped_where_its_full_collection_finds_the_old_heap_turning_over() {
     let (mut c, _, w) = freeze_decided_near_a_full_collection();
     assert!(c.freeze_deferred());
