@@ -378,8 +378,9 @@ pub struct Controller {
     own_rss: Option<f64>,
     /// How RSS grows at the application's own settings.
     own_growth: OwnGrowth,
-    /// The longest pause in a window that is evidence for the application's own settings
-    /// (ns): the most a collection of neurogc's may pause it (`thaw_collects`, `runs_a_full`).
+    /// The longest pause in a window that is evidence for the application's own settings, or
+    /// of a collection begun before neurogc's first request (`collection_ended`; ns): the most
+    /// a collection of neurogc's may pause it (`thaw_collects`, `runs_a_full`).
     own_longest_ns: f64,
     /// When neurogc first asked the target for a change (ns since the epoch): a collection
     /// begun before it ran at the application's own settings, whatever window it ends in

@@ -1294,13 +1294,12 @@ fn a_collection_begun_before_neurogcs_first_request_is_the_applications_own_paus
     assert_eq!(c.own_longest_ns, young);
     // The full collection began at 1.6 s; the freeze was asked for at 2.0 s and made at 2.9 s,
     // as it ended.
-    let s = 1_000_000_000;
     c.wrote(2_900_000_000, 900_000_000);
     c.collection_ended(1_600_000_000, 1_300_000_000);
     assert_eq!(c.own_longest_ns, 1.3e9);
     // One begun after neurogc asked is not the application's own alone: it may be the
     // collection neurogc runs with a freeze, or one at its thresholds.
-    c.collection_ended(2_000_000_000 + s, 2_000_000_000);
+    c.collection_ended(3_000_000_000, 2_000_000_000);
     assert_eq!(c.own_longest_ns, 1.3e9);
 }
 
