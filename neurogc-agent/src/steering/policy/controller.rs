@@ -166,6 +166,9 @@ struct Replacement {
     step: bool,
     /// The last window's rise was measured (not the first window's) and was no step.
     flat_before: bool,
+    /// The application's pace (bytes a second) in the last window whose rise was measured and
+    /// was none, with nothing waiting: what a step from there is told against (`window`).
+    flat_pace: Option<f64>,
     /// Windows read.
     windows: u64,
 }
@@ -178,6 +181,9 @@ struct Rise {
     secs: f64,
     /// The least it rose past any pace of the application's known since (bytes).
     past: f64,
+    /// The most pace that may explain it (bytes a second): for a step from where RSS stood, the
+    /// pace there (`Replacement::flat_pace`); else none.
+    cap: f64,
 }
 
 impl Rise {
@@ -204,17 +210,30 @@ impl Replacement {
         // counted whole as a copy that a freeze made at once would keep dead, the freeze waited
         // 5 s for the application's own 160 ms full collection, which then set the 20 s run's
         // p99 (act / oracle 4.65 in its sample, 4.4 and 5.8 in reruns).
+        // Not a pace read over the rise itself, though: a step from where RSS stood is told
+        // against the pace there. Tuning draw 1355 (a 400k-instance catalog rebuilt every 2.4 s
+        // by a builder thread) stood at 197-200 MiB, then rose 67, 72 and 61 MiB in its own
+        // windows as a copy was built; read over those windows, its pace was 61.5 MiB a second
+        // and explained every rise, and a freeze made at once kept the copy the new one
+        // replaced, dead and uncollected: 785 MiB where the defaults peaked at 484-499.
         for w in &mut self.waiting {
-            w.past = w.past.min(w.beyond(pace));
+            w.past = w.past.min(w.beyond(pace.min(w.cap)));
         }
         self.waiting.retain(|w| w.past > allowance / MAX_COPIES);
-        let new = Rise { bytes: raw, secs, past: 0.0 };
-        let rise = new.beyond(pace).max(0.0);
+        let cap = match self.flat_pace {
+            Some(p) if self.step || self.flat_before => p,
+            _ => f64::INFINITY,
+        };
+        let new = Rise { bytes: raw, secs, past: 0.0, cap };
+        let rise = new.beyond(pace.min(cap)).max(0.0);
         // The first window has no RSS before it: its rise is unknown, not flat. A heap growing
         // from attach has no flat window, and its growth is no step.
         let rising = rise > allowance / MAX_COPIES;
         self.step = rising && (self.step || self.flat_before);
         self.flat_before = !rising && self.windows > 0;
+        if self.flat_before && self.unresolved() == 0.0 {
+            self.flat_pace = Some(pace);
+        }
         self.windows += 1;
         let mut told = false;
         // Nothing waits to be told, and nothing arrived: what such a collection frees is the

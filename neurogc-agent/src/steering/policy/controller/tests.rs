@@ -2401,3 +2401,35 @@ fn a_step_within_the_allowance_of_a_growing_heap_leaves_its_own_pace_its_own() {
     let (trace, memory) = growing_heap_with_a_step(100);
     assert!(matches!(memory, Some(10..=11)), "{memory:?} {trace:?}");
 }
+
+#[test]
+fn a_step_from_where_rss_stood_is_told_against_the_pace_before_it() {
+    // RSS stands, then rises 65 MiB in each of three windows (a copy built by a builder
+    // thread) and stands again. Read over windows that include the step, the application's
+    // pace is the step itself: it explained every rise away, and a freeze made at once kept the
+    // copy the new one replaced (tuning draw 1355: 200 -> 267 -> 339 -> 400 MiB at its own
+    // settings, read as 61.5 MiB a second; frozen at once with 2.63M objects, it reached
+    // 785 MiB against the defaults' 484-499). A step from where RSS stood is told against the
+    // pace before it, until a full collection of the application's own tells what it was. A
+    // heap that grows from its first window took no step, and any pace measured since explains
+    // its rises (`a_freeze_waits_while_rss_steps_up_from_where_it_stood_and_advice_does_not`).
+    let mib = 1048576.0;
+    let step = [(0.0, 0.0), (3.0, 3.0), (67.0, 3.0), (72.0, 3.0), (61.0, 61.0), (7.0, 61.0)];
+    let from_attach = [(0.0, 0.0), (67.0, 0.0), (72.0, 0.0), (61.0, 61.0), (7.0, 61.0)];
+    let after = |rises: &[(f64, f64)]| {
+        let mut c = Controller::new(cfg(), [700, 10, 10], true);
+        for &(rise, pace) in rises {
+            c.replacement.window((rise * mib, 1.0, pace * mib), None, 60.0 * mib);
+        }
+        c
+    };
+    let c = after(&step);
+    assert_eq!(c.replacement.unresolved() / mib, 69.0);
+    // Frozen at once, the freeze is priced with the copy the step may have replaced, dead and
+    // uncollected, and with the new one it keeps once that is replaced in turn: 64 + 69 + 58
+    // MiB each, past the pace before the step.
+    let own = Candidate { thresholds: [700, 10, 10], frozen: true };
+    assert_eq!(c.replaced_kept(&own, true) / mib, 2.0 * 191.0);
+    assert_eq!(after(&from_attach).replacement.unresolved(), 0.0);
+    assert_eq!(after(&from_attach).replaced_kept(&own, true), 0.0);
+}
