@@ -181,8 +181,8 @@ struct Rise {
     secs: f64,
     /// The least it rose past any pace of the application's known since (bytes).
     past: f64,
-    /// The most pace that may explain it (bytes a second): for a step from where RSS stood, the
-    /// pace there (`Replacement::flat_pace`); else none.
+    /// The highest pace that may explain it (bytes a second): for a rise in a step from where
+    /// RSS stood, the pace there (`Replacement::flat_pace`); for any other, no bound.
     cap: f64,
 }
 

@@ -2426,8 +2426,8 @@ fn a_step_from_where_rss_stood_is_told_against_the_pace_before_it() {
     let c = after(&step);
     assert_eq!(c.replacement.unresolved() / mib, 69.0);
     // Frozen at once, the freeze is priced with the copy the step may have replaced, dead and
-    // uncollected, and with the new one it keeps once that is replaced in turn: 64 + 69 + 58
-    // MiB each, past the pace before the step.
+    // uncollected, and with the new one it keeps once that is replaced in turn: two copies of
+    // 191 MiB (64 + 69 + 58, each rise past the pace before the step).
     let own = Candidate { thresholds: [700, 10, 10], frozen: true };
     assert_eq!(c.replaced_kept(&own, true) / mib, 2.0 * 191.0);
     assert_eq!(after(&from_attach).replacement.unresolved(), 0.0);
