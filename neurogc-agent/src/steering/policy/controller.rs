@@ -187,9 +187,10 @@ struct Rise {
 }
 
 impl Rise {
-    /// What RSS rose by past growth at `pace` bytes a second (bytes).
+    /// What RSS rose by past growth at `pace` bytes a second, or at its own bound where that is
+    /// lower (`cap`; bytes).
     fn beyond(&self, pace: f64) -> f64 {
-        self.bytes - pace * self.secs
+        self.bytes - pace.min(self.cap) * self.secs
     }
 }
 
@@ -217,7 +218,7 @@ impl Replacement {
         // and explained every rise, and a freeze made at once kept the copy the new one
         // replaced, dead and uncollected: 785 MiB where the defaults peaked at 484-499.
         for w in &mut self.waiting {
-            w.past = w.past.min(w.beyond(pace.min(w.cap)));
+            w.past = w.past.min(w.beyond(pace));
         }
         self.waiting.retain(|w| w.past > allowance / MAX_COPIES);
         let cap = match self.flat_pace {
@@ -225,7 +226,7 @@ impl Replacement {
             _ => f64::INFINITY,
         };
         let new = Rise { bytes: raw, secs, past: 0.0, cap };
-        let rise = new.beyond(pace.min(cap)).max(0.0);
+        let rise = new.beyond(pace).max(0.0);
         // The first window has no RSS before it: its rise is unknown, not flat. A heap growing
         // from attach has no flat window, and its growth is no step.
         let rising = rise > allowance / MAX_COPIES;

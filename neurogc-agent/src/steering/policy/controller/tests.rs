@@ -2430,6 +2430,7 @@ fn a_step_from_where_rss_stood_is_told_against_the_pace_before_it() {
     // 191 MiB (64 + 69 + 58, each rise past the pace before the step).
     let own = Candidate { thresholds: [700, 10, 10], frozen: true };
     assert_eq!(c.replaced_kept(&own, true) / mib, 2.0 * 191.0);
-    assert_eq!(after(&from_attach).replacement.unresolved(), 0.0);
-    assert_eq!(after(&from_attach).replaced_kept(&own, true), 0.0);
+    let grown = after(&from_attach);
+    assert_eq!(grown.replacement.unresolved(), 0.0);
+    assert_eq!(grown.replaced_kept(&own, true), 0.0);
 }
