@@ -24,9 +24,11 @@ use anyhow::{Context, Result};
 use neurogc_trace::{Record, TraceReader};
 use serde_json::{Value, json};
 
+mod noise;
+
 use crate::{
     bench::{
-        measure::{cpu_model, ln_mean_var, median},
+        measure::{SplitMix, cpu_model, median},
         oracle::{self, GC_MATTERS_MS, rss_bound},
         steer::{self, Config, RECIPES},
     },
@@ -116,17 +118,10 @@ impl Score {
 /// walk over the pool, no repeats).
 fn sample(pool: Pool, n: usize, seed: u64) -> Vec<u64> {
     let seeds: Vec<u64> = pool.seeds().collect();
-    let mut state = seed;
-    let mut next = || {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
+    let mut walk = SplitMix(seed);
     let mut out = Vec::new();
     while out.len() < n.min(seeds.len()) {
-        let s = seeds[(next() % seeds.len() as u64) as usize];
+        let s = seeds[(walk.next_u64() % seeds.len() as u64) as usize];
         if !out.contains(&s) {
             out.push(s);
         }
@@ -249,29 +244,6 @@ fn worse(arm: &[Score], defaults: &[Score], f: fn(&Score) -> f64) -> bool {
 /// Whether `arm` took longer than the defaults for the same steps by more than `HARM`.
 fn slower(arm: &[Score], defaults: &[Score]) -> bool {
     worse(arm, defaults, |s| s.total_s)
-}
-
-/// The chance that an arm identical to the defaults, run as many rounds, reads worse than them
-/// by more than `HARM` (`harmed`): the harm count's noise floor, from the spread of the
-/// defaults' own rounds (ln scores; the median of a few rounds taken as their mean), in their
-/// scores and, for a service, in their lengths, either of which counts. With two rounds a draw,
-/// the 488 pairs of the defaults' rounds in bench/results (2026-11-28 to 12-01) put it at 4.6
-/// of 24 draws on the scores alone: a harm count is read against it. `None` with fewer than
-/// two rounds.
-fn noise_harm(defaults: &[Score], service: bool) -> Option<f64> {
-    let tail = |values: Vec<f64>| -> Option<f64> {
-        let (_, var, n) = ln_mean_var(values)?;
-        // Two arms' means of n rounds each differ with variance 2 var / n.
-        let sd = (2.0 * var / n as f64).sqrt();
-        if sd == 0.0 {
-            return Some(0.0);
-        }
-        // The normal tail, by the logistic approximation (within 0.01 of it).
-        Some(1.0 / (1.0 + (1.702 * HARM.ln() / sd).exp()))
-    };
-    let score = tail(defaults.iter().map(|s| s.value).collect())?;
-    let time = if service { tail(defaults.iter().map(|s| s.total_s).collect()).unwrap_or(0.0) } else { 0.0 };
-    Some(1.0 - (1.0 - score) * (1.0 - time))
 }
 
 /// The interpreter's version, for the cache's key (the oracle depends on the build).
@@ -576,9 +548,10 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
     // undone freeze's first full collection, 111 ms, on evaluation draw 1006.)
     let (mut gc_regrets, mut grid_regrets) = (Vec::new(), Vec::new());
     let (mut regrets, mut harm, mut over, mut unchanged_draws) = (Vec::new(), 0, 0, 0);
-    let floor: Vec<f64> = results.iter().filter_map(|r| noise_harm(&r.defaults, r.service())).collect();
+    let floor: Vec<f64> = results.iter().filter_map(|r| noise::harm(&r.defaults, r.service())).collect();
     let (mut rules_regrets, mut rules_gc_regrets, mut rules_harm) = (Vec::new(), Vec::new(), 0);
     let mut slow_oracles = Vec::new();
+    let mut spreads = Vec::new();
     for r in results {
         let d = median(r.defaults.iter().map(|s| s.value).collect());
         let a = median(r.act.iter().map(|s| s.value).collect());
@@ -598,6 +571,9 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
         } else {
             median(r.oracle_again.iter().map(|s| s.value).collect()).min(d)
         };
+        let values = |arm: &[Score]| arm.iter().map(|s| s.value).collect::<Vec<_>>();
+        let recipe = if slow { Vec::new() } else { values(&r.oracle_again) };
+        spreads.push(noise::Rounds { defaults: values(&r.defaults), recipe });
         let grid = if slow { d } else { r.oracle.1.value.min(d) };
         grid_regrets.push(a / grid);
         let rss_d = median(r.defaults.iter().map(|s| s.peak_rss_mib).collect());
@@ -678,6 +654,15 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
             floor.len()
         ));
     }
+    if let Some([median, p90, worst]) = noise::regret(&spreads) {
+        out.push_str(&format!(
+            "\nThe distribution's noise floor: an arm identical to the better of the defaults and \
+             the oracle's recipe, run as many rounds, would read act / oracle median {median:.2}, \
+             90th percentile {p90:.2}, worst {worst:.2} (typically: the medians of simulated \
+             runs of these draws, each round drawn from the spread between the defaults' and the \
+             recipe's own rounds).\n"
+        ));
+    }
     let left_out: Vec<String> = results
         .iter()
         .filter_map(|r| {
@@ -724,12 +709,8 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
 mod tests {
     use super::*;
 
-    fn rounds(values: &[f64]) -> Vec<Score> {
-        timed(&values.iter().map(|&v| (v, 20.0)).collect::<Vec<_>>(), false)
-    }
-
     /// Rounds of (score, length in s), by an arm that changed something (`acted`) or not.
-    fn timed(runs: &[(f64, f64)], acted: bool) -> Vec<Score> {
+    pub(super) fn timed(runs: &[(f64, f64)], acted: bool) -> Vec<Score> {
         runs.iter()
             .map(|&(value, total_s)| Score {
                 value,
@@ -740,34 +721,6 @@ mod tests {
                 acted,
             })
             .collect()
-    }
-
-    #[test]
-    fn the_harm_floor_grows_with_the_defaults_own_spread() {
-        assert_eq!(noise_harm(&rounds(&[1.0]), false), None);
-        assert_eq!(noise_harm(&rounds(&[2.0, 2.0]), false), Some(0.0));
-        // Rounds 1% apart: an identical arm next to never reads 5% worse.
-        assert!(noise_harm(&rounds(&[1.0, 1.01]), false).unwrap() < 0.01);
-        // Rounds 1.5x apart (the 90th percentile of the pairs measured): two arms' means of two
-        // differ by 0.29 in ln (one standard deviation), and 5% is 0.17 of that: the normal
-        // tail there is 0.43.
-        let wide = noise_harm(&rounds(&[1.0, 1.5]), false).unwrap();
-        assert!((wide - 0.4325).abs() < 0.01, "{wide}");
-        // More rounds at the same spread narrow it.
-        assert!(noise_harm(&rounds(&[1.0, 1.5, 1.0, 1.5]), false).unwrap() < wide);
-    }
-
-    #[test]
-    fn a_services_harm_floor_counts_the_spread_of_its_lengths_too() {
-        // Scores alike, lengths 1.5x apart: a batch job's floor is its scores' alone (its score
-        // is its length), a service's the chance that either reads 5% worse.
-        let defaults = timed(&[(1.0, 20.0), (1.0, 30.0)], false);
-        assert_eq!(noise_harm(&defaults, false), Some(0.0));
-        let service = noise_harm(&defaults, true).unwrap();
-        assert!((service - 0.4325).abs() < 0.01, "{service}");
-        // Both spread: more than either alone.
-        let both = timed(&[(1.0, 20.0), (1.5, 30.0)], false);
-        assert!(noise_harm(&both, true).unwrap() > service + 0.2);
     }
 
     #[test]

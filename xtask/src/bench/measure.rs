@@ -95,6 +95,31 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() { f64::NAN } else { v[v.len() / 2] }
 }
 
+/// A splitmix64 stream: which draws a sample seed takes (the same on every machine and in
+/// every build, so a seed named in a result takes the draws it took then), and the noise
+/// floors' simulated rounds.
+pub struct SplitMix(pub u64);
+
+impl SplitMix {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in (0, 1].
+    fn unit(&mut self) -> f64 {
+        ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
+    }
+
+    /// A standard normal deviate (Box-Muller).
+    pub fn normal(&mut self) -> f64 {
+        (-2.0 * self.unit().ln()).sqrt() * (std::f64::consts::TAU * self.unit()).cos()
+    }
+}
+
 /// Two configurations measured round by round, interleaved: the geometric mean of their ratios
 /// (`a[i] / b[i]`, round `i` against round `i`) and its 90% interval (Student's t over the ln
 /// ratios). A machine's drift between rounds falls on both sides of each ratio; a family is
