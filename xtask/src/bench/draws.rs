@@ -552,9 +552,10 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
     let (mut rules_regrets, mut rules_gc_regrets, mut rules_harm) = (Vec::new(), Vec::new(), 0);
     let mut slow_oracles = Vec::new();
     let mut spreads = Vec::new();
+    let values = |arm: &[Score]| arm.iter().map(|s| s.value).collect::<Vec<_>>();
     for r in results {
-        let d = median(r.defaults.iter().map(|s| s.value).collect());
-        let a = median(r.act.iter().map(|s| s.value).collect());
+        let d = median(values(&r.defaults));
+        let a = median(values(&r.act));
         // The oracle measured here, beside act; the grid's figure as well (`grid`). A recipe
         // that took longer than the defaults for the same steps beside them, by more than act
         // may (`harmed`), keeps no promise act is held to, as one over the memory budget does
@@ -566,13 +567,10 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
         if slow {
             slow_oracles.push(r.seed);
         }
-        let o = if r.oracle_again.is_empty() || slow {
-            d
-        } else {
-            median(r.oracle_again.iter().map(|s| s.value).collect()).min(d)
-        };
-        let values = |arm: &[Score]| arm.iter().map(|s| s.value).collect::<Vec<_>>();
+        // The recipe's rounds that stand as the oracle (none: the defaults), which the
+        // distribution's noise floor reads too.
         let recipe = if slow { Vec::new() } else { values(&r.oracle_again) };
+        let o = if recipe.is_empty() { d } else { median(recipe.clone()).min(d) };
         spreads.push(noise::Rounds { defaults: values(&r.defaults), recipe });
         let grid = if slow { d } else { r.oracle.1.value.min(d) };
         grid_regrets.push(a / grid);
