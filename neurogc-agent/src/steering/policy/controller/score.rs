@@ -456,7 +456,8 @@ impl Controller {
         // frozen for the CPU, at 1.14x. Weighed by what they are busy for: 0.95x and 0.48x.
         let busy = (1.0 - idle).clamp(0.0, 1.0);
         let runs_per_s = self.collector.runs_per_s();
-        let wait_here = idle * preds[0].p.wait_p99_ns(runs_per_s);
+        let spread = self.collector.rate_spread_ln();
+        let wait_here = idle * preds[0].p.wait_p99_within_ns(runs_per_s, spread);
         let young_now =
             if r.thresholds == Some(self.current) && !r.idle { r.young_pause_max_ns() } else { 0.0 };
         // In act mode neurogc runs no collection of its own: a freeze follows the application's
@@ -644,7 +645,7 @@ impl Controller {
                 // cost counts already. Counted twice, the ETL batch at half speed moved to
                 // 2,000/10/10 at 1.13x the cost, for a wait that one window's gen1 rounds swung
                 // by 4 ms, and took 1.30x the defaults' time.
-                let wait = idle * p.wait_p99_ns(runs_per_s);
+                let wait = idle * p.wait_p99_within_ns(runs_per_s, spread);
                 let pause_cost = budget_ns.map_or(0.0, |b| PAUSE_WEIGHT * (share * over_ns + wait) / b);
                 // Advice stands until another is better by more than a change costs: the
                 // application's setting stays in force, so without this every near tie between

@@ -586,6 +586,53 @@ fn the_wait_a_request_has_one_chance_in_a_hundred_of_is_read_from_pauses_and_rat
 }
 
 #[test]
+fn a_wait_priced_within_the_rates_spread_does_not_step_at_one_request_in_a_hundred() {
+    // Draw 1041 frozen at 1,000/50/10 (50 requests a second): 0.1 ms young rounds and 8.8 ms
+    // gen1 rounds, whose rate the allocation rate's average put at 0.58 a second in one
+    // window and 0.35 in the next (a second of cyclic garbage, then one of none).
+    let at = |gen1_per_s: f64| Prediction {
+        pause_ns: [0.1e6, 8.8e6, 0.0],
+        rate: [25.0, gen1_per_s, 0.0],
+        ..Prediction::default()
+    };
+    let (busy, quiet) = (at(0.58), at(0.35));
+    // Read at p99 alone, the same setting is priced at the whole gen1 pause, then at none of
+    // it: one request in 86 starts a gen1 round, then one in 143.
+    let (p_busy, p_quiet) = (busy.wait_p99_ns(50.0), quiet.wait_p99_ns(50.0));
+    assert!(p_busy > 8e6 && p_quiet < 0.5e6, "{p_busy} {p_quiet}");
+    // Within the spread the windows showed (ln 1.6 either way), both sit between: the step is
+    // priced as the share of the band of tail shares it falls in, and moves by less than the
+    // band does.
+    let spread = 1.6f64.ln();
+    let (w_busy, w_quiet) = (busy.wait_p99_within_ns(50.0, spread), quiet.wait_p99_within_ns(50.0, spread));
+    assert!(w_busy < p_busy && w_quiet > p_quiet, "{w_busy} {w_quiet}");
+    assert!(w_busy / w_quiet < 3.0, "{w_busy} {w_quiet}");
+    // Known exactly, the wait is the p99's.
+    assert_eq!(busy.wait_p99_within_ns(50.0, 0.0), p_busy);
+    // Far from the step either way, the band changes nothing the p99 tells apart: a gen1 round
+    // in every tenth request waits out its pause at every tail share in the band, and one in
+    // every 5,000th at none.
+    assert!((at(5.0).wait_p99_within_ns(50.0, spread) - 8.8e6).abs() < 0.5e6);
+    assert!(at(0.01).wait_p99_within_ns(50.0, spread) < 0.5e6);
+}
+
+#[test]
+fn a_window_by_window_swing_of_the_allocation_rate_is_the_spread_rates_are_known_within() {
+    let steady = warm();
+    assert!(steady.rate_spread_ln() < 0.01, "{}", steady.rate_spread_ln());
+    // A second of 300,000 allocations, then one of 45,000, in turn.
+    let mut swinging = Collector::new([700, 10, 10]);
+    for i in 0..8 {
+        let alloc_per_s = if i % 2 == 0 { 300_000.0 } else { 45_000.0 };
+        swinging.observe(&Reading { alloc_per_s, ..service([700, 10, 10], 100_000 + i * 3_000) });
+    }
+    // Each window strays from the average before it (which lags the swing) by a factor of 2 to
+    // 5; the average, of weight 0.5, by a third of that variance.
+    let spread = swinging.rate_spread_ln();
+    assert!((0.5..1.1).contains(&spread), "{spread}");
+}
+
+#[test]
 fn a_one_off_full_collection_weighs_in_the_pause_over_the_budget_by_its_share() {
     // The test profile frozen on a loaded machine: its full collections, a 100 ms one every
     // 5 s, after the application's own 750 ms one the freeze waits for, once in the horizon.
