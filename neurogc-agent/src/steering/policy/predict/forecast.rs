@@ -100,28 +100,27 @@ impl Prediction {
         let started = |g: usize| {
             if requests_per_s > 0.0 { (self.rate[g] / requests_per_s).min(1.0) } else { 0.0 }
         };
-        let time_over = |l: f64| -> f64 {
-            (0..3)
-                .map(|g| {
-                    let arrived = self.rate[g] * (self.pause_ns[g] - l).max(0.0) / 1e9;
-                    arrived + if self.pause_ns[g] > l { started(g) } else { 0.0 }
-                })
-                .sum()
-        };
-        if time_over(0.0) <= tail {
-            return 0.0;
-        }
-        // Decreasing and piecewise linear in the wait: bisect to well under a microsecond.
-        let (mut lo, mut hi) = (0.0, self.pause_max_ns());
-        for _ in 0..48 {
-            let mid = 0.5 * (lo + hi);
-            if time_over(mid) > tail {
-                lo = mid;
-            } else {
-                hi = mid;
+        // The share of requests waiting longer than l is piecewise linear in l, with a step at
+        // each generation's pause (the requests that start one): walked down from the longest
+        // pause, it is a - b l below each, the first segment or step to pass `tail` holds the
+        // wait. Solved so, not bisected: the band of tail shares asks for it nine times a
+        // candidate, and bisected, the decision's p99 went from 0.5 to 1.3 ms.
+        let mut gens = [0, 1, 2];
+        gens.sort_by(|&x, &y| self.pause_ns[y].total_cmp(&self.pause_ns[x]));
+        let (mut a, mut b) = (0.0, 0.0);
+        for (i, &g) in gens.iter().enumerate() {
+            let pause = self.pause_ns[g].max(0.0);
+            a += self.rate[g] * pause / 1e9 + started(g);
+            b += self.rate[g] / 1e9;
+            if a - b * pause > tail {
+                return pause;
+            }
+            let lower = gens.get(i + 1).map_or(0.0, |&h| self.pause_ns[h].max(0.0));
+            if a - b * lower > tail {
+                return (a - tail) / b;
             }
         }
-        hi
+        0.0
     }
 
     /// The share of `window_s` windows that hold a pause over `budget_ns`, the pause such a

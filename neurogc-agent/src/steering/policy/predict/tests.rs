@@ -617,6 +617,42 @@ fn a_wait_priced_within_the_rates_spread_does_not_step_at_one_request_in_a_hundr
 }
 
 #[test]
+fn the_wait_solved_is_where_the_share_of_requests_waiting_longer_passes_the_tail() {
+    // The share of requests waiting longer than l, as `wait_at_ns` defines it.
+    let over = |p: &Prediction, rps: f64, l: f64| -> f64 {
+        (0..3)
+            .map(|g| {
+                let started = if rps > 0.0 { (p.rate[g] / rps).min(1.0) } else { 0.0 };
+                p.rate[g] * (p.pause_ns[g] - l).max(0.0) / 1e9 + if p.pause_ns[g] > l { started } else { 0.0 }
+            })
+            .sum()
+    };
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    };
+    for _ in 0..2_000 {
+        let p = Prediction {
+            pause_ns: [next() * 2e6, next() * 50e6, next() * 2e9],
+            rate: [next() * 200.0, next() * 20.0, next() * 0.5],
+            ..Prediction::default()
+        };
+        let rps = [0.0, 50.0, 400.0][(next() * 3.0) as usize];
+        let w = p.wait_p99_ns(rps);
+        // Priced over the widest band, a mean of such waits: within the longest pause.
+        let band = p.wait_p99_within_ns(rps, 5.0);
+        assert!((0.0..=p.pause_max_ns() + 1.0).contains(&band), "{p:?} {rps} {band}");
+        assert!(over(&p, rps, w) <= 0.01 + 1e-9, "{p:?} {rps} {w}");
+        if w > 1.0 {
+            assert!(over(&p, rps, w - 1.0) > 0.01 - 1e-9, "{p:?} {rps} {w}");
+        }
+    }
+}
+
+#[test]
 fn a_window_by_window_swing_of_the_allocation_rate_is_the_spread_rates_are_known_within() {
     let steady = warm();
     assert!(steady.rate_spread_ln() < 0.01, "{}", steady.rate_spread_ln());
