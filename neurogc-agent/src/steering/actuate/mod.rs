@@ -71,6 +71,12 @@ pub enum Command {
     Stop,
 }
 
+/// The longest the actuator takes to answer a command: a freeze (or its undo) waits up to
+/// `ACTION_WAIT` to be queued and as long again to run, and thresholds sent behind it are
+/// written as it ends. A move the target has not shown by then will not show soon (an undo
+/// queued behind a blocked main thread): the controller stops waiting for it (`Landing`).
+pub const ANSWERS_WITHIN: Duration = freeze::ACTION_WAIT.saturating_mul(2);
+
 #[derive(Debug, Clone)]
 pub enum Event {
     /// Not ready yet, and why (said when the reason changes).

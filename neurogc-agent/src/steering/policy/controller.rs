@@ -21,6 +21,8 @@
 //!   by more than the change costs and than the uncertainty of both: it stops on its own once no
 //!   setting is credibly better, and measures again a setting whose evidence has faded when the
 //!   model says it is worth it. Nothing is banned for the session.
+//! - **In force once shown.** In act mode a move is entered once a window shows it made
+//!   (`Landing`); until then the target runs the setting before, and nothing else is asked.
 //! - **A freeze, two ways.** After a full collection of neurogc's own (its pause counts against the
 //!   pause budget like any other) or without one (the garbage promoted since the last full
 //!   collection is frozen with the heap, counted as memory); the cheaper that holds the budgets.
@@ -39,7 +41,7 @@ use super::{
     predict::{Candidate, Collector, Correction, FEATURE_COUNT, HORIZON_S, Prediction, Reading},
     trust::{Trial, Trust},
 };
-use crate::sinks::view::thresholds;
+use crate::{sinks::view::thresholds, steering::actuate::ANSWERS_WITHIN};
 
 mod choose;
 mod score;
@@ -121,6 +123,38 @@ struct Deferred {
     here_row: [f32; FEATURE_COUNT],
     what: String,
     until_window: u64,
+}
+
+/// A move asked of the actuator in act mode that the target has not shown yet: what `enter`
+/// puts in force from the first window whose reading shows it (`Landing::shown`), with what
+/// was known when it was decided. Until then the target runs the setting before it, and the
+/// controller holds: a second move would queue behind the first. Evaluation draw 1483 (a
+/// 479k-object service whose own full collections take 0.6-1 s) was asked for a freeze with
+/// 100,000/10/10 at 2.0 s; the main thread ran it at 3.2 s, after its own 1.0 s collection.
+/// Entered at once, the window between was read as the frozen setting's (251 young rounds at
+/// 700 taken for 100,000's, frozen), and the agent asked for 700/10/10 frozen before the first
+/// move had landed: three moves in 3 s, each judged on a window of another setting.
+struct Landing {
+    r: Reading,
+    o: Observation,
+    here: Candidate,
+    to: Scored,
+    what: String,
+    /// When it was asked for (ns since the epoch).
+    asked_ns: u64,
+}
+
+impl Landing {
+    /// Whether `r` shows the move made: the thresholds read back, and a freeze (or its undo)
+    /// counted by the actuator. A reading without them cannot tell, and does not hold it up.
+    fn shown(&self, r: &Reading) -> bool {
+        let thresholds = r.thresholds.is_none_or(|t| t == self.to.c.thresholds);
+        let freeze = match (self.to.c.frozen != self.here.frozen, r.freeze_count) {
+            (false, _) | (true, None) => true,
+            (true, Some(n)) => (n > 0) == self.to.c.frozen,
+        };
+        thresholds && freeze
+    }
 }
 
 /// The share of the memory allowance RSS may rise by in a window whose full collection tells
@@ -431,6 +465,8 @@ pub struct Controller {
     change: Option<Change>,
     /// A freeze waiting for the application's next full collection to end (`Deferred`).
     deferred: Option<Deferred>,
+    /// A move asked for that the target has not shown yet (`Landing`).
+    landing: Option<Landing>,
     /// A deferred freeze waited in vain: the next one is made at once.
     deferral_failed: bool,
     /// neurogc undid all it set for memory once (`grown_here`).
@@ -545,6 +581,7 @@ impl Controller {
             rise_at_neurogcs: 0.0,
             change: None,
             deferred: None,
+            landing: None,
             deferral_failed: false,
             undone_for_memory: false,
             replacement: Replacement::default(),
@@ -565,9 +602,10 @@ impl Controller {
         self.freeze_allowed = allowed;
     }
 
-    /// The thresholds in force as the controller knows them.
+    /// The thresholds asked of the target: those of a move it has not shown yet, else those in
+    /// force as the controller knows them.
     pub fn thresholds(&self) -> [i64; 3] {
-        self.current
+        self.landing.as_ref().map_or(self.current, |l| l.to.c.thresholds)
     }
 
     pub fn frozen(&self) -> bool {
@@ -632,6 +670,10 @@ impl Controller {
     /// an evaluation draw it was never asked again, and the session ran 137x the p99 of the
     /// freeze it had chosen.
     pub fn freeze_failed(&mut self) {
+        // The thresholds sent with it are written all the same: the move stands without it.
+        if let Some(l) = self.landing.take() {
+            self.enter(&l.r, &l.o, l.here, &l.to, l.what);
+        }
         self.deferred = None;
         self.frozen = false;
         // What RSS kept while the freeze was thought to stand was the application's own: no
@@ -888,6 +930,7 @@ impl Controller {
 
     pub fn decide(&mut self, learned: Learned, r: &Reading) -> Verdict {
         self.window += 1;
+        self.land(r);
         let before = self.collector.clone();
         self.first_ts.get_or_insert(r.ts_ns);
         if !self.act
@@ -986,7 +1029,8 @@ impl Controller {
                 self.trust.record(&t, r.gc_share);
                 self.trial = None;
             }
-            Some(t) if t.to != here => self.trial = None,
+            // Kept while the move it is of has not landed.
+            Some(t) if t.to != here && self.landing.is_none() => self.trial = None,
             _ => {}
         }
         if !self.kept.any() && !r.idle {
@@ -1003,7 +1047,8 @@ impl Controller {
             // 4 KiB payloads, 1 MiB of them in that window) was read 1 MiB short of what it
             // kept, and RSS went 1 MiB past the bound before the budget saw it.
             let began = Reading { rss: r.rss.saturating_sub(self.rss_rise as u64), ..*r };
-            self.enter(&began, &o, here, &d.to, d.here_row, d.what);
+            self.start_trial(&d.to, d.here_row);
+            self.enter(&began, &o, here, &d.to, d.what);
             here = self.in_force();
         }
         let keeps = self.collector.predict(&here, self.frozen).memory_bytes.max(o.grown_bytes);
@@ -1065,6 +1110,30 @@ impl Controller {
             gc_budget: self.budgets.share(),
         };
         let effect = self.effect();
+        if let Some(l) = &self.landing {
+            // The window ran the setting before the move, and is read as that setting's.
+            let reason = format!(
+                "waiting for {} to take effect: asked {:.1} s ago, the target has not run it yet",
+                l.what,
+                r.ts_ns.saturating_sub(l.asked_ns) as f64 / 1e9
+            );
+            return Verdict {
+                thresholds: l.to.c.thresholds,
+                change: false,
+                freeze: None,
+                collect: false,
+                reset: false,
+                reason,
+                what: None,
+                budget: None,
+                given_up: None,
+                observed,
+                predicted: None,
+                effect,
+                check,
+                unholdable: Vec::new(),
+            };
+        }
         let dropped = self.turned_over.take().map(|(found, kept)| {
             format!(
                 "freeze dropped: the full collection it waited for found {:.0} MiB of the old heap \
@@ -1166,7 +1235,8 @@ impl Controller {
                     until_window: self.window + wait.ceil() as u64,
                 });
             } else {
-                self.enter(r, &o, here, &choice.to, choice.here_row, what);
+                self.start_trial(&choice.to, choice.here_row);
+                self.landing = Some(Landing { r: *r, o, here, to: choice.to, what, asked_ns: r.ts_ns });
             }
         }
         Verdict {
@@ -1187,18 +1257,29 @@ impl Controller {
         }
     }
 
+    /// A move asked for is put in force once `r` shows it made (`Landing`), or once the
+    /// actuator has had as long as it takes to answer (`ANSWERS_WITHIN`) and a window more: it
+    /// is then taken as asked, as before the move was waited for.
+    fn land(&mut self, r: &Reading) {
+        let Some(l) = &self.landing else { return };
+        let waited = r.ts_ns.saturating_sub(l.asked_ns) as f64 / 1e9;
+        if l.shown(r) || waited > ANSWERS_WITHIN.as_secs_f64() + r.secs {
+            let l = self.landing.take().expect("a landing");
+            self.enter(&l.r, &l.o, l.here, &l.to, l.what);
+        }
+    }
+
+    /// The move to `to` is the learned model's trial: the first clean window there tells how far
+    /// its correction held (asked after deciding where deciding did not need it).
+    fn start_trial(&mut self, to: &Scored, here_row: [f32; FEATURE_COUNT]) {
+        self.trial = Some(Trial { to: to.c, analytic_share: to.analytic_share, learned: to.learned });
+        self.trial_rows = (!to.learned.is_finite()).then_some([here_row, to.row]);
+    }
+
     /// Puts a move in force: what the controller knows of the target from now on, and the
     /// change whose effect is to be measured, what it keeps counted from `r`'s RSS. A deferred
     /// freeze enters as it lands.
-    fn enter(
-        &mut self,
-        r: &Reading,
-        o: &Observation,
-        here: Candidate,
-        to: &Scored,
-        here_row: [f32; FEATURE_COUNT],
-        what: String,
-    ) {
+    fn enter(&mut self, r: &Reading, o: &Observation, here: Candidate, to: &Scored, what: String) {
         let (c, freeze) = (to.c, (to.c.frozen != here.frozen).then_some(to.c.frozen));
         self.change = Some(Change {
             ts_ns: r.ts_ns,
@@ -1208,8 +1289,6 @@ impl Controller {
             before: [o.pause_max_ms, o.gc_share, o.rss_mib],
         });
         self.current = c.thresholds;
-        self.trial = Some(Trial { to: c, analytic_share: to.analytic_share, learned: to.learned });
-        self.trial_rows = (!to.learned.is_finite()).then_some([here_row, to.row]);
         if freeze == Some(true) {
             self.froze_at(r);
         }

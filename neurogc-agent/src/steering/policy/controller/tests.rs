@@ -137,6 +137,31 @@ fn pinned(pause_budget_ns: Option<u64>) -> GuardConfig {
     GuardConfig { pause_budget_ns, freeze_after_s: None, min: [700, 10, 10], max: [700, 10, 10], ..cfg() }
 }
 
+impl Controller {
+    /// `decide` on `r` as the target shows it once the actuator has done what was asked: a
+    /// freeze of neurogc's counted (one object, so that the readings' counters mean what they
+    /// did unfrozen).
+    fn step(&mut self, learned: Learned, r: &Reading) -> Verdict {
+        let freeze_count = match r.freeze_count {
+            Some(0) if self.asked_frozen() => Some(1),
+            n => n,
+        };
+        self.decide(learned, &Reading { freeze_count, ..*r })
+    }
+
+    /// Whether neurogc's freeze is asked of the target: in force, or asked for and not shown.
+    fn asked_frozen(&self) -> bool {
+        self.landing.as_ref().map_or(self.frozen, |l| l.to.c.frozen)
+    }
+
+    /// The move asked for put in force, as the next window that shows it would.
+    fn land_now(&mut self) {
+        if let Some(l) = self.landing.take() {
+            self.enter(&l.r, &l.o, l.here, &l.to, l.what);
+        }
+    }
+}
+
 /// No learned model: the analytic predictions stand.
 fn analytic(_: &[[f32; FEATURE_COUNT]]) -> Vec<Correction> {
     Vec::new()
@@ -158,7 +183,7 @@ fn act_on(
     let verdicts: Vec<Verdict> = (1..=windows)
         .map(|w| {
             settings.push(c.thresholds());
-            c.decide(&mut analytic, &reading(c.thresholds(), w))
+            c.step(&mut analytic, &reading(c.thresholds(), w))
         })
         .collect();
     // Every measured effect is a number a record can carry (JSON has no NaN).
@@ -323,7 +348,7 @@ fn a_frozen_setting_is_estimated_from_what_its_thresholds_measured_unfrozen() {
     };
     let mut c = Controller::new(cost_only(), [700, 10, 10], true);
     for w in 1..=4 {
-        c.decide(&mut analytic, &p.reading([700, 10, 10], w));
+        c.step(&mut analytic, &p.reading([700, 10, 10], w));
         c.current = [700, 10, 10];
     }
     c.deferred = None;
@@ -332,7 +357,7 @@ fn a_frozen_setting_is_estimated_from_what_its_thresholds_measured_unfrozen() {
     let mut settings = Vec::new();
     for w in 5..=16 {
         let r = Reading { freeze_count: Some(1_000_000), ..p.reading(c.thresholds(), w) };
-        c.decide(&mut analytic, &r);
+        c.step(&mut analytic, &r);
         settings.push(c.thresholds());
     }
     let cost = |t: &[i64; 3]| p.reading(*t, 1).cpu_share;
@@ -389,7 +414,7 @@ fn a_setting_whose_rss_keeps_growing_past_its_prediction_is_left_on_what_rss_sho
         let fills = (t[0] - 700).max(0) as u64 * 6144;
         grown = (grown + if t[0] > 700 { 4 << 20 } else { 0 }).min(fills);
         trace.push((t[0], grown >> 20));
-        verdicts.push(c.decide(&mut analytic, &warm(t, w, grown)));
+        verdicts.push(c.step(&mut analytic, &warm(t, w, grown)));
     }
     assert!(trace.iter().any(|&(t0, _)| t0 > 5_000), "never tried a larger young generation: {trace:?}");
     let left = verdicts.iter().any(|v| v.change && v.budget == Some(Budget::Memory));
@@ -422,7 +447,7 @@ fn growth_while_the_heap_fills_is_the_applications_not_the_settings() {
             warm(t, w, filled)
         };
         trace.push(t[0]);
-        verdicts.push(c.decide(&mut analytic, &r));
+        verdicts.push(c.step(&mut analytic, &r));
     }
     assert!(trace[..10].iter().any(|&t0| t0 > 700), "never moved while the heap filled: {trace:?}");
     let memory = verdicts.iter().find(|v| v.budget == Some(Budget::Memory));
@@ -445,7 +470,7 @@ fn rss_grown_past_the_allowance_at_neurogcs_thresholds_bars_every_one_of_them() 
             grown += 10 << 20;
         }
         trace.push((t[0], grown >> 20));
-        verdicts.push(c.decide(&mut analytic, &warm(t, w, grown)));
+        verdicts.push(c.step(&mut analytic, &warm(t, w, grown)));
     }
     assert!(trace.iter().any(|&(t0, _)| t0 > 700), "never moved: {trace:?}");
     let memory = verdicts.iter().position(|v| v.change && v.budget == Some(Budget::Memory));
@@ -473,7 +498,7 @@ fn growth_at_neurogcs_thresholds_before_the_heap_is_warm_counts_past_its_own_pac
         past_pace += if own { 0 } else { 7 << 20 };
         trace.push((t, past_pace >> 20));
         let r = Reading { rss: (400 << 20) + grown, ..SERVICE.reading(t, w) };
-        verdicts.push(c.decide(&mut analytic, &r));
+        verdicts.push(c.step(&mut analytic, &r));
     }
     let why: Vec<&str> = verdicts.iter().map(|v| v.reason.as_str()).collect();
     assert!(trace.iter().any(|&(t, _)| t != [700, 10, 10]), "never moved: {trace:?}");
@@ -513,7 +538,7 @@ fn after_a_rise(rise: i64, full: i64, dead: f64) -> Vec<[i64; 3]> {
             } else {
                 SERVICE.reading(t, w).with_rss_mib(mib)
             };
-            c.decide(&mut analytic, &r);
+            c.step(&mut analytic, &r);
             t
         })
         .collect()
@@ -582,7 +607,7 @@ fn frozen_after_fulls_finding(first_at: i64, first: f64, then: f64) -> bool {
         if r.collections[2] > 0 {
             (r.pause_p50_ns[2], r.pause_max_ns[2]) = (300e6, 300e6);
         }
-        c.decide(&mut analytic, &r).freeze == Some(true)
+        c.step(&mut analytic, &r).freeze == Some(true)
     })
 }
 
@@ -608,7 +633,7 @@ fn a_full_collection_while_rss_still_rises_does_not_tell_what_the_rise_was() {
                 8 => full_finding(t, w, mib, 1_000_000.0),
                 _ => SERVICE.reading(t, w).with_rss_mib(mib),
             };
-            c.decide(&mut analytic, &r);
+            c.step(&mut analytic, &r);
             t
         })
         .collect();
@@ -636,7 +661,7 @@ fn full_collections_that_each_find_what_was_promoted_are_no_replacement() {
             r.pause_max_ns[2] = 5e6;
             r.collected_per[2] = 50_000.0;
             r.long_lived = Some([1_000_000, 0]);
-            c.decide(&mut analytic, &r);
+            c.step(&mut analytic, &r);
             t
         })
         .collect();
@@ -655,10 +680,10 @@ fn frozen_after(gc: GuardConfig, t: [i64; 3], collected: bool) -> Controller {
     let mut c = Controller::new(gc, [700, 10, 10], true);
     c.allow_freeze(true);
     for w in 1..=3 {
-        c.decide(&mut analytic, &warm([700, 10, 10], w, 0));
+        c.step(&mut analytic, &warm([700, 10, 10], w, 0));
     }
     // As the actuator would have it after the move.
-    c.deferred = None;
+    (c.deferred, c.landing) = (None, None);
     c.current = t;
     froze(&mut c, 400.0, 0.0, collected);
     c
@@ -686,7 +711,7 @@ fn a_frozen_setting_whose_rss_grew_past_the_budget_since_the_freeze_undoes_the_f
     // promise, so everything neurogc set is undone, and the decision says what RSS measured.
     let gc = GuardConfig { freeze_after_s: Some(0.0), memory_budget: 0.05, ..cfg() };
     let mut c = frozen_at(gc, [5000, 10, 10]);
-    let v = c.decide(&mut analytic, &warm(c.thresholds(), 4, 30 << 20));
+    let v = c.step(&mut analytic, &warm(c.thresholds(), 4, 30 << 20));
     let seen = (v.thresholds, v.freeze, &v.reason);
     assert_eq!(
         (v.thresholds, v.freeze, v.budget),
@@ -702,7 +727,7 @@ fn a_frozen_setting_whose_rss_grew_past_the_budget_since_the_freeze_undoes_the_f
     );
     // Undone for good: no freeze again, and RSS is counted from where it stands now.
     for w in 5..=20 {
-        let v = c.decide(&mut analytic, &warm(c.thresholds(), w, 30 << 20));
+        let v = c.step(&mut analytic, &warm(c.thresholds(), w, 30 << 20));
         assert!(v.freeze.is_none() && v.budget != Some(Budget::Memory), "{v:?}");
     }
 }
@@ -718,11 +743,11 @@ fn an_undo_for_memory_teaches_the_model_that_the_old_heap_turns_over() {
     // The same collector told the same windows, but not of the undo's reason.
     let mut unlearned = c.collector.clone();
     let undone = warm(c.thresholds(), 4, 30 << 20);
-    let v = c.decide(&mut analytic, &undone);
+    let v = c.step(&mut analytic, &undone);
     assert_eq!(v.freeze, Some(false), "{v:?}");
     // A window at its own settings, whose full collection the counts put 45 s off.
     let r = Reading { rss: 430 << 20, ..SERVICE.reading(c.thresholds(), 5) };
-    c.decide(&mut analytic, &r);
+    c.step(&mut analytic, &r);
     unlearned.observe(&undone);
     unlearned.unfroze();
     unlearned.observe(&r);
@@ -742,8 +767,9 @@ fn after_an_undo_for_memory_growth_at_neurogcs_thresholds_is_theirs_warm_heap_or
     // thresholds within a few windows, not 1.4 GiB later.
     let gc = GuardConfig { freeze_after_s: Some(0.0), memory_budget: 0.05, ..cfg() };
     let mut c = frozen_at(gc, [700, 10, 10]);
-    let v = c.decide(&mut analytic, &warm(c.thresholds(), 4, 30 << 20));
+    let v = c.step(&mut analytic, &warm(c.thresholds(), 4, 30 << 20));
     assert_eq!(v.freeze, Some(false), "{v:?}");
+    c.land_now();
     c.current = [2000, 50, 100];
     c.kept.changed(430.0 * 1048576.0, false, 0.0);
     let back = (5..=14).find(|&w| {
@@ -751,7 +777,7 @@ fn after_an_undo_for_memory_growth_at_neurogcs_thresholds_is_theirs_warm_heap_or
             rss: (430 << 20) + ((w - 4) as u64) * (40 << 20),
             ..SERVICE.reading(c.thresholds(), w)
         };
-        let v = c.decide(&mut analytic, &r);
+        let v = c.step(&mut analytic, &r);
         v.budget == Some(Budget::Memory) && v.thresholds == [700, 10, 10]
     });
     assert!(back.is_some_and(|w| w <= 7), "back at window {back:?}");
@@ -765,19 +791,20 @@ fn after_an_undo_for_memory_growth_counts_though_no_full_collection_was_ever_see
     let mut c = Controller::new(gc, [700, 10, 10], true);
     c.allow_freeze(true);
     for w in 1..=3 {
-        c.decide(&mut analytic, &SERVICE.reading([700, 10, 10], w));
+        c.step(&mut analytic, &SERVICE.reading([700, 10, 10], w));
     }
-    (c.deferred, c.current, c.frozen, c.freeze_used) = (None, [700, 10, 10], true, true);
+    (c.deferred, c.landing, c.current, c.frozen, c.freeze_used) = (None, None, [700, 10, 10], true, true);
     c.collector.froze(false, false);
     c.kept.changed(400.0 * 1048576.0, false, 0.0);
     c.rss_at_freeze = Some((400.0 * 1048576.0, 0.0));
     assert!(!c.collector.heap_warm());
-    let undo = c.decide(&mut analytic, &SERVICE.reading(c.thresholds(), 4).with_rss_mib(430));
+    let undo = c.step(&mut analytic, &SERVICE.reading(c.thresholds(), 4).with_rss_mib(430));
     assert_eq!(undo.freeze, Some(false), "{undo:?}");
+    c.land_now();
     c.current = [2000, 50, 100];
     let back = (5..=14).find(|&w| {
         let r = SERVICE.reading(c.thresholds(), w).with_rss_mib(430 + (w as u64 - 4) * 40);
-        let v = c.decide(&mut analytic, &r);
+        let v = c.step(&mut analytic, &r);
         v.budget == Some(Budget::Memory) && v.thresholds == [700, 10, 10]
     });
     assert!(back.is_some_and(|w| w <= 8), "back at window {back:?}");
@@ -794,12 +821,12 @@ fn rss_growing_at_the_applications_own_pace_after_a_freeze_is_not_the_freezes() 
         let gc = GuardConfig { memory_budget: 0.05, ..pinned(Some(10_000_000)) };
         let mut c = Controller::new(gc, [700, 10, 10], true);
         for w in 1..=6 {
-            c.decide(&mut analytic, &warm([700, 10, 10], w, (w as u64 - 1) * (8 << 20)));
+            c.step(&mut analytic, &warm([700, 10, 10], w, (w as u64 - 1) * (8 << 20)));
         }
         landed(&mut c, 440.0, 6.0);
         (7..=12).find(|&w| {
             let grown = (w as u64 - 1) * (8 << 20) + (w as u64 - 6) * (extra << 20);
-            let v = c.decide(&mut analytic, &warm([700, 10, 10], w, grown));
+            let v = c.step(&mut analytic, &warm([700, 10, 10], w, grown));
             v.freeze == Some(false)
         })
     };
@@ -824,12 +851,12 @@ fn rss_growing_at_the_applications_own_pace_is_its_own_until_its_full_collection
             Reading { rss, long_lived: Some([1_000_000, pending + w * 3_000]), ..r }
         };
         for w in 1..=4 {
-            c.decide(&mut analytic, &reading(w));
+            c.step(&mut analytic, &reading(w));
             c.current = [700, 10, 10];
         }
         c.deferred = None;
         landed(&mut c, 424.0, 4.0);
-        (5..=16).find(|&w| c.decide(&mut analytic, &reading(w)).freeze == Some(false))
+        (5..=16).find(|&w| c.step(&mut analytic, &reading(w)).freeze == Some(false))
     };
     assert_eq!(undone_at(100_000), None);
     assert!(matches!(undone_at(235_000), Some(8..=11)), "{:?}", undone_at(235_000));
@@ -853,14 +880,14 @@ fn a_fill_that_stops_at_neurogcs_settings_is_credited_no_further() {
             _ => 480 + 4 * stopped + (w - 9) * then,
         };
         for w in 1..=5 {
-            c.decide(&mut analytic, &SERVICE.reading([700, 10, 10], w).with_rss_mib(rss(w as u64)));
+            c.step(&mut analytic, &SERVICE.reading([700, 10, 10], w).with_rss_mib(rss(w as u64)));
             c.current = [700, 10, 10];
         }
         c.deferred = None;
         landed(&mut c, 480.0, 5.0);
         (6..=25).find(|&w| {
             let r = SERVICE.reading(c.thresholds(), w).with_rss_mib(rss(w as u64));
-            c.decide(&mut analytic, &r).freeze == Some(false)
+            c.step(&mut analytic, &r).freeze == Some(false)
         })
     };
     assert_eq!(undone_at(20, 20), None);
@@ -888,7 +915,7 @@ fn filling_cache_undone_at(fulls: bool, own_grows: bool, extra: u64, jump: u64) 
     let before = |w: i64| if own_grows || w > 2 { (w as u64 - 1) * (8 << 20) } else { 0 };
     for w in 1..=6 {
         let r = reading(&c, w, before(w));
-        c.decide(&mut analytic, &r);
+        c.step(&mut analytic, &r);
         // As moved by neurogc after its two windows of learning.
         if w >= 2 {
             c.current = [5000, 10, 10];
@@ -898,7 +925,7 @@ fn filling_cache_undone_at(fulls: bool, own_grows: bool, extra: u64, jump: u64) 
     landed(&mut c, 440.0, 6.0);
     (7..=18).find(|&w| {
         let grown = (w as u64 - 1) * (8 << 20) + (w as u64 - 6) * (extra << 20) + (jump << 20);
-        c.decide(&mut analytic, &reading(&c, w, grown)).freeze == Some(false)
+        c.step(&mut analytic, &reading(&c, w, grown)).freeze == Some(false)
     })
 }
 
@@ -930,14 +957,14 @@ fn frozen_early_undone_at(fulls: bool, own_grows: bool, extra: u64, steps: bool)
     let reading = |c: &Controller, w: i64, grown: u64| cache_reading(c.thresholds(), w, grown, fulls);
     let own = |w: i64| if own_grows { (w as u64 - 1) * (2 << 20) } else { 0 };
     for w in 1..=2 {
-        c.decide(&mut analytic, &reading(&c, w, own(w)));
+        c.step(&mut analytic, &reading(&c, w, own(w)));
     }
     c.current = [5000, 10, 10];
     landed(&mut c, 402.0, 2.0);
     (3..=18).find(|&w| {
         let since = if steps { (w as u64 - 2) / 3 * 3 } else { w as u64 - 2 };
         let grown = own(2) + since * ((2 + extra) << 20);
-        c.decide(&mut analytic, &reading(&c, w, grown)).freeze == Some(false)
+        c.step(&mut analytic, &reading(&c, w, grown)).freeze == Some(false)
     })
 }
 
@@ -983,9 +1010,9 @@ fn rss_that_stays_below_its_own_peak_after_a_freeze_is_not_the_freezes() {
     let mut c = frozen_at(gc, [700, 10, 10]);
     c.rss_at_freeze = Some((340.0 * 1048576.0, 0.0));
     c.kept.changed(340.0 * 1048576.0, true, 0.0);
-    let v = c.decide(&mut analytic, &warm(c.thresholds(), 4, 0).with_rss_mib(395));
+    let v = c.step(&mut analytic, &warm(c.thresholds(), 4, 0).with_rss_mib(395));
     assert!(v.freeze.is_none() && c.frozen(), "{v:?}");
-    let v = c.decide(&mut analytic, &warm(c.thresholds(), 5, 0).with_rss_mib(430));
+    let v = c.step(&mut analytic, &warm(c.thresholds(), 5, 0).with_rss_mib(430));
     assert_eq!(v.freeze, Some(false), "{v:?}");
 }
 
@@ -1009,7 +1036,7 @@ fn a_freeze_at_the_applications_own_thresholds_is_judged_by_what_rss_does_while_
             } else {
                 Reading { rss: (400 << 20) + grown, ..SERVICE.reading(c.thresholds(), w) }
             };
-            let v = c.decide(&mut analytic, &r);
+            let v = c.step(&mut analytic, &r);
             if v.freeze == Some(false) {
                 undone = Some((grown >> 20, v));
                 break;
@@ -1032,21 +1059,21 @@ fn what_grew_at_neurogcs_thresholds_before_a_freeze_stays_counted_while_it_stand
     let mut c = Controller::new(gc, [700, 10, 10], true);
     c.allow_freeze(true);
     for w in 1..=3 {
-        c.decide(&mut analytic, &warm([700, 10, 10], w, 0));
+        c.step(&mut analytic, &warm([700, 10, 10], w, 0));
     }
     c.current = [5000, 50, 100];
     c.kept.changed(400.0 * 1048576.0, true, 3.0);
     for w in 4..=7 {
         let mut r = warm(c.thresholds(), w, (w - 3) as u64 * (10 << 20));
         r.collections[2] = 0;
-        c.decide(&mut analytic, &r);
+        c.step(&mut analytic, &r);
     }
     c.current = [700, 10, 10];
     froze(&mut c, 440.0, 7.0, true);
     let mut undone = None;
     for w in 8..=20 {
         let grown = 40 + (w - 7) as u64 * 10;
-        let v = c.decide(&mut analytic, &warm(c.thresholds(), w, grown << 20));
+        let v = c.step(&mut analytic, &warm(c.thresholds(), w, grown << 20));
         if v.freeze == Some(false) {
             undone = Some((grown, v));
             break;
@@ -1067,13 +1094,13 @@ fn a_setting_past_the_memory_budget_is_left_though_no_setting_holds_the_pause_bu
     for w in 1..=3 {
         let mut r = warm([700, 10, 10], w, 0);
         (r.pause_p50_ns[2], r.pause_max_ns[2]) = (50e6, 50e6);
-        c.decide(&mut analytic, &r);
+        c.step(&mut analytic, &r);
     }
     c.current = [5000, 50, 100];
     c.kept.changed(400.0 * 1048576.0, true, 0.0);
     let mut left = None;
     for w in 4..=12 {
-        let v = c.decide(&mut analytic, &warm(c.thresholds(), w, (w - 3) as u64 * (100 << 20)));
+        let v = c.step(&mut analytic, &warm(c.thresholds(), w, (w - 3) as u64 * (100 << 20)));
         if v.change {
             left = Some(v);
             break;
@@ -1091,7 +1118,7 @@ fn a_frozen_setting_whose_growth_since_the_freeze_is_within_the_budget_stays_fro
     let gc = GuardConfig { freeze_after_s: Some(0.0), memory_budget: 0.05, ..cfg() };
     let mut c = frozen_at(gc, [5000, 10, 10]);
     for w in 4..=10 {
-        let v = c.decide(&mut analytic, &warm(c.thresholds(), w, 10 << 20));
+        let v = c.step(&mut analytic, &warm(c.thresholds(), w, 10 << 20));
         assert!(v.freeze.is_none(), "{v:?}");
     }
 }
@@ -1112,7 +1139,7 @@ fn a_frozen_setting_whose_rss_stepped_up_by_more_than_half_the_allowance_is_undo
         if replaced {
             c.replacement.found(12.0 * 1048576.0, 20.0 * 1048576.0);
         }
-        (4..=8).map(|w| c.decide(&mut analytic, &warm(c.thresholds(), w, step << 20))).find(|v| v.change)
+        (4..=8).map(|w| c.step(&mut analytic, &warm(c.thresholds(), w, step << 20))).find(|v| v.change)
     };
     let v = run(12, true).expect("undone");
     assert_eq!((v.freeze, v.budget), (Some(false), Some(Budget::Memory)), "{v:?}");
@@ -1133,10 +1160,10 @@ fn a_change_from_a_setting_with_no_evidence_of_its_own_is_measured_from_the_wind
     let mut c = Controller::new(cost_only(), [700, 10, 10], true);
     let mut effect = None;
     for w in 1..=12 {
-        let v = c.decide(&mut analytic, &SERVICE.reading(c.thresholds(), w));
+        let v = c.step(&mut analytic, &SERVICE.reading(c.thresholds(), w));
         if v.change {
-            let ch = c.change.as_mut().expect("the change is pending");
-            ch.from = Candidate { thresholds: [1_234, 10, 10], frozen: false };
+            let asked = c.landing.as_mut().expect("the change is asked for");
+            asked.here = Candidate { thresholds: [1_234, 10, 10], frozen: false };
         }
         effect = effect.or(v.effect);
     }
@@ -1174,7 +1201,7 @@ fn a_freeze_whose_collection_would_miss_the_pause_budget_is_made_without_it() {
     let mut c = Controller::new(gc.clone(), [700, 10, 10], true);
     c.allow_freeze(true);
     let froze = (1..=6).find_map(|w| {
-        let v = c.decide(&mut analytic, &SERVICE.reading(c.thresholds(), w));
+        let v = c.step(&mut analytic, &SERVICE.reading(c.thresholds(), w));
         (v.freeze == Some(true)).then_some(v)
     });
     // The next full collection is far off: one of neurogc's own now would stop the process
@@ -1193,7 +1220,7 @@ fn a_freeze_whose_collection_would_miss_the_pause_budget_is_made_without_it() {
     let mut c = Controller::new(tight, [700, 10, 10], true);
     c.allow_freeze(true);
     let verdicts: Vec<Verdict> =
-        (1..=6).map(|w| c.decide(&mut analytic, &SERVICE.reading(c.thresholds(), w))).collect();
+        (1..=6).map(|w| c.step(&mut analytic, &SERVICE.reading(c.thresholds(), w))).collect();
     let frozen = verdicts.iter().find(|v| v.freeze == Some(true)).expect("a freeze");
     assert!(
         frozen.what.as_deref().is_some_and(|w| w.contains(" + freeze after the next full collection")),
@@ -1216,7 +1243,7 @@ fn a_freeze_the_main_thread_did_not_run_is_asked_for_again_later_and_then_no_mor
     c.allow_freeze(true);
     let mut asked = Vec::new();
     for w in 1..=60 {
-        let v = c.decide(&mut analytic, &SERVICE.reading(c.thresholds(), w));
+        let v = c.step(&mut analytic, &SERVICE.reading(c.thresholds(), w));
         if v.freeze == Some(true) {
             asked.push(w);
             // Nothing changed in the target: the call never ran.
@@ -1249,7 +1276,7 @@ fn freeze_decided_near_a_full_collection() -> (Controller, Verdict, i64) {
     let mut c = Controller::new(gc, [700, 10, 10], true);
     c.allow_freeze(true);
     let (w, v) = (1..=6)
-        .map(|w| (w, c.decide(&mut analytic, &full_collection_near(&c, w))))
+        .map(|w| (w, c.step(&mut analytic, &full_collection_near(&c, w))))
         .find(|(_, v)| v.freeze == Some(true))
         .expect("a freeze");
     (c, v, w)
@@ -1261,7 +1288,7 @@ fn a_window_without_collections_says_how_little_cpu_it_ran() {
     let mut c = Controller::new(cfg(), [700, 10, 10], true);
     let mut r = SERVICE.reading([700, 10, 10], 1);
     (r.collections, r.cpu_share, r.gc_share, r.idle) = ([0; 3], 0.03, 0.0, true);
-    let v = c.decide(&mut analytic, &r);
+    let v = c.step(&mut analytic, &r);
     assert!(!v.change, "{v:?}");
     assert_eq!(v.reason, "idle: no collection in this window and under 5% of a CPU: nothing to improve");
 }
@@ -1290,7 +1317,7 @@ fn a_collection_begun_before_neurogcs_first_request_is_the_applications_own_paus
     let r = SERVICE.reading([700, 10, 10], 1);
     let young = r.worst().1;
     assert!(young > 0.0 && young < 1.3e9, "{young}");
-    c.decide(&mut analytic, &r);
+    c.step(&mut analytic, &r);
     assert_eq!(c.own_longest_ns, young);
     // The full collection began at 1.6 s; the freeze was asked for at 2.0 s and made at 2.9 s,
     // as it ended.
@@ -1312,7 +1339,7 @@ fn a_deferred_freeze_is_dropped_where_its_full_collection_finds_the_old_heap_tur
     // swapped in: frozen, each copy replaced would be kept.
     assert!(!c.deferred_lands(900_000));
     assert!(!c.freeze_deferred() && !c.frozen());
-    let next = c.decide(&mut analytic, &full_collection_near(&c, w + 1));
+    let next = c.step(&mut analytic, &full_collection_near(&c, w + 1));
     assert!(next.reason.starts_with("freeze dropped: the full collection it waited for found"), "{next:?}");
 }
 
@@ -1342,7 +1369,7 @@ fn a_freeze_follows_the_applications_own_full_collection_and_no_collection_of_ne
     let mut c = Controller::new(gc.clone(), [700, 10, 10], true);
     c.allow_freeze(true);
     let (w, v) = (1..=8)
-        .map(|w| (w, c.decide(&mut analytic, &reading(&c, w, 0))))
+        .map(|w| (w, c.step(&mut analytic, &reading(&c, w, 0))))
         .find(|(_, v)| v.freeze == Some(true))
         .expect("a freeze");
     // Decided to follow the application's next full collection: nothing of neurogc's runs
@@ -1353,13 +1380,13 @@ fn a_freeze_follows_the_applications_own_full_collection_and_no_collection_of_ne
     );
     assert!(c.freeze_deferred() && !c.frozen() && c.thresholds() == [700, 10, 10], "{v:?}");
     // While it waits, nothing else moves.
-    let waiting = c.decide(&mut analytic, &reading(&c, w + 1, 0));
+    let waiting = c.step(&mut analytic, &reading(&c, w + 1, 0));
     assert!(
         !waiting.change && waiting.reason.contains("waiting for the application's next full collection"),
         "{waiting:?}"
     );
     // The hook counts frozen objects: the move is in force, with its thresholds.
-    let landed = c.decide(&mut analytic, &reading(&c, w + 2, 900_000));
+    let landed = c.step(&mut analytic, &reading(&c, w + 2, 900_000));
     assert!(c.frozen() && !c.freeze_deferred(), "{landed:?}");
     assert_eq!(c.thresholds(), v.thresholds);
 
@@ -1367,11 +1394,10 @@ fn a_freeze_follows_the_applications_own_full_collection_and_no_collection_of_ne
     // and the controller decides again, without waiting for one.
     let mut c = Controller::new(gc, [700, 10, 10], true);
     c.allow_freeze(true);
-    let w = (1..=8)
-        .find(|w| c.decide(&mut analytic, &reading(&c, *w, 0)).freeze == Some(true))
-        .expect("a freeze");
+    let w =
+        (1..=8).find(|w| c.step(&mut analytic, &reading(&c, *w, 0)).freeze == Some(true)).expect("a freeze");
     let dropped = (w + 1..w + 2 + MAX_FREEZE_WAIT_WINDOWS as i64).find(|w| {
-        c.decide(&mut analytic, &SERVICE.reading(c.thresholds(), *w));
+        c.step(&mut analytic, &SERVICE.reading(c.thresholds(), *w));
         !c.freeze_deferred()
     });
     assert!(dropped.is_some(), "still waiting after {MAX_FREEZE_WAIT_WINDOWS} windows");
@@ -1393,16 +1419,18 @@ fn what_a_deferred_freeze_keeps_is_counted_from_the_window_it_landed_in() {
     let mut c = Controller::new(gc, [700, 10, 10], true);
     c.allow_freeze(true);
     let w = (1..=8)
-        .find(|&w| c.decide(&mut analytic, &reading(&c, w, 0, 400 << 20)).freeze == Some(true))
+        .find(|&w| c.step(&mut analytic, &reading(&c, w, 0, 400 << 20)).freeze == Some(true))
         .expect("a freeze");
     assert!(c.freeze_deferred(), "made at once");
     let (mut rss, mut trace) = (400u64 << 20, Vec::new());
     for w in w + 1..w + 20 {
         // The freeze lands in the first of these windows.
-        if c.freeze_deferred() || c.frozen() || c.thresholds() != [700, 10, 10] {
+        if c.freeze_deferred() || c.asked_frozen() || c.thresholds() != [700, 10, 10] {
             rss += 4 << 20;
         }
-        let v = c.decide(&mut analytic, &reading(&c, w, 900_000, rss));
+        // Counted by the actuator from the landing until an undo.
+        let frozen = if c.freeze_deferred() || c.asked_frozen() { 900_000 } else { 0 };
+        let v = c.step(&mut analytic, &reading(&c, w, frozen, rss));
         trace.push((c.thresholds(), c.frozen(), rss >> 20, v.reason));
     }
     assert!(trace[0].1, "never frozen: {trace:#?}");
@@ -1431,12 +1459,78 @@ fn a_freeze_waits_for_no_full_collection_the_counts_put_far_off_though_one_was_m
     let mut c = Controller::new(gc, [700, 10, 10], true);
     c.allow_freeze(true);
     let v = (1..=8)
-        .map(|w| c.decide(&mut analytic, &full_collection_long_ago(&c, w)))
+        .map(|w| c.step(&mut analytic, &full_collection_long_ago(&c, w)))
         .find(|v| v.freeze == Some(true))
         .expect("a freeze");
     // Made at once, with the move it comes with: the few objects pending are all it keeps.
-    assert!(!v.collect && !c.freeze_deferred() && c.frozen(), "{v:?}");
+    assert!(!v.collect && !c.freeze_deferred() && c.asked_frozen(), "{v:?}");
     assert_eq!(c.thresholds(), v.thresholds);
+}
+
+/// A controller that has just asked for a freeze at once (with thresholds of its own) on
+/// `full_collection_long_ago`: it, the verdict and its window.
+fn freeze_asked_at_once() -> (Controller, Verdict, i64) {
+    let gc = GuardConfig { freeze_after_s: Some(0.0), pause_budget_ns: None, ..cfg() };
+    let mut c = Controller::new(gc, [700, 10, 10], true);
+    c.allow_freeze(true);
+    let (w, v) = (1..=8)
+        .map(|w| (w, c.step(&mut analytic, &full_collection_long_ago(&c, w))))
+        .find(|(_, v)| v.freeze == Some(true))
+        .expect("a freeze");
+    assert!(!v.collect && !c.freeze_deferred(), "{v:?}");
+    (c, v, w)
+}
+
+#[test]
+fn a_move_the_target_has_not_run_yet_is_waited_for_and_its_window_is_the_setting_befores() {
+    // Evaluation draw 1483: a freeze asked at 2.0 s ran at 3.2 s, behind the application's own
+    // 1 s full collection. The window between ran the application's 700/10/10 unfrozen (the
+    // thresholds read back, nothing frozen) and held that collection: it is 700/10/10's
+    // evidence, and nothing else is asked for until the move shows.
+    let (mut c, v, w) = freeze_asked_at_once();
+    let own = Candidate { thresholds: [700, 10, 10], frozen: false };
+    let to = Candidate { thresholds: v.thresholds, frozen: true };
+    let windows_before = c.evidence.get(&own).map_or(0.0, |s| s.windows());
+    let mut r = SERVICE.reading([700, 10, 10], w + 1);
+    r.collections[2] = 1;
+    (r.pause_p50_ns[2], r.pause_max_ns[2]) = (600e6, 600e6);
+    r.gc_share += 0.6;
+    r.cpu_share += 0.6;
+    let held = c.decide(&mut analytic, &r);
+    assert!(!held.change && held.freeze.is_none(), "{held:?}");
+    assert!(held.reason.starts_with("waiting for 700/10/10 -> "), "{}", held.reason);
+    assert!(!c.frozen() && c.thresholds() == v.thresholds, "asked for, not in force");
+    // Counted (evidence only fades otherwise), with the collection the move waited behind.
+    let own_stats = c.evidence.get(&own).expect("700/10/10's evidence");
+    assert!(own_stats.windows() > windows_before, "{own_stats:?}");
+    assert!(own_stats.pause_max_ms().is_some_and(|p| p > 100.0), "{own_stats:?}");
+    assert!(c.evidence.get(&to).is_none());
+    // The next window shows it (thresholds read back, the freeze counted): in force from there.
+    let shown = Reading { freeze_count: Some(1_000_000), ..SERVICE.reading(v.thresholds, w + 2) };
+    let after = c.decide(&mut analytic, &shown);
+    assert!(c.frozen() && !after.reason.starts_with("waiting"), "{after:?}");
+}
+
+#[test]
+fn a_move_never_shown_is_taken_as_asked_once_the_actuator_has_had_time_to_answer() {
+    // An undo queued behind a blocked main thread is never counted: the controller waits no
+    // longer than the actuator takes to answer, and a window more.
+    let (mut c, v, w) = freeze_asked_at_once();
+    let waits = (1..=10)
+        .take_while(|i| {
+            let r = SERVICE.reading([700, 10, 10], w + i);
+            c.decide(&mut analytic, &r).reason.starts_with("waiting for")
+        })
+        .count() as f64;
+    assert!(c.frozen() && c.thresholds() == v.thresholds);
+    assert!(waits >= ANSWERS_WITHIN.as_secs_f64() && waits <= ANSWERS_WITHIN.as_secs_f64() + 1.0, "{waits}");
+}
+
+#[test]
+fn a_freeze_that_failed_leaves_the_thresholds_sent_with_it_in_force() {
+    let (mut c, v, _) = freeze_asked_at_once();
+    c.freeze_failed();
+    assert!(!c.frozen() && c.thresholds() == v.thresholds && c.landing.is_none());
 }
 
 #[test]
@@ -1453,10 +1547,10 @@ fn a_heap_growing_from_the_first_window_at_its_own_pace_is_frozen_at_once() {
     let mut why = Vec::new();
     for w in 1..=8 {
         let r = Reading { rss: (400 << 20) + (w as u64) * (45 << 20), ..full_collection_long_ago(&c, w) };
-        let v = c.decide(&mut analytic, &r);
+        let v = c.step(&mut analytic, &r);
         why.push(v.reason.clone());
         if v.freeze == Some(true) {
-            assert!(!v.collect && !c.freeze_deferred() && c.frozen(), "{v:?}: {why:#?}");
+            assert!(!v.collect && !c.freeze_deferred() && c.asked_frozen(), "{v:?}: {why:#?}");
             return;
         }
     }
@@ -1485,7 +1579,7 @@ fn no_freeze_is_made_after_rss_rose_past_the_allowance_until_a_full_collection_t
     };
     let mut c = Controller::new(gc, [700, 10, 10], true);
     c.allow_freeze(true);
-    let verdicts: Vec<Verdict> = (1..=12).map(|w| c.decide(&mut analytic, &reading(&c, w))).collect();
+    let verdicts: Vec<Verdict> = (1..=12).map(|w| c.step(&mut analytic, &reading(&c, w))).collect();
     let froze = verdicts.iter().position(|v| v.freeze == Some(true)).map(|i| i + 1);
     let why: Vec<&str> = verdicts.iter().map(|v| v.reason.as_str()).collect();
     assert!(froze.is_some_and(|w| w >= 7), "frozen in window {froze:?}: {why:#?}");
@@ -1567,7 +1661,7 @@ fn a_decision_to_stay_while_rss_steps_up_says_once_what_waits() {
     let mut c = Controller::new(gc, [700, 10, 10], true);
     c.allow_freeze(true);
     let reasons: Vec<String> =
-        (1..=4).map(|w| c.decide(&mut analytic, &service_stepping_up(c.thresholds(), w)).reason).collect();
+        (1..=4).map(|w| c.step(&mut analytic, &service_stepping_up(c.thresholds(), w)).reason).collect();
     let both = "; freezing and settings that put full collections off wait for RSS to stop stepping up";
     assert!(reasons.iter().any(|r| r.ends_with(both)), "{reasons:#?}");
     assert!(reasons.iter().all(|r| r.matches("stop stepping up").count() <= 1), "{reasons:#?}");
@@ -1615,7 +1709,7 @@ fn a_move_made_without_the_model_asks_it_afterwards_what_the_move_will_check() {
     let mut c = Controller::new(cost_only(), [700, 10, 10], true);
     let moved = (1..=4)
         .find_map(|w| {
-            let v = c.decide(&mut analytic, &SERVICE.reading(c.thresholds(), w));
+            let v = c.step(&mut analytic, &SERVICE.reading(c.thresholds(), w));
             c.learn_trial(&mut learned);
             v.change.then_some(v.thresholds)
         })
@@ -1645,7 +1739,7 @@ fn a_learned_model_whose_corrections_do_not_come_true_here_loses_its_weight() {
     let mut settings = Vec::new();
     for w in 1..=40 {
         settings.push(c.thresholds());
-        c.decide(&mut promise, &slow.reading(c.thresholds(), w));
+        c.step(&mut promise, &slow.reading(c.thresholds(), w));
         c.learn_trial(&mut promise);
     }
     assert!(c.trust.weight() < 0.3, "weight {}: {settings:?}", c.trust.weight());
@@ -1660,7 +1754,7 @@ fn a_learned_model_whose_corrections_do_not_come_true_here_loses_its_weight() {
 fn each_window_checks_the_last_prediction_for_the_setting_in_force() {
     let mut c = Controller::new(cfg(), [700, 10, 10], false);
     let checks: Vec<Check> =
-        (1..=4).filter_map(|w| c.decide(&mut analytic, &SERVICE.reading([700, 10, 10], w)).check).collect();
+        (1..=4).filter_map(|w| c.step(&mut analytic, &SERVICE.reading([700, 10, 10], w)).check).collect();
     assert_eq!(checks.len(), 2, "from the third window: {checks:?}");
     let k = &checks[1];
     assert_eq!(k.features.len(), FEATURE_COUNT);
@@ -1675,7 +1769,7 @@ fn advise_mode_says_what_it_would_do_and_never_measures_an_effect_it_did_not_cau
     c.allow_freeze(true);
     let mut advice = Vec::new();
     for w in 1..=12 {
-        let v = c.decide(&mut analytic, &SERVICE.reading([700, 10, 10], w));
+        let v = c.step(&mut analytic, &SERVICE.reading([700, 10, 10], w));
         assert!(v.effect.is_none(), "{v:?}");
         if w >= 3 {
             assert!(v.change, "the advice stands every window: {v:?}");
@@ -1703,7 +1797,7 @@ fn advice_to_freeze_does_not_turn_over_with_the_pending_count() {
     for w in 1..=16 {
         let mut r = SERVICE.reading([700, 10, 10], w);
         r.long_lived = Some([1_000_000, if w % 2 == 0 { 240_000 } else { 100_000 }]);
-        let v = c.decide(&mut analytic, &r);
+        let v = c.step(&mut analytic, &r);
         if w >= 3 {
             advice.push((v.thresholds, v.freeze, v.what.clone()));
         }
@@ -1722,7 +1816,7 @@ fn advice_says_which_figures_were_measured_and_which_predicted() {
     let mut c = Controller::new(GuardConfig { freeze_after_s: None, ..cfg() }, [700, 10, 10], false);
     let mut reasons = Vec::new();
     for w in 1..=8 {
-        reasons.push(c.decide(&mut analytic, &SERVICE.reading([700, 10, 10], w)).reason);
+        reasons.push(c.step(&mut analytic, &SERVICE.reading([700, 10, 10], w)).reason);
     }
     for r in &reasons {
         // Every predicted pause over the budget says how often.
@@ -1739,7 +1833,7 @@ fn advice_says_which_figures_were_measured_and_which_predicted() {
     let mut c = Controller::new(pinned(Some(10_000_000)), [700, 10, 10], false);
     let mut last = String::new();
     for w in 1..=5 {
-        last = c.decide(&mut analytic, &SERVICE.reading([700, 10, 10], w)).reason;
+        last = c.step(&mut analytic, &SERVICE.reading([700, 10, 10], w)).reason;
     }
     assert!(
         last.contains("700/10/10 (measured over ") && last.contains("ms a window (mean), GC 2."),
@@ -1752,7 +1846,7 @@ fn where_no_setting_holds_a_budget_it_says_so_once_and_stays() {
     let mut c = Controller::new(pinned(Some(100_000)), [700, 10, 10], true);
     let mut said = 0;
     for w in 1..=10 {
-        let v = c.decide(&mut analytic, &SERVICE.reading([700, 10, 10], w));
+        let v = c.step(&mut analytic, &SERVICE.reading([700, 10, 10], w));
         assert!(!v.change, "{v:?}");
         if let Some(g) = &v.given_up {
             said += 1;
@@ -1785,7 +1879,7 @@ fn the_default_gc_budget_counts_the_full_collections_the_first_windows_did_not_h
         }
         r.long_lived = Some([1_000_000, pending]);
         shares.push(r.gc_share);
-        let v = c.decide(&mut analytic, &r);
+        let v = c.step(&mut analytic, &r);
         assert!(!v.unholdable.contains(&Budget::Gc), "window {w}: {v:?}");
         assert!(!v.reason.contains("GC share budget missed"), "window {w}: {}", v.reason);
     }
@@ -1853,7 +1947,7 @@ fn a_setting_whose_pauses_are_measured_over_the_budget_is_left_and_its_evidence_
             r.pause_max_ns[1] = 30e6;
             over.push(w);
         }
-        c.decide(&mut analytic, &r);
+        c.step(&mut analytic, &r);
     }
     // Tried, measured, left: not a window in three spent there.
     assert!(over.len() <= 10, "{over:?}");
@@ -1883,7 +1977,7 @@ fn a_budget_set_aside_is_not_traded_away_for_another() {
             r.pause_max_ns[1] *= 3.0;
         }
         settings.push(t);
-        c.decide(&mut analytic, &r);
+        c.step(&mut analytic, &r);
     }
     // Each tried once, measured, left; none returned to for the GC share.
     let mut runs: Vec<[i64; 3]> = settings.clone();
@@ -1925,7 +2019,7 @@ fn a_setting_of_neurogcs_stays_only_while_the_evidence_says_it_is_cheaper() {
             r.long_lived = Some([10_000, 1_000]);
             r.freeze_count = Some(1_000_000);
         }
-        let v = c.decide(&mut analytic, &r);
+        let v = c.step(&mut analytic, &r);
         if v.change && v.thresholds == [700, 10, 10] {
             back.get_or_insert(v.reason);
         }
@@ -1958,7 +2052,7 @@ fn a_tie_is_not_judged_where_the_setting_in_force_has_no_evidence_yet() {
         settings.push(t);
         let mut r = SERVICE.reading(t, w);
         r.thresholds = Some([700, 10, 10]);
-        let v = c.decide(&mut analytic, &r);
+        let v = c.step(&mut analytic, &r);
         backs += usize::from(v.reason.contains("back to the application's own"));
     }
     let changes = settings.windows(2).filter(|w| w[0] != w[1]).count();
@@ -2001,7 +2095,7 @@ fn a_far_young_generation_is_entered_on_its_pauses_bounded_pessimistically() {
         }
         r.gc_share *= young.sqrt().min(1.5);
         worst = worst.max(r.pause_max_ns[1]);
-        c.decide(&mut analytic, &r);
+        c.step(&mut analytic, &r);
     }
     // Cheaper settings are still found, nearer ones first, and no trial's pauses are far over
     // the budget.
@@ -2032,7 +2126,7 @@ fn a_windows_longest_pause_is_compared_with_its_like_not_with_one_collections_pr
         r.gc_share += full * 0.12;
         r.cpu_share += full * 0.12;
         r.long_lived = Some([1_000_000, 300_000]);
-        let v = c.decide(&mut analytic, &r);
+        let v = c.step(&mut analytic, &r);
         let was_frozen = settings.last().unwrap().1;
         assert!(!(was_frozen && v.reason.contains("misses less")), "window {w}: {}", v.reason);
     }
@@ -2057,7 +2151,7 @@ fn a_long_full_collection_the_counts_put_near_misses_the_pause_budget_a_freeze_s
     };
     let mut c = Controller::new(gc.clone(), [700, 10, 100], true);
     c.allow_freeze(true);
-    let moved = (1..=6).find_map(|w| Some(c.decide(&mut analytic, &reading(&c, w))).filter(|v| v.change));
+    let moved = (1..=6).find_map(|w| Some(c.step(&mut analytic, &reading(&c, w))).filter(|v| v.change));
     let v = moved.expect("a move");
     assert!(v.reason.contains("its 250 ms full collection due in 22 s"), "{v:?}");
     assert!(v.freeze == Some(true) && !v.collect, "{v:?}");
@@ -2065,7 +2159,7 @@ fn a_long_full_collection_the_counts_put_near_misses_the_pause_budget_a_freeze_s
     let no_freeze = GuardConfig { freeze_after_s: None, ..gc };
     let mut c = Controller::new(no_freeze, [700, 10, 100], true);
     for w in 1..=6 {
-        let v = c.decide(&mut analytic, &reading(&c, w));
+        let v = c.step(&mut analytic, &reading(&c, w));
         assert!(!v.reason.contains("due in"), "{v:?}");
     }
 }
@@ -2102,7 +2196,7 @@ fn rss_that_steps_up_at_neurogcs_thresholds_is_theirs_where_the_applications_sto
             at_neurogcs += 1;
             mib = mib.max(400 + 25 * (at_neurogcs / 3));
         }
-        c.decide(&mut analytic, &SERVICE.reading(t, w).with_rss_mib(mib));
+        c.step(&mut analytic, &SERVICE.reading(t, w).with_rss_mib(mib));
         trace.push((t[0], mib));
     }
     assert!(trace.iter().any(|&(t0, _)| t0 > 700), "never moved: {trace:?}");
@@ -2130,7 +2224,7 @@ fn until_frozen(
     for w in 1..=windows {
         c.allow_freeze(w >= freezable_from);
         let r = full_collection_near(&c, w).with_rss_mib(rss_mib(w));
-        verdicts.push(c.decide(&mut analytic, &r));
+        verdicts.push(c.step(&mut analytic, &r));
         if c.freeze_deferred() || c.frozen() {
             break;
         }
@@ -2213,7 +2307,7 @@ fn frozen_at_thresholds_that_put_full_collections_off_a_replacement_leaves_for_i
         let mut c = frozen_at(gc, [700, 10, 20]);
         // Entered in the window before, which is all RSS is measured from there.
         c.rss_before = None;
-        c.decide(&mut analytic, &warm(c.thresholds(), 4, mib << 20))
+        c.step(&mut analytic, &warm(c.thresholds(), 4, mib << 20))
     };
     let v = moved(12);
     assert_eq!((v.freeze, v.budget), (None, Some(Budget::Memory)), "{v:?}");
@@ -2236,15 +2330,15 @@ fn an_undo_for_memory_pauses_the_application_no_longer_than_its_own_collections_
         let mut c = Controller::new(gc.clone(), [700, 10, 10], true);
         c.allow_freeze(true);
         for w in 1..=3 {
-            c.decide(&mut analytic, &p.reading([700, 10, 10], w));
+            c.step(&mut analytic, &p.reading([700, 10, 10], w));
         }
         // Frozen at its own thresholds, at once (as the actuator would have it after "+ freeze").
-        (c.deferred, c.current) = (None, [700, 10, 10]);
+        (c.deferred, c.landing, c.current) = (None, None, [700, 10, 10]);
         landed(&mut c, 400.0, 3.0);
         c.collector.froze(false, false);
         let mut r = p.reading(c.thresholds(), 4);
         r.rss = (430 << 20) as u64;
-        c.decide(&mut analytic, &r)
+        c.step(&mut analytic, &r)
     };
     let v = undo(slow);
     assert_eq!(
@@ -2285,14 +2379,14 @@ fn frozen_service(w: i64, full_ms: f64, old: i64) -> Reading {
 /// collections walk what is in flight (3 ms): the frozen setting's evidence, and the verdicts
 /// after the first.
 fn after_the_first_full_collection(mut c: Controller, first: Reading) -> (Controller, Vec<Verdict>) {
-    c.decide(&mut analytic, &first);
+    c.step(&mut analytic, &first);
     for w in 5..=7 {
-        c.decide(&mut analytic, &frozen_service(w, 0.0, 1_000_000));
+        c.step(&mut analytic, &frozen_service(w, 0.0, 1_000_000));
     }
-    let one_off = c.decide(&mut analytic, &frozen_service(8, 60.0, 2_000));
+    let one_off = c.step(&mut analytic, &frozen_service(8, 60.0, 2_000));
     assert!(c.frozen() && !one_off.change, "{one_off:?}");
     assert!(!one_off.reason.contains("budget missed"), "{}", one_off.reason);
-    let verdicts = (9..=14).map(|w| c.decide(&mut analytic, &frozen_service(w, 3.0, 2_000))).collect();
+    let verdicts = (9..=14).map(|w| c.step(&mut analytic, &frozen_service(w, 3.0, 2_000))).collect();
     (c, verdicts)
 }
 
@@ -2355,7 +2449,7 @@ fn a_move_whose_thresholds_the_counts_are_past_does_not_run_a_full_collection_of
         r.older_counts = Some([3, 77]);
         r.long_lived = Some([2_400_000, 1_100_000 + w * 100_000]);
         (r.pause_p50_ns[1], r.pause_max_ns[1]) = (12e6, 14e6);
-        let v = c.decide(&mut analytic, &r);
+        let v = c.step(&mut analytic, &r);
         settings.push((t, v.thresholds, v.reason));
     }
     let moved: Vec<_> = settings.iter().filter(|(from, to, _)| from != to).collect();
@@ -2378,7 +2472,7 @@ fn growing_heap_with_a_step(jump: u64) -> (Vec<i64>, Option<usize>) {
         let grown = (w as u64 - 1) * (20 << 20) + if w >= 10 { jump << 20 } else { 0 };
         // A full collection in each window, finding nothing dead: the heap it keeps grows.
         let r = Reading { long_lived: Some([1_000_000 + w * 100_000, 0]), ..warm(t, w, grown) };
-        let v = c.decide(&mut analytic, &r);
+        let v = c.step(&mut analytic, &r);
         if v.change && v.budget == Some(Budget::Memory) {
             memory.get_or_insert(w as usize);
         }
