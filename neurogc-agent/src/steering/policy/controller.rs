@@ -100,6 +100,34 @@ pub struct Verdict {
     pub unholdable: Vec<Budget>,
 }
 
+impl Verdict {
+    /// Nothing changes this window: `thresholds` stand, for `reason`.
+    fn stay(
+        thresholds: [i64; 3],
+        reason: String,
+        observed: Observed,
+        effect: Option<Effect>,
+        check: Option<Check>,
+    ) -> Verdict {
+        Verdict {
+            thresholds,
+            change: false,
+            freeze: None,
+            collect: false,
+            reset: false,
+            reason,
+            what: None,
+            budget: None,
+            given_up: None,
+            observed,
+            predicted: None,
+            effect,
+            check,
+            unholdable: Vec::new(),
+        }
+    }
+}
+
 /// The learned model: for each candidate's features, its correction of the analytic prediction
 /// (one call per window scores every candidate).
 pub type Learned<'a> = &'a mut dyn FnMut(&[[f32; FEATURE_COUNT]]) -> Vec<Correction>;
@@ -1117,22 +1145,7 @@ impl Controller {
                 l.what,
                 r.ts_ns.saturating_sub(l.asked_ns) as f64 / 1e9
             );
-            return Verdict {
-                thresholds: l.to.c.thresholds,
-                change: false,
-                freeze: None,
-                collect: false,
-                reset: false,
-                reason,
-                what: None,
-                budget: None,
-                given_up: None,
-                observed,
-                predicted: None,
-                effect,
-                check,
-                unholdable: Vec::new(),
-            };
+            return Verdict::stay(l.to.c.thresholds, reason, observed, effect, check);
         }
         let dropped = self.turned_over.take().map(|(found, kept)| {
             format!(
@@ -1153,24 +1166,7 @@ impl Controller {
         };
         let (choice, unholdable) = match chosen {
             Ok(c) => c,
-            Err(reason) => {
-                return Verdict {
-                    thresholds: self.current,
-                    change: false,
-                    freeze: None,
-                    collect: false,
-                    reset: false,
-                    reason,
-                    what: None,
-                    budget: None,
-                    given_up: None,
-                    observed,
-                    predicted: None,
-                    effect,
-                    check,
-                    unholdable: Vec::new(),
-                };
-            }
+            Err(reason) => return Verdict::stay(self.current, reason, observed, effect, check),
         };
         let to = choice.to.c;
         // `choose` left the chance of the setting in force; in act mode the next window is the

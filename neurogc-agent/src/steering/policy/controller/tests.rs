@@ -1273,10 +1273,20 @@ fn full_collection_near(c: &Controller, w: i64) -> Reading {
 fn freeze_decided_near_a_full_collection() -> (Controller, Verdict, i64) {
     let gc =
         GuardConfig { freeze_after_s: Some(0.0), memory_limit_bytes: Some((400 << 20) + (1 << 20)), ..cfg() };
+    first_freeze(gc, 6, full_collection_near)
+}
+
+/// A controller, freezing allowed at once, run on `reading` for up to `windows` windows until
+/// it decides a freeze: it, the verdict, and its window.
+fn first_freeze(
+    gc: GuardConfig,
+    windows: i64,
+    reading: impl Fn(&Controller, i64) -> Reading,
+) -> (Controller, Verdict, i64) {
     let mut c = Controller::new(gc, [700, 10, 10], true);
     c.allow_freeze(true);
-    let (w, v) = (1..=6)
-        .map(|w| (w, c.step(&mut analytic, &full_collection_near(&c, w))))
+    let (w, v) = (1..=windows)
+        .map(|w| (w, c.step(&mut analytic, &reading(&c, w))))
         .find(|(_, v)| v.freeze == Some(true))
         .expect("a freeze");
     (c, v, w)
@@ -1366,12 +1376,7 @@ fn a_freeze_follows_the_applications_own_full_collection_and_no_collection_of_ne
         ..cfg()
     };
     let reading = full_collection_each_window;
-    let mut c = Controller::new(gc.clone(), [700, 10, 10], true);
-    c.allow_freeze(true);
-    let (w, v) = (1..=8)
-        .map(|w| (w, c.step(&mut analytic, &reading(&c, w, 0))))
-        .find(|(_, v)| v.freeze == Some(true))
-        .expect("a freeze");
+    let (mut c, v, w) = first_freeze(gc.clone(), 8, |c, w| reading(c, w, 0));
     // Decided to follow the application's next full collection: nothing of neurogc's runs
     // before it, and the controller does not count it in force yet.
     assert!(
@@ -1455,13 +1460,7 @@ fn full_collection_long_ago(c: &Controller, w: i64) -> Reading {
 
 #[test]
 fn a_freeze_waits_for_no_full_collection_the_counts_put_far_off_though_one_was_measured() {
-    let gc = GuardConfig { freeze_after_s: Some(0.0), pause_budget_ns: None, ..cfg() };
-    let mut c = Controller::new(gc, [700, 10, 10], true);
-    c.allow_freeze(true);
-    let v = (1..=8)
-        .map(|w| c.step(&mut analytic, &full_collection_long_ago(&c, w)))
-        .find(|v| v.freeze == Some(true))
-        .expect("a freeze");
+    let (c, v, _) = freeze_asked_at_once();
     // Made at once, with the move it comes with: the few objects pending are all it keeps.
     assert!(!v.collect && !c.freeze_deferred() && c.asked_frozen(), "{v:?}");
     assert_eq!(c.thresholds(), v.thresholds);
@@ -1471,12 +1470,7 @@ fn a_freeze_waits_for_no_full_collection_the_counts_put_far_off_though_one_was_m
 /// `full_collection_long_ago`: it, the verdict and its window.
 fn freeze_asked_at_once() -> (Controller, Verdict, i64) {
     let gc = GuardConfig { freeze_after_s: Some(0.0), pause_budget_ns: None, ..cfg() };
-    let mut c = Controller::new(gc, [700, 10, 10], true);
-    c.allow_freeze(true);
-    let (w, v) = (1..=8)
-        .map(|w| (w, c.step(&mut analytic, &full_collection_long_ago(&c, w))))
-        .find(|(_, v)| v.freeze == Some(true))
-        .expect("a freeze");
+    let (c, v, w) = first_freeze(gc, 8, full_collection_long_ago);
     assert!(!v.collect && !c.freeze_deferred(), "{v:?}");
     (c, v, w)
 }
