@@ -304,6 +304,7 @@ fn synthetic(path: &Path, n: u64, json: bool) -> Vec<Collection> {
                 sample: sample(now, 100, t),
                 runq_share: None,
                 runs_per_s: None,
+                carried_ns: None,
             }))
             .unwrap();
             window_start = now;
@@ -472,6 +473,7 @@ fn measured_trace(path: &Path) {
             sample: sample(start + second, 100, t),
             runq_share: None,
             runs_per_s: None,
+            carried_ns: None,
         }))
         .unwrap();
     }

@@ -311,6 +311,12 @@ pub struct Window {
     /// switches between its threads), where both samples tell it. Not a feature either.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runs_per_s: Option<f64>,
+    /// The longest pause among the window's collections that began before it did (ns; 0 where
+    /// none did), where the window was built from the collections themselves. A collection is
+    /// read when it ends, whole, in the window it ends in; one that was running when the
+    /// setting changed ran under the setting before. Not a feature either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried_ns: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -535,6 +541,7 @@ mod tests {
             sample,
             runq_share: None,
             runs_per_s: None,
+            carried_ns: Some(1_500_000),
         });
         let back: Record = serde_json::from_str(&serde_json::to_string(&w).unwrap()).unwrap();
         assert_eq!(back, w);

@@ -29,6 +29,12 @@ impl PauseSpans {
         self.0.push((c.ts_ns, c.ts_ns.saturating_add(c.duration_ns)));
     }
 
+    /// The longest of the collections that began before `start_ns` (0 where none did): one
+    /// running when the last window closed, when a setting decided on it was written.
+    pub fn begun_before(&self, start_ns: u64) -> u64 {
+        self.0.iter().filter(|&&(a, _)| a < start_ns).map(|&(a, b)| b - a).max().unwrap_or(0)
+    }
+
     /// The share of `start_ns..end_ns` (Unix ns, the collections' clock) spent collecting; the
     /// spans are cleared for the next window.
     pub fn close(&mut self, start_ns: u64, end_ns: u64) -> f64 {
@@ -86,6 +92,7 @@ impl Windower {
             _ => total as f64 * thresholds[0] as f64 / secs,
         };
         let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+        let carried_ns = self.spans.begun_before(self.prev.ts_ns);
         f.push(self.spans.close(self.prev.ts_ns, now.ts_ns));
         f.push(alloc);
         f.push(mib(now.rss_bytes));
@@ -112,6 +119,7 @@ impl Windower {
             sample: now,
             runq_share,
             runs_per_s,
+            carried_ns: Some(carried_ns),
         };
         self.prev = now;
         self.pauses = Default::default();
@@ -226,11 +234,16 @@ mod tests {
         assert!((win.features[index("gc_share").unwrap()] - 0.6).abs() < 1e-12, "{:?}", win.features);
         // The pauses themselves are what the collections took.
         assert_eq!(win.features[index("gen2_max_us").unwrap()], 1_500_000.0);
+        // And the window tells which began before it: the longest of those.
+        assert_eq!(win.carried_ns, Some(1_500_000_000));
+        assert!(Reading::from_window(&win, None).began_before());
         // One that reads as ending after the window closed (the probe's clock and the sample's
         // are read apart) counts up to the close.
         let mut w = Windower::new(sample(10.0, 100, 50, 0));
         w.record(&Collection { ts_ns: 11_000_000_000, ..gc(2, 3_000_000, 10) });
-        assert_eq!(w.close(sample(12.0, 100, 50, 2000)).features[index("gc_share").unwrap()], 0.5);
+        let late = w.close(sample(12.0, 100, 50, 2000));
+        assert_eq!(late.features[index("gc_share").unwrap()], 0.5);
+        assert_eq!(late.carried_ns, Some(0));
     }
 
     #[test]

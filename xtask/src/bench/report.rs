@@ -137,6 +137,7 @@ fn write_trace(path: &Path, n: u64, json: bool) -> Result<u64> {
                 sample: sample(ts, t, (200 << 20) + (i / 1000) * 4096),
                 runq_share: None,
                 runs_per_s: None,
+                carried_ns: None,
             }))?;
             window_start = ts;
             in_window = [0; 3];

@@ -105,6 +105,8 @@ impl Process {
             freeze_count: Some(0),
             idle: false,
             age_s: Some(600.0 + window as f64),
+            // The agent's windows tell which collections began before them: none here.
+            carried_ns: Some(0.0),
         }
     }
 }
@@ -2416,6 +2418,7 @@ fn a_full_collection_running_as_a_freeze_is_asked_for_is_not_the_first_after_it(
     let mut first = frozen_service(4, 224.0, 1_000_000);
     // The window's time in collections counts only what fell inside it: 54 ms of that one.
     first.gc_share = (224.0 - 170.0) / 1e3 + first.gc_share.min(0.05);
+    first.carried_ns = Some(224e6);
     assert!(first.began_before(), "{first:?}");
     let (c, verdicts) = after_the_first_full_collection(c, first);
     frozen_evidence_holds(&c, &verdicts);
