@@ -2409,6 +2409,33 @@ fn the_first_full_collection_after_a_freeze_is_the_freezes_not_the_frozen_settin
 }
 
 #[test]
+fn a_full_collection_begun_before_a_move_is_no_evidence_for_the_setting_moved_to() {
+    // The first window at the setting `SERVICE` moves to ends a 355 ms full collection begun at
+    // 700/10/10, among the new setting's own rounds, a third of the window in collections
+    // (evaluation draw 1681's, whose agent read it as the new setting missing the pause budget
+    // and moved on). `carried`: the window says it began before it.
+    let windows_there = |carried: bool| {
+        let mut c = Controller::new(cost_only(), [700, 10, 10], true);
+        let mut w = 1;
+        while c.thresholds() == [700, 10, 10] {
+            assert!(w < 10, "no move");
+            c.step(&mut analytic, &SERVICE.reading(c.thresholds(), w));
+            w += 1;
+        }
+        let mut r = SERVICE.reading(c.thresholds(), w);
+        r.collections[2] = 1;
+        (r.pause_p50_ns[2], r.pause_max_ns[2]) = (355e6, 355e6);
+        r.gc_share = 0.33;
+        r.carried_ns = Some(if carried { 355e6 } else { 0.0 });
+        c.step(&mut analytic, &r);
+        c.evidence.get(&c.in_force()).map_or(0.0, |s| s.windows())
+    };
+    assert_eq!(windows_there(true), 0.0);
+    // Begun inside the window, the same pause is the setting's own.
+    assert!(windows_there(false) > 0.0);
+}
+
+#[test]
 fn a_full_collection_running_as_a_freeze_is_asked_for_is_not_the_first_after_it() {
     // Frozen at once (no collection asked for) while one of the application's full collections
     // ran: the freeze lands after it, and window 4 reads it (224 ms, 170 of them before the
