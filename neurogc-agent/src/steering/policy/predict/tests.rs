@@ -770,9 +770,7 @@ fn an_old_heap_seen_turning_over_is_garbage_that_rarer_full_collections_hold() {
 }
 
 /// `service` at `t` with a full collection of `pause_ms`, of which only `inside_ms` fell in
-/// the window (the rest before it began).
-/// `service` with one full collection of `pause_ms`, `inside_ms` of it inside the window (the
-/// rest before it began).
+/// the window (the rest before it began, as the window records).
 fn with_full(t: [i64; 3], pause_ms: f64, inside_ms: f64) -> Reading {
     let mut r = service(t, 100_000);
     r.collections[2] = 1;
