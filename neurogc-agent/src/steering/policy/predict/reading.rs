@@ -119,9 +119,10 @@ impl Reading {
 
     /// Whether the window's longest collection began before the window did. A collection is read
     /// when it ends, so one that spans a window's edge lands, whole, in the window it ends in.
-    /// The window tells where it was built from the collections; a record that does not
-    /// (written before it did) is read from the pause: longer than all the window's time in
-    /// collections (which counts only what falls inside it), by more than a tenth of it. That
+    /// The window tells (`Window::carried_ns`; the windower's, live or rebuilt by `replay` from
+    /// a recording's collections, always do). One that did not would be read from the pause:
+    /// longer than all the window's time in collections (which counts only what falls inside
+    /// it), by more than a tenth of it. That estimate, all there was before windows told,
     /// misses the long pause of a window that holds many others: evaluation draw 1681 (an
     /// overloaded service), moved from 700/10/10 frozen to 5,000/20/100 while a 355 ms full
     /// collection of 700/10/10's ran, read it whole in a window of 5,000's 22-39 ms rounds
