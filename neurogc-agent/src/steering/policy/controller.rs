@@ -228,6 +228,9 @@ struct Replacement {
     step: bool,
     /// The last window's rise was measured (not the first window's) and was no step.
     flat_before: bool,
+    /// RSS rose in the last window by more than a settled window's share of the allowance
+    /// (`SETTLED_RISE`): a full collection begun there ran while a copy was still being built.
+    rose_before: bool,
     /// The application's pace (bytes a second) in the last window whose rise was measured and
     /// was none, with nothing waiting: what a step from there is told against (`window`).
     flat_pace: Option<f64>,
@@ -258,13 +261,12 @@ impl Rise {
 
 impl Replacement {
     /// One window of `secs` seconds: RSS rose by `raw`, the application's own growth is `pace`
-    /// bytes a second; `own_full`: what the application's own full collections, at its own
-    /// settings, found dead of the old heap and freed in all (bytes), and how many ran, where
-    /// one did. Returns whether that collection came to a rise waiting for one.
+    /// bytes a second; `own_full`: the application's own full collections at its own settings,
+    /// where one ran. Returns whether that collection came to a rise waiting for one.
     fn window(
         &mut self,
         (raw, secs, pace): (f64, f64, f64),
-        own_full: Option<(f64, f64, u64)>,
+        own_full: Option<OwnFull>,
         allowance: f64,
     ) -> bool {
         // A pace measured since can explain a rise that waits, never make one a copy. Seed-69
@@ -302,14 +304,21 @@ impl Replacement {
         // Nothing waits to be told, and nothing arrived: what such a collection frees is the
         // garbage each one finds, whatever arrives between them.
         let quiet = self.unresolved() == 0.0 && rise <= allowance / MAX_COPIES;
-        if let Some((old, freed, n)) = own_full {
+        let settled = rise <= allowance * SETTLED_RISE;
+        if let Some(OwnFull { old, freed, n, carried }) = own_full {
             // The collection that would have freed a replaced copy ran: what it found says
             // whether one was, where it ran once RSS had stopped rising. One in a window in
             // which RSS still rose may have run while the new copy was built and the old one
             // served: an evaluation draw's catalog, rebuilt on its main thread, rose 72 MiB
             // and then 18 more, with full collections in both windows that found nothing
             // dead; read as growth, it was frozen with both copies (1.57x its own RSS).
-            if rise <= allowance * SETTLED_RISE {
+            // So too one that began in such a window and ended in a settled one: seed-144
+            // draw 1751 (a 287k-instance catalog rebuilt every 7.1 s by a builder thread) rose
+            // 31 and 96 MiB, and a 549 ms full collection begun in the second window, before
+            // the swap, ended in the next (8 MiB) having found nothing dead; read as growth,
+            // the freeze 2 s later kept the replaced copy, and the next rebuild took RSS to
+            // 1.18x the defaults' peak before the undo.
+            if settled && !(carried && self.rose_before) {
                 told = self.unresolved() > 0.0;
                 // Freeing more than the allowance, it says the rise was a copy replacing one,
                 // as large as the smaller of the two. What it found of the old heap alone
@@ -337,6 +346,7 @@ impl Replacement {
                 self.least_freed = Some(self.least_freed.map_or(each, |l| l.min(each)));
             }
         }
+        self.rose_before = !settled;
         if rise > allowance / MAX_COPIES {
             if self.waiting.len() == WAITING_KEPT
                 && let Some((least, _)) =
@@ -407,6 +417,20 @@ impl Replacement {
     fn old_heap_stands(&self) -> bool {
         self.checked && self.seen == 0.0
     }
+}
+
+/// The application's own full collections in a window, at its own settings
+/// (`Replacement::window`).
+#[derive(Debug, Clone, Copy)]
+struct OwnFull {
+    /// What they found dead of the old heap (bytes).
+    old: f64,
+    /// What they freed in all (bytes).
+    freed: f64,
+    /// How many ran.
+    n: u64,
+    /// The window's longest began before it, in the window before (`Reading::full_began_before`).
+    carried: bool,
 }
 
 /// How a freeze can be made in act mode, neurogc running no collection of its own.
@@ -1096,7 +1120,12 @@ impl Controller {
         let freed = self.collector.objects_bytes(r.collected(2));
         let told = self.replacement.window(
             (self.rss_rise, r.secs, pace),
-            own_full.then_some((found_old.unwrap_or(0.0), freed, r.collections[2])),
+            own_full.then_some(OwnFull {
+                old: found_old.unwrap_or(0.0),
+                freed,
+                n: r.collections[2],
+                carried: r.full_began_before(),
+            }),
             allowance,
         );
         // Where that collection freed next to nothing (the allowance's worth at most), what RSS

@@ -643,6 +643,42 @@ fn a_full_collection_while_rss_still_rises_does_not_tell_what_the_rise_was() {
 }
 
 #[test]
+fn a_full_collection_begun_while_rss_rose_does_not_tell_what_the_rise_was_where_it_ends() {
+    // Seed-144 draw 1751 (a catalog rebuilt every 7.1 s by a builder thread, each of its full
+    // collections pausing it 300-550 ms, over the 10 ms budget: a freeze is what holds it). RSS
+    // rose 75 MiB in window 2 and 75 in window 3, where a full collection began before the swap;
+    // it ended in window 4, in which RSS rose 5 MiB, having found next to nothing dead. Taken as
+    // telling, the rise read as growth and the freeze kept the copy the new one had replaced:
+    // the next rebuild took RSS past the bound. Window 9's full collection, begun and ended once
+    // RSS stood, finds the old copy dead, and with it no freeze is made either.
+    let gc = GuardConfig { freeze_after_s: Some(0.0), ..cfg() };
+    let mut c = Controller::new(gc, [700, 10, 10], true);
+    c.allow_freeze(true);
+    let froze = (1..=14).find(|&w| {
+        let t = c.thresholds();
+        let mib = match w {
+            1 => 400,
+            2 => 475,
+            3 => 550,
+            _ => 555,
+        };
+        let mut r = match w {
+            4 => full_finding(t, w, mib, 100.0),
+            9 => full_finding(t, w, mib, 1_000_000.0),
+            _ => SERVICE.reading(t, w).with_rss_mib(mib),
+        };
+        if r.collections[2] > 0 {
+            (r.pause_p50_ns[2], r.pause_max_ns[2]) = (300e6, 300e6);
+        }
+        if w == 4 {
+            r.carried_ns = Some(300e6);
+        }
+        c.step(&mut analytic, &r).freeze == Some(true)
+    });
+    assert_eq!(froze, None, "frozen in window {froze:?}");
+}
+
+#[test]
 fn full_collections_that_each_find_what_was_promoted_are_no_replacement() {
     // A growing heap whose request garbage reaches the old generation, collected in full ten
     // times a window (an evaluation draw: a batch at 80% GC, 100 ms full collections ten times

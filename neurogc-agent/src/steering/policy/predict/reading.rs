@@ -137,6 +137,13 @@ impl Reading {
         }
     }
 
+    /// The window's longest full collection began before it, in the window before: what RSS did
+    /// there is what it ran beside. Unknown where the window does not say (`carried_ns`).
+    pub fn full_began_before(&self) -> bool {
+        let longest = self.pause_max_ns[2];
+        self.collections[2] > 0 && self.carried_ns.is_some_and(|c| c > 0.0 && c >= longest)
+    }
+
     /// The longest young pause in the window (generations 0 and 1): what the young generations'
     /// size decides.
     pub fn young_pause_max_ns(&self) -> f64 {
