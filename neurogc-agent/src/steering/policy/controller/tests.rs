@@ -596,19 +596,31 @@ fn a_rise_told_by_a_collection_freeing_what_each_one_frees_is_no_copy() {
 /// pause budget) is frozen, where the full collection in window `first_at` frees `first`
 /// objects, RSS rises 150 MiB in window 2 and holds, and window 8's full collection frees `then`.
 fn frozen_after_fulls_finding(first_at: i64, first: f64, then: f64) -> bool {
+    let fulls = [(first_at, first, false), (8, then, false)];
+    frozen_in(|w| if w < 2 { 400 } else { 550 }, &fulls).is_some()
+}
+
+/// The window in which a service whose full collections each pause it 300 ms (a freeze is what
+/// holds the pause budget) is frozen, if any of 14: its RSS at `mib(window)`; `fulls`, the
+/// windows that hold one of the application's full collections, the objects it found dead, and
+/// whether it began in the window before (the first listed for a window counts).
+fn frozen_in(mib: impl Fn(i64) -> u64, fulls: &[(i64, f64, bool)]) -> Option<i64> {
     let gc = GuardConfig { freeze_after_s: Some(0.0), ..cfg() };
     let mut c = Controller::new(gc, [700, 10, 10], true);
     c.allow_freeze(true);
-    (1..=14).any(|w| {
-        let (t, mib) = (c.thresholds(), if w < 2 { 400 } else { 550 });
-        let mut r = match w {
-            w if w == first_at => full_finding(t, w, mib, first),
-            8 => full_finding(t, w, mib, then),
-            _ => SERVICE.reading(t, w).with_rss_mib(mib),
+    (1..=14).find(|&w| {
+        let t = c.thresholds();
+        let r = match fulls.iter().find(|f| f.0 == w) {
+            Some(&(_, dead, carried)) => {
+                let mut r = full_finding(t, w, mib(w), dead);
+                (r.pause_p50_ns[2], r.pause_max_ns[2]) = (300e6, 300e6);
+                if carried {
+                    r.carried_ns = Some(300e6);
+                }
+                r
+            }
+            None => SERVICE.reading(t, w).with_rss_mib(mib(w)),
         };
-        if r.collections[2] > 0 {
-            (r.pause_p50_ns[2], r.pause_max_ns[2]) = (300e6, 300e6);
-        }
         c.step(&mut analytic, &r).freeze == Some(true)
     })
 }
@@ -651,30 +663,13 @@ fn a_full_collection_begun_while_rss_rose_does_not_tell_what_the_rise_was_where_
     // telling, the rise read as growth and the freeze kept the copy the new one had replaced:
     // the next rebuild took RSS past the bound. Window 9's full collection, begun and ended once
     // RSS stood, finds the old copy dead, and with it no freeze is made either.
-    let gc = GuardConfig { freeze_after_s: Some(0.0), ..cfg() };
-    let mut c = Controller::new(gc, [700, 10, 10], true);
-    c.allow_freeze(true);
-    let froze = (1..=14).find(|&w| {
-        let t = c.thresholds();
-        let mib = match w {
-            1 => 400,
-            2 => 475,
-            3 => 550,
-            _ => 555,
-        };
-        let mut r = match w {
-            4 => full_finding(t, w, mib, 100.0),
-            9 => full_finding(t, w, mib, 1_000_000.0),
-            _ => SERVICE.reading(t, w).with_rss_mib(mib),
-        };
-        if r.collections[2] > 0 {
-            (r.pause_p50_ns[2], r.pause_max_ns[2]) = (300e6, 300e6);
-        }
-        if w == 4 {
-            r.carried_ns = Some(300e6);
-        }
-        c.step(&mut analytic, &r).freeze == Some(true)
-    });
+    let mib = |w| match w {
+        1 => 400,
+        2 => 475,
+        3 => 550,
+        _ => 555,
+    };
+    let froze = frozen_in(mib, &[(4, 100.0, true), (9, 1_000_000.0, false)]);
     assert_eq!(froze, None, "frozen in window {froze:?}");
 }
 

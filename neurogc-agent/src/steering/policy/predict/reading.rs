@@ -131,17 +131,20 @@ impl Reading {
     /// samples so far, most in the draws whose act / oracle was worst.
     pub fn began_before(&self) -> bool {
         let (_, worst) = self.worst();
-        match self.carried_ns {
-            Some(carried) => carried > 0.0 && carried >= worst,
-            None => worst - self.gc_share * self.secs * 1e9 > (worst / 10.0).max(1e6),
-        }
+        self.carried_covers(worst)
+            .unwrap_or_else(|| worst - self.gc_share * self.secs * 1e9 > (worst / 10.0).max(1e6))
     }
 
     /// The window's longest full collection began before it, in the window before: what RSS did
     /// there is what it ran beside. Unknown where the window does not say (`carried_ns`).
     pub fn full_began_before(&self) -> bool {
-        let longest = self.pause_max_ns[2];
-        self.collections[2] > 0 && self.carried_ns.is_some_and(|c| c > 0.0 && c >= longest)
+        self.collections[2] > 0 && self.carried_covers(self.pause_max_ns[2]) == Some(true)
+    }
+
+    /// Whether a pause of `pause_ns` in the window is the one that began before it: the longest
+    /// of those is at least as long. None where the window does not say.
+    fn carried_covers(&self, pause_ns: f64) -> Option<bool> {
+        self.carried_ns.map(|carried| carried > 0.0 && carried >= pause_ns)
     }
 
     /// The longest young pause in the window (generations 0 and 1): what the young generations'
