@@ -143,11 +143,22 @@ impl Controller {
             );
             return Ok((choice(own, Some(Budget::Memory), why), unholdable));
         }
+        // A setting tells a miss apart only where it could be moved to for it: one that misses
+        // a budget ranked above no more than the setting in force does. Counted as well, a
+        // larger young generation predicted to halve the pause miss of evaluation draw 1016 (a
+        // closed-loop service whose 30 ms full collections came every window) by 140 MiB over
+        // the memory allowance kept its pause budget in play: every setting holding memory
+        // missed it about as much, none "did better", and the run stayed at 700/10/10 for 25 s
+        // (p99 4.1x the oracle's) where its other run, the budget set aside, moved for the
+        // cost at once (0.9x).
+        let movable = |s: &Scored, i: usize| (0..i).all(|j| s.misses.key()[j] <= now.misses.key()[j]);
         let aside: Vec<(usize, Budget)> = Budget::ALL
             .into_iter()
             .enumerate()
             .filter(|(_, b)| unholdable.contains(b))
-            .filter(|(i, _)| !scored.iter().any(|s| s.misses.key()[*i] <= HALF * now.misses.key()[*i]))
+            .filter(|(i, _)| {
+                !scored.iter().any(|s| movable(s, *i) && s.misses.key()[*i] <= HALF * now.misses.key()[*i])
+            })
             .collect();
         // Set aside, a budget is still not traded away: no move to a setting that misses it
         // clearly more than the one in force (by as much as "clearly less" asks the other way).

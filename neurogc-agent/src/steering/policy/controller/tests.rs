@@ -2583,3 +2583,36 @@ fn a_step_from_where_rss_stood_is_told_against_the_pace_before_it() {
     assert_eq!(grown.replacement.unresolved(), 0.0);
     assert_eq!(grown.replaced_kept(&own, true), 0.0);
 }
+
+#[test]
+fn a_budget_is_told_apart_only_by_settings_that_hold_the_budgets_above_it() {
+    // Cycles a small young generation lets through fill the old one: 30 ms full collections,
+    // several a window at 700/10/10, fewer as threshold0 grows. Only threshold0 of 20,000 and
+    // more would halve the pause budget's miss, and they keep far more than the 1 MiB of
+    // memory allowed: no setting neurogc may move to holds the pause budget or halves its
+    // miss, so it is set aside and the cost decides, as where none could at all.
+    let gc = GuardConfig {
+        freeze_after_s: None,
+        gc_budget: None,
+        gc_at_attach: false,
+        memory_limit_bytes: Some(401 << 20),
+        ..cfg()
+    };
+    let reading = |t: [i64; 3], w: i64| {
+        let mut r = SERVICE.reading(t, w);
+        let promoted = 200_000.0 * (700.0 / t[0] as f64).powi(2);
+        let fulls = (promoted / 25_000.0).floor();
+        r.collections[2] = fulls as u64;
+        (r.pause_p50_ns[2], r.pause_max_ns[2]) = (30e6, 30e6);
+        r.gc_share += fulls * 0.03;
+        r.cpu_share += fulls * 0.03;
+        r.long_lived = Some([100_000, (promoted * w as f64) as i64 % 25_000]);
+        r
+    };
+    let (settings, verdicts) = act_on(gc, 6, reading);
+    let v = verdicts.iter().find(|v| v.change).unwrap_or_else(|| panic!("no move: {verdicts:?}"));
+    assert!(v.reason.starts_with("budgets hold but pause (none can)"), "{}", v.reason);
+    assert!(v.unholdable == [Budget::Pause] && v.budget.is_none(), "{v:?}");
+    // Where it went holds the memory budget: a threshold0 of 20,000 or more would not.
+    assert!(settings.iter().all(|t| t[0] < 20_000), "{settings:?}");
+}
