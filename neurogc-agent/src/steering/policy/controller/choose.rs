@@ -146,8 +146,8 @@ impl Controller {
         // A setting tells a miss apart only where it could be moved to for it: one that misses
         // a budget ranked above no more than the setting in force does. Counted as well, a
         // larger young generation predicted to halve the pause miss of evaluation draw 1016 (a
-        // closed-loop service whose 30 ms full collections came every window) by 140 MiB over
-        // the memory allowance kept its pause budget in play: every setting holding memory
+        // closed-loop service whose 30 ms full collections came every window), at 199 MiB
+        // where 16 were allowed, kept its pause budget in play: every setting holding memory
         // missed it about as much, none "did better", and the run stayed at 700/10/10 for 25 s
         // (p99 4.1x the oracle's) where its other run, the budget set aside, moved for the
         // cost at once (0.9x).
