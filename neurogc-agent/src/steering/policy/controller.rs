@@ -236,6 +236,15 @@ struct Replacement {
     flat_pace: Option<f64>,
     /// Windows read.
     windows: u64,
+    /// The process ran before the agent's first window (attached, not launched): RSS rising in
+    /// the first windows may be a step begun unseen (`under_way`).
+    attached: bool,
+    /// What RSS has risen by in the windows since the first, in an attached process whose RSS
+    /// has not yet stood in a measured window: a step whose start the agent did not see, or the
+    /// application's growth. Which, shows once RSS stands (`window`).
+    under_way: Option<Rise>,
+    /// RSS has stood in a measured window: risen by less than a copy's share of the allowance.
+    stood: bool,
 }
 
 /// One window's rise in RSS that waits for a full collection to tell what it was.
@@ -285,6 +294,27 @@ impl Replacement {
             w.past = w.past.min(w.beyond(pace));
         }
         self.waiting.retain(|w| w.past > allowance / MAX_COPIES);
+        // A rise under way when the agent attached ends as a step does, once RSS stands: a
+        // structure was being built, to replace one or not, and it waits whole for a full
+        // collection to tell which. Read over the rise itself, the pace explained it, and
+        // nothing waited: seed-148 draw 1734 at half speed (a 474k-object batch whose heap a
+        // builder thread rebuilds whole every 3.9 s) rose 60-65 MiB a window from attach, stood,
+        // and was frozen the next window, keeping the copy the rebuild had replaced (peak RSS
+        // 582 MiB, 560 allowed). Launched under the agent, the process's first fill is seen from
+        // its start, and has nothing before it to replace; a heap still growing is not told
+        // apart from a step until it stands, and is frozen on what the pace says, as before.
+        if self.attached && self.windows > 0 && !self.stood {
+            if raw > allowance / MAX_COPIES {
+                let run = self.under_way.get_or_insert(Rise { bytes: 0.0, secs: 0.0, past: 0.0, cap: 0.0 });
+                run.bytes += raw;
+                run.secs += secs;
+            } else {
+                self.stood = true;
+                if let Some(run) = self.under_way.take() {
+                    self.waiting.push(Rise { past: run.bytes, ..run });
+                }
+            }
+        }
         let cap = match self.flat_pace {
             Some(p) if self.step || self.flat_before => p,
             _ => f64::INFINITY,
@@ -303,7 +333,7 @@ impl Replacement {
         let mut told = false;
         // Nothing waits to be told, and nothing arrived: what such a collection frees is the
         // garbage each one finds, whatever arrives between them.
-        let quiet = self.unresolved() == 0.0 && rise <= allowance / MAX_COPIES;
+        let quiet = self.unresolved() == 0.0 && rise <= allowance / MAX_COPIES && self.under_way.is_none();
         let settled = rise <= allowance * SETTLED_RISE;
         if let Some(OwnFull { old, freed, n, carried }) = own_full {
             // The collection that would have freed a replaced copy ran: what it found says
@@ -984,6 +1014,11 @@ impl Controller {
         self.window += 1;
         self.land(r);
         let before = self.collector.clone();
+        if self.first_ts.is_none() {
+            // The process's age at the end of the agent's first window, past that window and
+            // one more (the agent arming itself after a launch): it ran unseen before it.
+            self.replacement.attached = r.age_s.is_some_and(|a| a > 2.0 * r.secs);
+        }
         self.first_ts.get_or_insert(r.ts_ns);
         if !self.act
             && let Some(t) = r.thresholds

@@ -605,6 +605,12 @@ fn frozen_after_fulls_finding(first_at: i64, first: f64, then: f64) -> bool {
 /// windows that hold one of the application's full collections, the objects it found dead, and
 /// whether it began in the window before (the first listed for a window counts).
 fn frozen_in(mib: impl Fn(i64) -> u64, fulls: &[(i64, f64, bool)]) -> Option<i64> {
+    frozen_in_aged(600.0, mib, fulls)
+}
+
+/// `frozen_in` for a process that had run `unseen` seconds before the agent's first window (0:
+/// launched under the agent).
+fn frozen_in_aged(unseen: f64, mib: impl Fn(i64) -> u64, fulls: &[(i64, f64, bool)]) -> Option<i64> {
     let gc = GuardConfig { freeze_after_s: Some(0.0), ..cfg() };
     let mut c = Controller::new(gc, [700, 10, 10], true);
     c.allow_freeze(true);
@@ -621,6 +627,7 @@ fn frozen_in(mib: impl Fn(i64) -> u64, fulls: &[(i64, f64, bool)]) -> Option<i64
             }
             None => SERVICE.reading(t, w).with_rss_mib(mib(w)),
         };
+        let r = Reading { age_s: Some(unseen + w as f64), ..r };
         c.step(&mut analytic, &r).freeze == Some(true)
     })
 }
@@ -671,6 +678,29 @@ fn a_full_collection_begun_while_rss_rose_does_not_tell_what_the_rise_was_where_
     };
     let froze = frozen_in(mib, &[(4, 100.0, true), (9, 1_000_000.0, false)]);
     assert_eq!(froze, None, "frozen in window {froze:?}");
+}
+
+#[test]
+fn a_rise_under_way_at_attach_waits_once_it_stops_for_a_full_collection_to_tell_what_it_was() {
+    // Seed-148 draw 1734 at half speed (a 474k-object batch whose heap a builder thread
+    // rebuilds whole every 3.9 s): the agent attached while a rebuild was under way, and RSS
+    // rose 60-65 MiB a window in its first windows, then stood. With no window before it in
+    // which RSS stood, the rise read as the application's pace, not as a step, and nothing
+    // waited for a full collection to tell what it was: the freeze the next window kept the
+    // copy the rebuild had replaced (peak RSS 582 MiB against the 560 allowed; the undo's
+    // thawed heap collected in 2,755 ms against the defaults' longest 1,913). Here RSS rises
+    // 150 MiB a window to window 4 (each past the allowance: no freeze is priced within it
+    // while the rise is new) and stands; window 10's full collection finds the old copy dead
+    // (no freeze) or next to nothing (frozen then); window 4's, run as RSS still rose, cannot
+    // tell. Launched under the agent, the rise is the process's first fill, seen whole from its
+    // start: there was nothing before it to replace, and it is frozen once RSS stands.
+    let mib = |w: i64| 400 + 150 * (w.min(4) - 1) as u64;
+    let replaced = frozen_in_aged(600.0, mib, &[(4, 100.0, false), (10, 1_000_000.0, false)]);
+    assert_eq!(replaced, None, "frozen in window {replaced:?}");
+    let grew = frozen_in_aged(600.0, mib, &[(4, 100.0, false), (10, 100.0, false)]);
+    assert!(grew.is_some_and(|w| w >= 10), "frozen in window {grew:?}");
+    let launched = frozen_in_aged(0.0, mib, &[(4, 100.0, false), (10, 1_000_000.0, false)]);
+    assert!(launched.is_some_and(|w| w < 10), "frozen in window {launched:?}");
 }
 
 #[test]
