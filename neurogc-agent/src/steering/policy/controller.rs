@@ -312,6 +312,13 @@ impl Replacement {
                 self.stood = true;
                 if let Some(run) = self.under_way.take() {
                     self.waiting.push(Rise { past: run.bytes, ..run });
+                    // A step from here is told against the pace RSS stood at here, not one
+                    // read over the run: seed-151 draw 1633 (a batch rebuilt every 3.7 s),
+                    // with its first rise waiting and no pace set where RSS stood, read the
+                    // next rebuild's rise at 50,000/10/10 as its pace and stayed there a
+                    // window longer than the build before, to 1.79x the RSS it had at its own
+                    // settings.
+                    self.flat_pace = Some(raw.max(0.0) / secs.max(1e-3));
                 }
             }
         }

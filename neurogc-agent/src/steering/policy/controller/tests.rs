@@ -704,6 +704,25 @@ fn a_rise_under_way_at_attach_waits_once_it_stops_for_a_full_collection_to_tell_
 }
 
 #[test]
+fn a_step_after_a_rise_under_way_at_attach_is_told_against_the_pace_rss_stood_at() {
+    // Seed-151 draw 1633 (a 551k-object batch rebuilt every 3.7 s): RSS rose 22 MiB in the
+    // second window after attach and stood in the third; the rise waited to be told, and no
+    // pace was set where RSS stood. The next rebuild's rise was then told against the pace read
+    // over the rise before it, which explained it: no step, and a setting that puts full
+    // collections off was kept a window longer, to 1.79x the RSS of the application's own.
+    let mib = 1_048_576.0;
+    let allowance = 60.0 * mib;
+    let mut r = Replacement { attached: true, ..Replacement::default() };
+    r.window((0.0, 1.0, 0.0), None, allowance);
+    r.window((40.0 * mib, 1.0, 40.0 * mib), None, allowance);
+    r.window((mib, 1.0, 40.0 * mib), None, allowance);
+    assert_eq!(r.unresolved(), 40.0 * mib, "the rise under way at attach waits once RSS stands");
+    r.window((40.0 * mib, 1.0, 40.0 * mib), None, allowance);
+    assert!(r.stepping(), "the next rise is a step from where RSS stood");
+    assert!(r.untold() > 75.0 * mib, "both rises wait: {} MiB", r.untold() / mib);
+}
+
+#[test]
 fn full_collections_that_each_find_what_was_promoted_are_no_replacement() {
     // A growing heap whose request garbage reaches the old generation, collected in full ten
     // times a window (an evaluation draw: a batch at 80% GC, 100 ms full collections ten times
