@@ -236,15 +236,14 @@ struct Replacement {
     flat_pace: Option<f64>,
     /// Windows read.
     windows: u64,
-    /// The process ran before the agent's first window (attached, not launched): RSS rising in
-    /// the first windows may be a step begun unseen (`under_way`).
-    attached: bool,
-    /// What RSS has risen by in the windows since the first, in an attached process whose RSS
-    /// has not yet stood in a measured window: a step whose start the agent did not see, or the
-    /// application's growth. Which, shows once RSS stands (`window`).
+    /// The process ran before the agent's first window (attached, not launched), and its RSS
+    /// has not yet stood in a measured window (risen by less than a copy's share of the
+    /// allowance): RSS rising until then may be a step begun unseen (`under_way`).
+    before_first_stand: bool,
+    /// What RSS has risen by in the windows since the first, while `before_first_stand`: a step
+    /// whose start the agent did not see, or the application's growth. Which, shows once RSS
+    /// stands (`window`).
     under_way: Option<Rise>,
-    /// RSS has stood in a measured window: risen by less than a copy's share of the allowance.
-    stood: bool,
 }
 
 /// One window's rise in RSS that waits for a full collection to tell what it was.
@@ -303,13 +302,13 @@ impl Replacement {
         // 582 MiB, 560 allowed). Launched under the agent, the process's first fill is seen from
         // its start, and has nothing before it to replace; a heap still growing is not told
         // apart from a step until it stands, and is frozen on what the pace says, as before.
-        if self.attached && self.windows > 0 && !self.stood {
+        if self.before_first_stand && self.windows > 0 {
             if raw > allowance / MAX_COPIES {
                 let run = self.under_way.get_or_insert(Rise { bytes: 0.0, secs: 0.0, past: 0.0, cap: 0.0 });
                 run.bytes += raw;
                 run.secs += secs;
             } else {
-                self.stood = true;
+                self.before_first_stand = false;
                 if let Some(run) = self.under_way.take() {
                     self.waiting.push(Rise { past: run.bytes, ..run });
                     // A step from here is told against the pace RSS stood at here, not one
@@ -1024,7 +1023,7 @@ impl Controller {
         if self.first_ts.is_none() {
             // The process's age at the end of the agent's first window, past that window and
             // one more (the agent arming itself after a launch): it ran unseen before it.
-            self.replacement.attached = r.age_s.is_some_and(|a| a > 2.0 * r.secs);
+            self.replacement.before_first_stand = r.age_s.is_some_and(|a| a > 2.0 * r.secs);
         }
         self.first_ts.get_or_insert(r.ts_ns);
         if !self.act

@@ -712,7 +712,7 @@ fn a_step_after_a_rise_under_way_at_attach_is_told_against_the_pace_rss_stood_at
     // collections off was kept a window longer, to 1.79x the RSS of the application's own.
     let mib = 1_048_576.0;
     let allowance = 60.0 * mib;
-    let mut r = Replacement { attached: true, ..Replacement::default() };
+    let mut r = Replacement { before_first_stand: true, ..Replacement::default() };
     r.window((0.0, 1.0, 0.0), None, allowance);
     r.window((40.0 * mib, 1.0, 40.0 * mib), None, allowance);
     r.window((mib, 1.0, 40.0 * mib), None, allowance);
