@@ -254,6 +254,7 @@ fn attach(mode: &str, features: Vec<String>, first: Sample) -> Record {
         interval_s: Some(1.0),
         model: None,
         guard: None,
+        age_s: None,
     }))
 }
 
@@ -860,8 +861,13 @@ fn outputs_are_never_written_through_links_or_into_other_users_files() {
 
 /// The decisions `replay --json` makes on the recording `name` in tests/fixtures.
 fn replayed_decisions(name: &str) -> Vec<Value> {
-    let out = agent().arg("replay").arg(fixture(name)).arg("--json").output().unwrap();
-    assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+    replayed_decisions_of(Path::new(&fixture(name)))
+}
+
+/// The decisions `replay --json` makes on the recording at `path`.
+fn replayed_decisions_of(path: &Path) -> Vec<Value> {
+    let out = agent().arg("replay").arg(path).arg("--json").output().unwrap();
+    assert!(out.status.success(), "{}: {}", path.display(), String::from_utf8_lossy(&out.stderr));
     json_lines(&String::from_utf8_lossy(&out.stdout).lines().map(String::from).collect::<Vec<_>>())
         .into_iter()
         .filter(|l| l["type"] == "decision")
@@ -904,6 +910,29 @@ fn a_frozen_twin_is_judged_by_the_pause_odds_this_process_measured() {
     assert!(first <= 10, "first advised in window {first}: {what:?}");
     let reason = decisions[first]["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("frozen holds every budget"), "{reason}");
+}
+
+#[test]
+fn replay_reads_a_process_attached_to_as_the_live_agent_did() {
+    // The live agent reads a process it attached to by its age (from /proc): one that has run
+    // for minutes has a warm heap, and a freeze need not wait out --freeze-after (5 s) of
+    // watching. The attach record carries that age to replay. Draw 1524's recording, told the
+    // process had run 600 s, is advised a freeze in its first windows; told nothing (recorded
+    // by a build before the field), only once 5 s have been watched, as a launched process.
+    let dir = scratch("replay-age");
+    let recorded = std::fs::read_to_string(fixture("draw-1524-act.jsonl")).unwrap();
+    let (first, rest) = recorded.split_once('\n').unwrap();
+    let mut attach: Value = serde_json::from_str(first).unwrap();
+    assert!(attach.get("age_s").is_none(), "{attach}");
+    attach["age_s"] = 600.0.into();
+    let aged = dir.join("aged.jsonl");
+    std::fs::write(&aged, format!("{attach}\n{rest}")).unwrap();
+    let first_freeze = |decisions: Vec<Value>| {
+        decisions.iter().position(|d| d["what"].as_str().is_some_and(|w| w.ends_with("+ collect, freeze")))
+    };
+    let unaged = first_freeze(replayed_decisions("draw-1524-act.jsonl")).expect("a freeze advised");
+    let aged = first_freeze(replayed_decisions_of(&aged)).expect("a freeze advised");
+    assert!(aged <= 2 && unaged >= 4, "first advised in window {aged} aged, {unaged} unaged");
 }
 
 #[test]

@@ -347,6 +347,7 @@ mod tests {
             interval_s: None,
             model: None,
             guard: None,
+            age_s: None,
         }))
     }
 

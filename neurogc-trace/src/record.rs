@@ -116,6 +116,11 @@ pub struct Attach {
     pub model: Option<ModelInfo>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guard: Option<GuardConfig>,
+    /// How long the target had been running at `sample` (s, from /proc), where known: a
+    /// process attached to ran before the first window, and the controller reads its first
+    /// windows so; replay reads them as the live agent did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub age_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -128,8 +128,9 @@ pub async fn run(
         launched.release()?;
     }
     let first = sample(pid, &cycle.dec.gc, &clock, None);
+    let age_s = process::age_s(pid);
     if let Some(s) = steer.as_mut() {
-        s.target(pid, process::age_s(pid), plan.interpreter.free_threaded);
+        s.target(pid, age_s, first.ts_ns, plan.interpreter.free_threaded);
     }
     // SIGUSR1's handler first, then unblocked: its default would kill the agent.
     let sigusr1 = signal(SignalKind::user_defined1())?;
@@ -151,7 +152,7 @@ pub async fn run(
         sigusr1,
     };
     obs.start_actuator()?;
-    let attach = obs.attach_record(first, &opts);
+    let attach = obs.attach_record(first, age_s, &opts);
     // A failed first write ends the run as a failed later one would (`| head -0` closes the
     // output before it): in order, the command left to run on.
     let stop = match obs.emit(&Record::Attach(Box::new(attach))) {
@@ -367,8 +368,9 @@ impl Observer<'_> {
         self.flush_records()
     }
 
-    /// The first record: what is observed, by what, how; `first` opens the first window.
-    fn attach_record(&self, first: Sample, opts: &Options) -> Attach {
+    /// The first record: what is observed, by what, how; `first` opens the first window, at
+    /// which the target was `age_s` old.
+    fn attach_record(&self, first: Sample, age_s: Option<f64>, opts: &Options) -> Attach {
         let plan = self.plan;
         let (model, guard) = self.steer.as_ref().map(Steering::describe).unzip();
         Attach {
@@ -389,6 +391,7 @@ impl Observer<'_> {
             interval_s: Some(opts.interval.as_secs_f64()),
             model,
             guard,
+            age_s,
         }
     }
 

@@ -79,6 +79,10 @@ pub fn run(opts: &Options) -> Result<()> {
                     );
                 }
                 start_ns = a.sample.ts_ns;
+                // Read as the live agent read it: a process that ran before the first window,
+                // and the guard of its build.
+                let free_threaded = a.build.as_ref().is_some_and(|b| b.free_threaded);
+                steer.process(a.age_s, a.sample.ts_ns, free_threaded);
                 windower = Some(Windower::new(a.sample));
                 if opts.json {
                     // The stream starts as every stream does: what was observed, and by which

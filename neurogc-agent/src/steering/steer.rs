@@ -59,8 +59,10 @@ pub struct Steering {
     /// The target is a free-threaded build: its guard is narrowed (`budgets::free_threaded_guard`).
     free_threaded: bool,
     controller: Option<Controller>,
-    /// When the target started (its age tells whether its heap is warm), where known.
-    started: Option<Instant>,
+    /// The target's age (s) at a sample's timestamp (ns), where known: its age at each window
+    /// follows from the window's own end, live and in replay alike (a process running for a
+    /// while has a warm heap, and one attached to was running before the first window).
+    aged: Option<(f64, u64)>,
     pid: Option<i32>,
     actuator_kind: ActuatorKind,
     actuator: Actuator,
@@ -137,7 +139,7 @@ impl Steering {
             model_failed: false,
             guard_cfg,
             controller: None,
-            started: None,
+            aged: None,
             pid: None,
             actuator_kind,
             actuator: Actuator::None,
@@ -159,11 +161,18 @@ impl Steering {
         }
     }
 
-    /// The target, and its age now (from /proc): a process running for a while has a warm heap.
-    pub fn target(&mut self, pid: i32, age_s: Option<f64>, free_threaded: bool) {
+    /// The target: its pid, and what the controller reads of it (`process`).
+    pub fn target(&mut self, pid: i32, age_s: Option<f64>, ts_ns: u64, free_threaded: bool) {
         self.pid = Some(pid);
+        self.process(age_s, ts_ns, free_threaded);
+    }
+
+    /// What the controller reads of the target besides its windows: its age at the sample
+    /// taken at `ts_ns` (from /proc live, from the attach record in replay), and whether its
+    /// build is free-threaded.
+    pub fn process(&mut self, age_s: Option<f64>, ts_ns: u64, free_threaded: bool) {
         self.free_threaded = free_threaded;
-        self.started = age_s.and_then(|a| Instant::now().checked_sub(Duration::from_secs_f64(a)));
+        self.aged = age_s.map(|a| (a, ts_ns));
     }
 
     /// Where the learned model runs ("none" without one).
@@ -384,7 +393,7 @@ impl Steering {
             controller.allow_freeze(!app_froze && !self.free_threaded);
         }
         let before = controller.thresholds();
-        let age = self.started.map(|s| s.elapsed().as_secs_f64());
+        let age = self.aged.map(|(a, ts)| a + window.end_ns.saturating_sub(ts) as f64 / 1e9);
         // One call of the learned model scores every candidate; a model that fails is said once
         // and the analytic model stands.
         let (model, failed, inference_ns) = (&mut self.model, &mut self.model_failed, &mut self.inference_ns);

@@ -69,6 +69,7 @@ fn write_trace(path: &Path, n: u64, json: bool) -> Result<u64> {
         interval_s: Some(1.0),
         model: None,
         guard: None,
+        age_s: None,
     })))?;
     // Python stacks as a live agent interns them: frames, then stacks of 5 to 30 of them (some
     // truncated or empty), each written once before the collections that use them.
