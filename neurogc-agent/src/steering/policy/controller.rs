@@ -1370,9 +1370,9 @@ impl Controller {
                 }
             }
             Some(false) => {
-                // An unfreeze is for memory: RSS is measured afresh from here, at the
-                // application's own settings (the allocator may keep what the freeze
-                // held), so a later move is judged on what it grows from now.
+                // After an unfreeze RSS is measured afresh from here, at the application's
+                // own settings (the allocator may keep what the freeze held), so a later
+                // move is judged on what it grows from now.
                 self.frozen = false;
                 self.frozen_growth = OwnGrowth::default();
                 self.collector.thaw();
@@ -1596,7 +1596,8 @@ impl Controller {
     /// own would come, left to it (s, None where nothing puts one within reach).
     fn thaw_collection(&self) -> (f64, Option<f64>) {
         let p = self.collector.predict(&self.own_unfrozen(), true);
-        (p.pause_ns[2], p.next_full_s.filter(|d| d.is_finite()))
+        let first = if p.first_full_ns > 0.0 { p.first_full_ns } else { p.pause_ns[2] };
+        (first, p.next_full_s.filter(|d| d.is_finite()))
     }
 
     /// Whether an undo for memory runs the thawed heap's first full collection at once: where

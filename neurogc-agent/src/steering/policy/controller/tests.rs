@@ -814,6 +814,41 @@ fn a_frozen_setting_whose_rss_grew_past_the_budget_since_the_freeze_undoes_the_f
     }
 }
 
+/// A window of `SERVICE` frozen at `t` whose full collection walked `walked` objects of the old
+/// generation (the frozen million not counted), pausing it `pause_ms`.
+fn frozen_full(t: [i64; 3], w: i64, walked: i64, pause_ms: f64) -> Reading {
+    let mut r = SERVICE.reading(t, w);
+    r.collections[2] = 1;
+    (r.pause_p50_ns[2], r.pause_max_ns[2]) = (pause_ms * 1e6, pause_ms * 1e6);
+    (r.long_lived, r.freeze_count) = (Some([walked, 3_000]), Some(1_000_000));
+    r
+}
+
+#[test]
+fn a_freeze_measured_missing_the_pause_budget_its_own_settings_hold_is_undone() {
+    // Seed-155 draw 1936 (a 1.25M-object heap whose entries are replaced): frozen once the
+    // pending count had passed a quarter of the heap's, the counters then ran a full collection
+    // every window over what replaced frozen entries, longer each time, past the 10 ms budget.
+    // Its own thresholds unfrozen hold it (a full collection of the whole heap, as before the
+    // freeze): the freeze is undone, though no memory was missed, and with no collection of
+    // neurogc's (the application's own next one walks the thawed heap). The build before kept
+    // only frozen settings in play: "budgets hold but pause (none can)" to the end.
+    let gc = GuardConfig { freeze_after_s: Some(0.0), min: [700, 10, 10], max: [700, 10, 10], ..cfg() };
+    let mut c = frozen_at(gc, [700, 10, 10]);
+    let undone = (4..=24).find_map(|w| {
+        let v = c.step(&mut analytic, &frozen_full(c.thresholds(), w, 5_000 * (w - 3), 2.0 + w as f64));
+        assert_ne!(v.budget, Some(Budget::Memory), "{v:?}");
+        (v.freeze == Some(false)).then_some((w, v))
+    });
+    let Some((w, v)) = undone else { panic!("the freeze stood to the end") };
+    // At the budget in window 8 and past it after: undone once three windows have measured
+    // the frozen setting, by the second over the budget.
+    assert!((7..=10).contains(&w), "undone in window {w}: {v:?}");
+    assert_eq!((v.thresholds, v.budget, v.collect), ([700, 10, 10], Some(Budget::Pause), false), "{v:?}");
+    assert!(v.reason.starts_with("pause budget missed at 700/10/10 frozen"), "{}", v.reason);
+    assert_eq!(v.what.as_deref(), Some("700/10/10 + unfreeze"), "{v:?}");
+}
+
 #[test]
 fn an_undo_for_memory_teaches_the_model_that_the_old_heap_turns_over() {
     // Frozen at 700/10/10, RSS grew 30 MiB in 4 s past the allowance: the old heap dies at

@@ -203,7 +203,8 @@ impl Collector {
         let garbage = (per_round * r1).max(turnover);
         let own = Candidate { thresholds: original, frozen: false };
         let own_r1 = self.gen1_rate(&original);
-        let r2_own = self.full(&own, false, own_r1, original[2].max(1) as f64, &r).rate;
+        // From the state the process is in: frozen now, its own thresholds unfrozen would thaw.
+        let r2_own = self.full(&own, frozen_now, own_r1, original[2].max(1) as f64, &r).rate;
         let period = |rate: f64| if rate > 0.0 { (1.0 / rate).min(HORIZON_S) } else { HORIZON_S };
         // Garbage waits for the next full collection: after a freeze, the first one comes only
         // once a quarter of the frozen objects' count is promoted (`Full::due_s`), however often
@@ -353,6 +354,24 @@ impl Collector {
                         rate: 1.0 / cycle,
                         due_s,
                         first_ns: self.first_full_cost() * walked,
+                    };
+                }
+                // The first full collection after an unfreeze is a one-off as well: it walks the
+                // thawed heap whole, when the counters say (they count what the last one kept,
+                // not the thawed objects), and leaves them at the whole heap, so the next ones
+                // come as the application's own did before the freeze. Taken at the frozen
+                // heap's cadence, every full collection of the unfrozen setting walked the thawed
+                // heap as often as the frozen heap's small ones came: seed-155 draw 1936 (a
+                // 1.25M-object heap whose entries are replaced), frozen, ran one every second,
+                // and its own thresholds unfrozen read as the whole heap walked every second.
+                if thawed > 0.0 {
+                    let kept = thawed + total;
+                    let cycle = rounds.max(kept / 4.0 / retention);
+                    return Full {
+                        pause_ns: cost * (kept + retention * cycle),
+                        rate: 1.0 / cycle,
+                        due_s,
+                        first_ns: cost * (kept + pending_then),
                     };
                 }
                 // Each full collection walks what the last one left and what a cycle promotes.

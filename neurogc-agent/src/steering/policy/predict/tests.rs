@@ -878,3 +878,29 @@ fn the_longest_of_many_young_rounds_a_window_is_not_what_one_round_takes() {
     let far = Candidate { thresholds: [50_000, 10, 10], frozen: false };
     assert!((1.4..1.9).contains(&ratio(&far)), "{}", ratio(&far));
 }
+
+#[test]
+fn unfreezing_pays_one_collection_of_the_thawed_heap_then_full_collections_at_its_cadence() {
+    // Frozen at once, its full collections since have left the counters at what replaced frozen
+    // objects (60,000 in the old generation, the frozen million not counted): one every 11 gen1
+    // rounds, each over those. Unfrozen, the next full collection walks the thawed heap whole,
+    // a one-off; it leaves the counters at the whole heap, and the ones after come once a
+    // quarter of that is promoted, as before the freeze. Taken at the frozen heap's cadence,
+    // every full collection of the unfrozen setting walked the thawed heap seconds apart.
+    let mut c = warm();
+    let own = Candidate { thresholds: [700, 10, 10], frozen: false };
+    let before = c.predict(&own, false);
+    c.froze(false, false);
+    for pending in [3_000, 6_000] {
+        let mut r = service([700, 10, 10], pending);
+        (r.collections[2], r.pause_max_ns[2], r.pause_p50_ns[2]) = (1, 12e6, 12e6);
+        (r.long_lived, r.freeze_count) = (Some([60_000, pending]), Some(1_000_000));
+        c.observe(&r);
+    }
+    let thaw = c.predict(&own, true);
+    let whole = c.full_cost(false) * 1_060_000.0;
+    assert!((thaw.first_full_ns / whole - 1.0).abs() < 0.1, "{thaw:?} {whole}");
+    assert!(thaw.next_full_s.is_some_and(|s| s < 5.0), "{thaw:?}");
+    assert!(thaw.rate[2] < 1.5 * before.rate[2], "{thaw:?} {before:?}");
+    assert!((thaw.pause_ns[2] / before.pause_ns[2] - 1.0).abs() < 0.2, "{thaw:?} {before:?}");
+}
