@@ -71,17 +71,18 @@ impl Controller {
         self.measured_memory(&mut now, cost_now, app_rss);
         // An unfreeze puts the whole heap back into full collections, the longest pauses there
         // are, and neurogc cannot freeze again. For memory, it waits for the memory to be
-        // measured: RSS grown since the freeze past the allowance, or to be by the time the
-        // next copy is built where the heap is seen to replace one (`grown_by_next_copy`). The model's figure is what a freeze keeps over ten minutes,
-        // and predicted a miss on the benchmark's training loop whose RSS a freeze lowered.
-        // Where RSS has grown that much since the freeze, the freeze could have caused it: the
-        // budget is a promise, so neurogc undoes all it set, the freeze included, and the
-        // application's own settings are measured again. Frozen objects that die later are
-        // never freed, and nothing else tells them: a service swapping in a rebuilt cyclic
-        // catalog every 4 s, kept frozen at 20,000/50/10 and then at its own thresholds, reached
-        // 2.7x its own RSS. Below that, a memory miss of a frozen setting is a larger young
-        // generation's, which a move to another frozen setting gives back (micrograd's 41 MiB
-        // at 2,000/10/10 frozen came back within a window of 700/10/10 frozen).
+        // measured: RSS grown since the freeze past the allowance, or to be by the time the next
+        // copy is built where the heap is seen to replace one (`grown_by_next_copy`). The model's
+        // figure is what a freeze keeps over ten minutes, and predicted a miss on the benchmark's
+        // training loop whose RSS a freeze lowered. Where RSS has grown that much since the
+        // freeze, the freeze could have caused it: the budget is a promise, so neurogc undoes all
+        // it set, the freeze included, and the application's own settings are measured again.
+        // Frozen objects that die later are never freed, and nothing else tells them: a service
+        // swapping in a rebuilt cyclic catalog every 4 s, kept frozen at 20,000/50/10 and then at
+        // its own thresholds, reached 2.7x its own RSS. Below that, a memory miss of a frozen
+        // setting is a larger young generation's, which a move to another frozen setting gives
+        // back (micrograd's 41 MiB at 2,000/10/10 frozen came back within a window of 700/10/10
+        // frozen).
         let allowance = self.budgets.memory_allowance(app_rss);
         let own_thresholds = candidates::own(self.cfg(), self.original);
         // So too, once everything was undone for memory, where RSS has grown past the allowance
@@ -91,8 +92,8 @@ impl Controller {
         let undo_all = now.misses.memory > 0.0
             && (self.grown_by_next_copy(r).is_some_and(|grown| grown > allowance)
                 || (self.undone_for_memory && self.grown_here(r) > allowance));
-        // Nor is it for memory alone: where the freeze is measured missing a pause or GC share
-        // budget: the application's own thresholds unfrozen are weighed beside the frozen
+        // Nor is it for memory alone. Where the freeze is measured missing a pause or GC share
+        // budget, the application's own thresholds unfrozen are weighed beside the frozen
         // settings, the one-off collection of the thawed heap counted, and taken as any move
         // is (for a budget they hold, or credibly cheaper where none holds it). A freeze
         // changes the counters full collections run by: seed-155 draw 1936 (a 1.25M-object
