@@ -151,6 +151,15 @@ struct Deferred {
     here_row: [f32; FEATURE_COUNT],
     what: String,
     until_window: u64,
+    /// That collection has ended and the freeze is queued in the target (`deferred_lands`):
+    /// it is no longer the controller's to drop, and waits for the actuator's answer, as a
+    /// move asked for does (`Landing`).
+    queued: bool,
+    /// The memory budget was missed while it was queued: what neurogc set is undone, the
+    /// freeze too, once it lands.
+    undo_on_landing: bool,
+    /// RSS when it was decided (bytes).
+    rss_asked: f64,
 }
 
 /// A move asked of the actuator in act mode that the target has not shown yet: what `enter`
@@ -559,6 +568,9 @@ pub struct Controller {
     deferral_failed: bool,
     /// neurogc undid all it set for memory once (`grown_here`).
     undone_for_memory: bool,
+    /// A deferred freeze landed after the memory budget was missed while it was queued
+    /// (`Deferred::undo_on_landing`): the next decision undoes all neurogc set.
+    undo_landed: bool,
     /// What a setting that puts the application's full collections off may keep of a structure
     /// the heap replaces whole (`Replacement`).
     replacement: Replacement,
@@ -672,6 +684,7 @@ impl Controller {
             landing: None,
             deferral_failed: false,
             undone_for_memory: false,
+            undo_landed: false,
             replacement: Replacement::default(),
             turned_over: None,
             said: None,
@@ -726,6 +739,9 @@ impl Controller {
             self.deferred = None;
             self.turned_over = Some((old.unwrap_or(0.0), kept));
             return false;
+        }
+        if let Some(d) = &mut self.deferred {
+            d.queued = true;
         }
         true
     }
@@ -1036,7 +1052,7 @@ impl Controller {
         let landed = self.deferred.is_some() && r.freeze_count.is_some_and(|n| n > 0);
         if let (true, Some(d)) = (landed, &self.deferred) {
             self.collector.froze(true, d.to.reset);
-        } else if self.deferred.as_ref().is_some_and(|d| self.window > d.until_window) {
+        } else if self.deferred.as_ref().is_some_and(|d| !d.queued && self.window > d.until_window) {
             // No full collection came when the model said one would: the freeze is dropped
             // (the agent disarms it) and decided afresh, as one made at once.
             self.deferred = None;
@@ -1143,6 +1159,7 @@ impl Controller {
             self.start_trial(&d.to, d.here_row);
             self.enter(&began, &o, here, &d.to, d.what);
             here = self.in_force();
+            self.undo_landed = d.undo_on_landing;
         }
         let keeps = self.collector.predict(&here, self.frozen).memory_bytes.max(o.grown_bytes);
         let now = secs(r.ts_ns);
@@ -1299,6 +1316,9 @@ impl Controller {
                     here_row: choice.here_row,
                     what,
                     until_window: self.window + wait.ceil() as u64,
+                    queued: false,
+                    undo_on_landing: false,
+                    rss_asked: r.rss as f64,
                 });
             } else {
                 self.start_trial(&choice.to, choice.here_row);

@@ -28,16 +28,39 @@ impl Controller {
         // off waits no longer once RSS has grown past the allowance there (tuning draw 1 waited
         // 12 s at 20,000/20/20 for one, its RSS doubling). Nor once RSS steps up (`mid_step`):
         // what the freeze would keep is priced again when it stands.
-        if self.deferred.is_some()
-            && (self.grown_here(r) > self.budgets.memory_allowance(app_rss) || self.mid_step())
-        {
-            self.deferred = None;
+        // Unless that collection has ended and the freeze is queued in the target: dropped
+        // then, it was made all the same, and the controller took its own freeze for the
+        // application's. Seed-157 draw 1118 (a 116k-list service rebuilding its heap every
+        // 7.7 s) had its freeze queued as a full collection ended at 7.9 s; the window at 8 s
+        // read the rebuild's RSS (125 MiB, 72 at its own settings), dropped the freeze and
+        // moved to 700/10/10; the freeze ran at 8.1 s, and "freezing is not available (objects
+        // were frozen before neurogc)" kept the next rebuild's copy to 199 MiB against the
+        // defaults' 156. A queued freeze waits for the actuator's answer, and where memory
+        // was missed meanwhile, or RSS rose past the allowance since the freeze was decided
+        // (what it lands on may be a copy built to replace one it will keep), all neurogc set
+        // is undone once it lands.
+        let allowance = self.budgets.memory_allowance(app_rss);
+        let over = self.grown_here(r) > allowance;
+        let mid_step = self.mid_step();
+        match &mut self.deferred {
+            Some(d) if d.queued => d.undo_on_landing |= over || r.rss as f64 - d.rss_asked > allowance,
+            Some(_) if over || mid_step => self.deferred = None,
+            _ => {}
         }
         if let Some(d) = &self.deferred {
-            return Err(format!(
-                "{}: waiting for the application's next full collection to end, then freezing",
-                d.what
-            ));
+            return Err(if d.queued {
+                format!(
+                    "{}: queued as the application's full collection ended, waiting for the target \
+                     to run it{}",
+                    d.what,
+                    if d.undo_on_landing { ", then undoing all neurogc set for memory" } else { "" }
+                )
+            } else {
+                format!(
+                    "{}: waiting for the application's next full collection to end, then freezing",
+                    d.what
+                )
+            });
         }
         if !self.collector.ready() {
             return Err(format!("learning the process (window {} of 2)", self.collector.windows()));
@@ -83,15 +106,16 @@ impl Controller {
         // setting is a larger young generation's, which a move to another frozen setting gives
         // back (micrograd's 41 MiB at 2,000/10/10 frozen came back within a window of 700/10/10
         // frozen).
-        let allowance = self.budgets.memory_allowance(app_rss);
         let own_thresholds = candidates::own(self.cfg(), self.original);
         // So too, once everything was undone for memory, where RSS has grown past the allowance
         // at thresholds of neurogc's (`grown_here`): the model's memory figures have been wrong
         // in this process, and the application's own settings are the one place its RSS is its
         // own (each other setting predicted to hold the budget took the catalog 40 MiB further).
-        let undo_all = now.misses.memory > 0.0
-            && (self.grown_by_next_copy(r).is_some_and(|grown| grown > allowance)
-                || (self.undone_for_memory && self.grown_here(r) > allowance));
+        let undo_landed = here.frozen && std::mem::take(&mut self.undo_landed);
+        let undo_all = undo_landed
+            || now.misses.memory > 0.0
+                && (self.grown_by_next_copy(r).is_some_and(|grown| grown > allowance)
+                    || (self.undone_for_memory && self.grown_here(r) > allowance));
         // Nor is it for memory alone. Where the freeze is measured missing a pause or GC share
         // budget, the application's own thresholds unfrozen are weighed beside the frozen
         // settings, the one-off collection of the thawed heap counted, and taken as any move

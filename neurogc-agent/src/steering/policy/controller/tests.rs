@@ -1562,6 +1562,42 @@ fn what_a_deferred_freeze_keeps_is_counted_from_the_window_it_landed_in() {
     assert!(undo.3.contains("+20 MiB since the freeze, +24 MiB by the next window"), "{undo:?}");
 }
 
+#[test]
+fn a_deferred_freeze_queued_in_the_target_is_not_dropped_and_is_undone_as_it_lands() {
+    // Seed-157 draw 1118 (a service rebuilding its heap every 7.7 s): the full collection a
+    // deferred freeze waited for ended, and the freeze was queued in the target; the next
+    // window read the rebuild's RSS past the allowance, and the build before dropped the
+    // freeze as one still waiting. The target ran it all the same: frozen, with the
+    // controller reading the frozen objects as the application's, nothing was undone, and the
+    // next rebuild's copy was kept (peak RSS 1.28x the defaults'). Queued, the freeze waits
+    // for the actuator's answer; landed, all neurogc set is undone for the memory missed.
+    let gc = GuardConfig { freeze_after_s: Some(0.0), pause_budget_ns: None, memory_budget: 0.05, ..cfg() };
+    let reading = |c: &Controller, w: i64, frozen: i64, rss: u64| Reading {
+        rss,
+        ..full_collection_each_window(c, w, frozen)
+    };
+    let mut c = Controller::new(gc, [700, 10, 10], true);
+    c.allow_freeze(true);
+    let w = (1..=8)
+        .find(|&w| c.step(&mut analytic, &reading(&c, w, 0, 400 << 20)).freeze == Some(true))
+        .expect("a freeze");
+    assert!(c.freeze_deferred(), "made at once");
+    // The application's full collection ends: the agent queues the freeze in the target.
+    assert!(c.deferred_lands(1_000));
+    // The window's end reads RSS 40 MiB up (20 allowed) before the target has run it.
+    let v = c.step(&mut analytic, &reading(&c, w + 1, 0, 440 << 20));
+    assert!(c.freeze_deferred(), "dropped while queued: {}", v.reason);
+    assert!(v.reason.ends_with("then undoing all neurogc set for memory"), "{}", v.reason);
+    // It lands: undone at once, the freeze included.
+    let v = c.step(&mut analytic, &reading(&c, w + 2, 900_000, 440 << 20));
+    assert_eq!(
+        (v.freeze, v.budget, v.thresholds),
+        (Some(false), Some(Budget::Memory), [700, 10, 10]),
+        "{v:?}"
+    );
+    assert!(v.reason.starts_with("memory budget missed at"), "{}", v.reason);
+}
+
 /// `SERVICE` whose application ran a full collection (300 ms) in the first window; since then,
 /// a handful of objects promoted of the quarter-million that call the next one.
 fn full_collection_long_ago(c: &Controller, w: i64) -> Reading {
