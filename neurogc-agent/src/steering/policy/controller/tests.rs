@@ -1525,6 +1525,25 @@ fn a_freeze_follows_the_applications_own_full_collection_and_no_collection_of_ne
     assert!(dropped.is_some(), "still waiting after {MAX_FREEZE_WAIT_WINDOWS} windows");
 }
 
+/// `full_collection_each_window` at RSS `rss`.
+fn full_each_window_at(c: &Controller, w: i64, frozen: i64, rss: u64) -> Reading {
+    Reading { rss, ..full_collection_each_window(c, w, frozen) }
+}
+
+/// A controller whose memory budget (5% of 400 MiB) leaves no room for pending garbage, in
+/// the window it decided a freeze that waits for the application's full collection: that
+/// window's number.
+fn deferred_freeze_decided() -> (Controller, i64) {
+    let gc = GuardConfig { freeze_after_s: Some(0.0), pause_budget_ns: None, memory_budget: 0.05, ..cfg() };
+    let mut c = Controller::new(gc, [700, 10, 10], true);
+    c.allow_freeze(true);
+    let w = (1..=8)
+        .find(|&w| c.step(&mut analytic, &full_each_window_at(&c, w, 0, 400 << 20)).freeze == Some(true))
+        .expect("a freeze");
+    assert!(c.freeze_deferred(), "made at once");
+    (c, w)
+}
+
 #[test]
 fn what_a_deferred_freeze_keeps_is_counted_from_the_window_it_landed_in() {
     // Evaluation draw 1401: a deferred freeze landed with 100,000/10/10, whose young generation
@@ -1533,17 +1552,7 @@ fn what_a_deferred_freeze_keeps_is_counted_from_the_window_it_landed_in() {
     // neurogc's thresholds are left; 5% of 400 MiB allows 20. Counted from the end of the
     // landing window, the budget saw the move keep 4 MiB less than it did, and RSS went that
     // far past the bound before it was left.
-    let gc = GuardConfig { freeze_after_s: Some(0.0), pause_budget_ns: None, memory_budget: 0.05, ..cfg() };
-    let reading = |c: &Controller, w: i64, frozen: i64, rss: u64| Reading {
-        rss,
-        ..full_collection_each_window(c, w, frozen)
-    };
-    let mut c = Controller::new(gc, [700, 10, 10], true);
-    c.allow_freeze(true);
-    let w = (1..=8)
-        .find(|&w| c.step(&mut analytic, &reading(&c, w, 0, 400 << 20)).freeze == Some(true))
-        .expect("a freeze");
-    assert!(c.freeze_deferred(), "made at once");
+    let (mut c, w) = deferred_freeze_decided();
     let (mut rss, mut trace) = (400u64 << 20, Vec::new());
     for w in w + 1..w + 20 {
         // The freeze lands in the first of these windows.
@@ -1552,7 +1561,7 @@ fn what_a_deferred_freeze_keeps_is_counted_from_the_window_it_landed_in() {
         }
         // Counted by the actuator from the landing until an undo.
         let frozen = if c.freeze_deferred() || c.asked_frozen() { 900_000 } else { 0 };
-        let v = c.step(&mut analytic, &reading(&c, w, frozen, rss));
+        let v = c.step(&mut analytic, &full_each_window_at(&c, w, frozen, rss));
         trace.push((c.thresholds(), c.frozen(), rss >> 20, v.reason));
     }
     assert!(trace[0].1, "never frozen: {trace:#?}");
@@ -1571,25 +1580,15 @@ fn a_deferred_freeze_queued_in_the_target_is_not_dropped_and_is_undone_as_it_lan
     // controller reading the frozen objects as the application's, nothing was undone, and the
     // next rebuild's copy was kept (peak RSS 1.28x the defaults'). Queued, the freeze waits
     // for the actuator's answer; landed, all neurogc set is undone for the memory missed.
-    let gc = GuardConfig { freeze_after_s: Some(0.0), pause_budget_ns: None, memory_budget: 0.05, ..cfg() };
-    let reading = |c: &Controller, w: i64, frozen: i64, rss: u64| Reading {
-        rss,
-        ..full_collection_each_window(c, w, frozen)
-    };
-    let mut c = Controller::new(gc, [700, 10, 10], true);
-    c.allow_freeze(true);
-    let w = (1..=8)
-        .find(|&w| c.step(&mut analytic, &reading(&c, w, 0, 400 << 20)).freeze == Some(true))
-        .expect("a freeze");
-    assert!(c.freeze_deferred(), "made at once");
+    let (mut c, w) = deferred_freeze_decided();
     // The application's full collection ends: the agent queues the freeze in the target.
     assert!(c.deferred_lands(1_000));
     // The window's end reads RSS 40 MiB up (20 allowed) before the target has run it.
-    let v = c.step(&mut analytic, &reading(&c, w + 1, 0, 440 << 20));
+    let v = c.step(&mut analytic, &full_each_window_at(&c, w + 1, 0, 440 << 20));
     assert!(c.freeze_deferred(), "dropped while queued: {}", v.reason);
     assert!(v.reason.ends_with("then undoing all neurogc set for memory"), "{}", v.reason);
     // It lands: undone at once, the freeze included.
-    let v = c.step(&mut analytic, &reading(&c, w + 2, 900_000, 440 << 20));
+    let v = c.step(&mut analytic, &full_each_window_at(&c, w + 2, 900_000, 440 << 20));
     assert_eq!(
         (v.freeze, v.budget, v.thresholds),
         (Some(false), Some(Budget::Memory), [700, 10, 10]),
