@@ -115,7 +115,7 @@ impl Controller {
         let undo_all = undo_landed
             || now.misses.memory > 0.0
                 && (self.grown_by_next_copy(r).is_some_and(|grown| grown > allowance)
-                    || (self.undone_for_memory && self.grown_here(r) > allowance));
+                    || (self.undone_for_memory && over));
         // Nor is it for memory alone. Where the freeze is measured missing a pause or GC share
         // budget, the application's own thresholds unfrozen are weighed beside the frozen
         // settings, the one-off collection of the thawed heap counted, and taken as any move

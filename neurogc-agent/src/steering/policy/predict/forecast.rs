@@ -371,7 +371,7 @@ impl Collector {
                         pause_ns: cost * (kept + retention * cycle),
                         rate: 1.0 / cycle,
                         due_s,
-                        first_ns: cost * (kept + pending_then),
+                        first_ns: cost * walked,
                     };
                 }
                 // Each full collection walks what the last one left and what a cycle promotes.
