@@ -229,10 +229,6 @@ struct Replacement {
     seen: f64,
     /// A full collection of the application's own has told what it found dead of the old heap.
     checked: bool,
-    /// Full collections made while neurogc's freeze stood: whether one ran, and whether one
-    /// found dead what says the frozen heap dies too (`found_frozen`).
-    frozen_checked: bool,
-    frozen_seen: bool,
     /// The least one full collection of the application's own freed (bytes), of those that ran
     /// with no rise waiting and none arriving: the garbage each finds anyway, not a copy.
     least_freed: Option<f64>,
@@ -424,17 +420,6 @@ impl Replacement {
         self.waiting.iter().map(|w| w.past).sum()
     }
 
-    /// A full collection made while neurogc's freeze stood found what says the freeze keeps
-    /// `kept` bytes of the frozen heap that died (`Collector::frozen_kept_bytes`). It tells the
-    /// old heap standing where that is next to nothing, and no longer once one finds more; not
-    /// a copy's size (`seen`): what it finds dead may be promoted garbage, not old heap, and
-    /// its estimate of the frozen heap's share is no measurement (a batch of 86k objects read
-    /// 600k from 800 found past its middle collections' count).
-    fn found_frozen(&mut self, kept: f64, allowance: f64) {
-        self.frozen_checked = true;
-        self.frozen_seen |= kept > allowance / MAX_COPIES;
-    }
-
     fn found(&mut self, old: f64, allowance: f64) {
         self.checked = true;
         if old > allowance / MAX_COPIES {
@@ -465,8 +450,7 @@ impl Replacement {
     }
 
     /// The application's full collections found its old heap standing: one looked, and none
-    /// found a replaced copy dead, nor, made while neurogc's freeze stood, what says the frozen
-    /// heap dies (`found_frozen`). A rise that still waits for one to tell is not counted here:
+    /// found a replaced copy dead. A rise that still waits for one to tell is not counted here:
     /// what it may have replaced is counted as kept by the settings that would keep it
     /// (`held`), against the budget's allowance, and the pace around it stays the
     /// application's. Where such a rise past the allowance ended the credit for that pace,
@@ -476,7 +460,7 @@ impl Replacement {
     /// (340 MiB) read as the setting's, and it was moved back for memory at the RSS its own
     /// settings had.
     fn old_heap_stands(&self) -> bool {
-        (self.checked || self.frozen_checked) && self.seen == 0.0 && !self.frozen_seen
+        self.checked && self.seen == 0.0
     }
 }
 
@@ -1209,26 +1193,6 @@ impl Controller {
         // nothing found (an evaluation draw's 1.04M objects freed, a catalog replaced, read so).
         if told && freed <= allowance {
             self.kept.rebase(r.rss as f64, secs(r.ts_ns));
-        }
-        // A full collection while neurogc's freeze stands walks only what came since the freeze,
-        // and what it finds dead of that says what dies of the frozen heap too
-        // (`Collector::frozen_kept_bytes`): where that is next to nothing, the freeze keeps
-        // nothing, and RSS growing at the pace the application's own windows showed is its new
-        // data (`own_credit`). Seed-156 draws 1658 and 1112 (heaps of 467k tuples and 190k
-        // instances growing 1.3 and 2.1 MiB a second at every setting) were frozen after their
-        // two windows of learning; the first full collection frozen found 2,112 and 518 objects
-        // dead, yet their growth read as the freeze's ("+15 MiB since the freeze", 1.26x and
-        // 1.51x the RSS they had at their own settings) and the freezes were undone, the thawed
-        // heaps' collections freeing 3,072 and 1,776 objects of 467k and 190k.
-        if self.frozen
-            && in_force
-            && !landed
-            && r.collections[2] > 0
-            && !r.full_began_before()
-            && !self.collector.held_freeze_collection()
-            && let Some(kept) = self.collector.frozen_kept_bytes(r)
-        {
-            self.replacement.found_frozen(kept, allowance);
         }
         // What a structure replaced whole leaves is kept by thresholds in force that put the
         // full collection freeing it off, from the window RSS rose by it, as it is by any such

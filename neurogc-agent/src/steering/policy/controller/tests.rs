@@ -1102,49 +1102,6 @@ fn a_freeze_made_before_any_pace_was_read_is_told_against_the_pace_it_keeps() {
     assert!(frozen_early_undone_at(true, true, 0, true).is_some());
 }
 
-/// A heap of 1M objects growing 2 MiB a window at every setting, its own included (a 5% budget
-/// of 400 MiB allows 20), frozen by neurogc at its own 700/10/10 after its two windows of
-/// learning, before any full collection of its own; frozen, each window holds a full
-/// collection (with `fulls`) of what came since the freeze, 100k objects surviving, that found
-/// `dead` objects past what its young rounds found. The window (up to 18) in which the freeze
-/// is undone, if any.
-fn frozen_full_undone_at(fulls: bool, dead: f64) -> Option<i64> {
-    let mut c =
-        Controller::new(GuardConfig { memory_budget: 0.05, ..pinned(Some(10_000_000)) }, [700, 10, 10], true);
-    let grown = |w: i64| (w as u64 - 1) * (2 << 20);
-    for w in 1..=2 {
-        c.step(&mut analytic, &cache_reading(c.thresholds(), w, grown(w), false));
-    }
-    landed(&mut c, 402.0, 2.0);
-    (3..=18).find(|&w| {
-        let mut r = cache_reading(c.thresholds(), w, grown(w), false);
-        r.freeze_count = Some(1_000_000);
-        if fulls {
-            r.collections[2] = 1;
-            r.pause_p50_ns[2] = 2e6;
-            r.pause_max_ns[2] = 2e6;
-            r.collected_per[2] = r.collected_per[1] + dead;
-            r.long_lived = Some([100_000, 0]);
-        }
-        c.step(&mut analytic, &r).freeze == Some(false)
-    })
-}
-
-#[test]
-fn a_full_collection_made_frozen_that_finds_nothing_dead_tells_the_growth_is_the_applications() {
-    // Frozen before any full collection of its own looked at its old heap, the freeze's full
-    // collections walk what came since it: finding none of that dead, the heap does not turn
-    // over, and its growth at the pace its own two windows showed is its new data, for as long
-    // as the freeze stands (seed-156 draws 1658 and 1112, undone "+15 MiB since the freeze"
-    // where the thawed heaps' collections freed 3,072 of 467k objects and 1,776 of 190k).
-    // Finding 2% of it dead, the frozen heap dies as fast, and what it keeps (about 40k
-    // objects, 10 MiB) may be replaced copies: undone once past the allowance, as where no full
-    // collection looked at all.
-    assert_eq!(frozen_full_undone_at(true, 0.0), None);
-    assert!(frozen_full_undone_at(true, 2_000.0).is_some());
-    assert!(frozen_full_undone_at(false, 0.0).is_some());
-}
-
 #[test]
 fn a_rise_at_the_applications_own_pace_is_not_read_as_a_copy_waiting() {
     // The cache of the test above, filling at 8 MiB a window at every setting, its full

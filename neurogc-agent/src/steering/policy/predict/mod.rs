@@ -840,31 +840,6 @@ impl Collector {
         Some(self.objects_bytes(old))
     }
 
-    /// Bytes of what a freeze standing keeps of what dies in the old heap, as the full
-    /// collections of reading `r`, made while it stood, tell: they walk only what came since
-    /// the freeze, and what they found dead of it dies of the frozen heap as well, at as much
-    /// an object where the heap turns over evenly, and for twice as long on average (a frozen
-    /// object has stood since before the freeze; one that came since, half that on average).
-    /// A structure replaced whole dies whole, and reads larger still. What they found dead is
-    /// past what the window's middle collections found (the young generations they walk too),
-    /// or, where none ran, past the most the young generations at the thresholds in force
-    /// hold; bounded so, a small heap's turnover hides under young garbage (tuning draw 1133's
-    /// 18.8k tuples, 14k objects found dead each time against 22k the bound allows, 13.3k the
-    /// middle collections found). None without the old generation's counters or the count of
-    /// frozen objects.
-    pub fn frozen_kept_bytes(&self, r: &Reading) -> Option<f64> {
-        let [survivors, _] = r.long_lived?;
-        let frozen = r.freeze_count?.max(0) as f64;
-        let t = r.thresholds?;
-        let mut young = t[0].max(0) as f64 * (t[1].max(0) + 1) as f64;
-        if r.collections[1] > 0 {
-            young = young.min(r.collected_per[1].max(0.0));
-        }
-        let dead = (r.collected_per[2].max(0.0) - young).max(0.0);
-        let walked = (survivors.max(0) as f64 + dead).max(1.0);
-        Some(self.objects_bytes(2.0 * dead * frozen / walked))
-    }
-
     /// Bytes of `objects`, at what an object holds of RSS here.
     pub fn objects_bytes(&self, objects: f64) -> f64 {
         objects.max(0.0) * self.object_bytes.or(PRIOR_OBJECT_BYTES)
