@@ -824,6 +824,30 @@ fn frozen_full(t: [i64; 3], w: i64, walked: i64, pause_ms: f64) -> Reading {
     r
 }
 
+/// Frozen at the application's own 700/10/10 over a million objects, full collections every
+/// window over what came since, longer each time (`frozen_full`), its own longest pause
+/// measured `own_longest_ns`: the window (up to 24) and verdict of the undo, if any.
+fn frozen_full_undone(own_longest_ns: f64) -> Option<(i64, Verdict)> {
+    let gc = GuardConfig { freeze_after_s: Some(0.0), min: [700, 10, 10], max: [700, 10, 10], ..cfg() };
+    let mut c = frozen_at(gc, [700, 10, 10]);
+    c.own_longest_ns = own_longest_ns;
+    (4..=24).find_map(|w| {
+        let v = c.step(&mut analytic, &frozen_full(c.thresholds(), w, 5_000 * (w - 3), 2.0 + w as f64));
+        assert_ne!(v.budget, Some(Budget::Memory), "{v:?}");
+        (v.freeze == Some(false)).then_some((w, v))
+    })
+}
+
+#[test]
+fn a_freeze_whose_thawed_heap_would_pause_past_the_applications_own_longest_stands() {
+    // The bottle web service (held out): unfrozen for a GC share missed, its thawed heap's full
+    // collection took 132 ms where its own longest pause was 0.3 ms, and its p99 went from
+    // 1.2 to 124 ms. Where the application's own pauses were all short, the one-off of the
+    // thawed heap (about 200 ms over a million objects here) is a pause of neurogc's: the
+    // freeze stands, whatever its own settings would hold after it.
+    assert!(frozen_full_undone(5e6).is_none());
+}
+
 #[test]
 fn a_freeze_measured_missing_the_pause_budget_its_own_settings_hold_is_undone() {
     // Seed-155 draw 1936 (a 1.25M-object heap whose entries are replaced): frozen once the
@@ -833,14 +857,8 @@ fn a_freeze_measured_missing_the_pause_budget_its_own_settings_hold_is_undone() 
     // freeze): the freeze is undone, though no memory was missed, and with no collection of
     // neurogc's (the application's own next one walks the thawed heap). The build before kept
     // only frozen settings in play: "budgets hold but pause (none can)" to the end.
-    let gc = GuardConfig { freeze_after_s: Some(0.0), min: [700, 10, 10], max: [700, 10, 10], ..cfg() };
-    let mut c = frozen_at(gc, [700, 10, 10]);
-    let undone = (4..=24).find_map(|w| {
-        let v = c.step(&mut analytic, &frozen_full(c.thresholds(), w, 5_000 * (w - 3), 2.0 + w as f64));
-        assert_ne!(v.budget, Some(Budget::Memory), "{v:?}");
-        (v.freeze == Some(false)).then_some((w, v))
-    });
-    let Some((w, v)) = undone else { panic!("the freeze stood to the end") };
+    // Its own full collections took 250-730 ms: the thawed heap's first is no longer.
+    let Some((w, v)) = frozen_full_undone(300e6) else { panic!("the freeze stood to the end") };
     // At the budget in window 8 and past it after: undone once three windows have measured
     // the frozen setting, by the second over the budget.
     assert!((7..=10).contains(&w), "undone in window {w}: {v:?}");
