@@ -1632,9 +1632,15 @@ impl Controller {
     /// 4M-object heap growing by itself, its own full collection due in 378 s) paid 558 ms for
     /// the thaw, where the defaults' longest pause in the run was 1.4 ms.
     fn thaw_collects(&self) -> bool {
-        let (pause, due) = self.thaw_collection();
         let soon = MAX_FREEZE_WAIT_WINDOWS / 2.0 * self.budgets.window_s();
-        pause <= self.own_longest_ns || due.is_some_and(|d| d <= soon)
+        self.thaw_fits() || self.thaw_collection().1.is_some_and(|d| d <= soon)
+    }
+
+    /// Whether the thawed heap's first full collection, as the model puts it, pauses the
+    /// application no longer than the longest pause measured at its own settings
+    /// (`own_longest_ns`): the most a collection of neurogc's may pause it.
+    fn thaw_fits(&self) -> bool {
+        self.thaw_collection().0 <= self.own_longest_ns
     }
 
     /// Why an undo for memory leaves the thawed heap to the application's own collections.
