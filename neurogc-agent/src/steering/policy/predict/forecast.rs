@@ -177,9 +177,8 @@ impl Collector {
         // Young rounds: every t0 net allocations; gen1 every t1 + 1 of them.
         let r0 = alloc / t0;
         let r1 = self.gen1_rate(&c.thresholds);
-        let survivors = self.survivors_at(t0);
         let p0 = young * t0;
-        let p1 = young * (t0 + t1 * survivors);
+        let p1 = young * (t0 + self.gen1_survivors(&c.thresholds));
         let bytes = self.object_bytes.or(PRIOR_OBJECT_BYTES);
         let full = self.full(c, frozen_now, r1, t2, &r);
         let (p2, r2) = (full.pause_ns, full.rate.min(r1));
@@ -321,14 +320,22 @@ impl Collector {
                 // promoted since.
                 let freezes = c.frozen && !frozen_now;
                 let first_after_freeze = freezes || (c.frozen && self.frozen_uncollected);
+                // Of what the counters count then, what is still alive (`Collector::alive`):
+                // promoted since the last full collection, or in the time to come.
+                let alloc = self.alloc.or(0.0);
+                let ahead = alloc * due.min(HORIZON_S);
+                let since =
+                    self.since_full_s.unwrap_or(if retention > 0.0 { pending / retention } else { 0.0 });
+                let span_then = alloc * since + ahead;
                 let walked = thawed
                     + if freezes {
-                        pending_then - pending
+                        self.alive(0.0, pending_then - pending, ahead)
                     } else if first_after_freeze {
-                        (total + pending_then - r.freeze_count.unwrap_or(0) as f64)
-                            .max(pending_then - pending)
+                        let promoted = (total + pending_then - r.freeze_count.unwrap_or(0) as f64)
+                            .max(pending_then - pending);
+                        self.alive(0.0, promoted, span_then)
                     } else {
-                        total + pending_then
+                        self.alive(total, pending_then, span_then)
                     };
                 // Then one every `t2 + 1` gen1 rounds once a quarter of the old generation is
                 // new (the counters go on counting frozen objects until a full collection).
@@ -348,7 +355,7 @@ impl Collector {
                     // seconds, where it measured 2.4 ms eleven times a second.
                     let kept = self.promoted_at(&c.thresholds).min(walked);
                     let cycle = rounds.max(kept / 4.0 / retention);
-                    let steady = kept + retention * cycle;
+                    let steady = self.alive(kept, retention * cycle, alloc * cycle);
                     return Full {
                         pause_ns: cost * steady,
                         rate: 1.0 / cycle,
@@ -368,7 +375,7 @@ impl Collector {
                     let kept = thawed + total;
                     let cycle = rounds.max(kept / 4.0 / retention);
                     return Full {
-                        pause_ns: cost * (kept + retention * cycle),
+                        pause_ns: cost * (thawed + self.alive(total, retention * cycle, alloc * cycle)),
                         rate: 1.0 / cycle,
                         due_s,
                         first_ns: cost * walked,
@@ -382,7 +389,7 @@ impl Collector {
                 // swung every candidate's pause by 4x a window, and the controller moved to
                 // whichever setting the last sample flattered.
                 let cycle = rounds.max(total / 4.0 / retention);
-                let walked = thawed + total + retention * cycle;
+                let walked = thawed + self.alive(total, retention * cycle, alloc * cycle);
                 Full { pause_ns: cost * walked, rate: 1.0 / rounds.max(due).max(cycle), due_s, first_ns: 0.0 }
             }
             None => {
