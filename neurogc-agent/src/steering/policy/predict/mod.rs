@@ -139,6 +139,12 @@ fn between_gen1(t: &[i64; 3]) -> f64 {
     t[0].max(1) as f64 * (t[1].max(1) as f64 + 1.0)
 }
 
+/// Of objects arriving evenly over `x` lifetimes (each dying at a constant rate), the share
+/// still alive at the end: (1 - e^-x) / x, 1 where nothing dies.
+fn still_alive(x: f64) -> f64 {
+    if x < 1e-6 { 1.0 } else { -(-x).exp_m1() / x }
+}
+
 /// Full collections a young generation's flow of old garbage is read from before it counts: a
 /// window's few full collections find what the gen1 rounds before them promoted, so a flow read
 /// from one or two is mostly the last setting's.
@@ -706,12 +712,7 @@ impl Collector {
     pub(super) fn accrued(&self, span: f64, measured: f64) -> f64 {
         let measured = measured.max(1.0);
         let d = self.death_per_alloc.or(0.0);
-        if d * measured < 1e-6 {
-            return span / measured;
-        }
-        // 1 - e^-x, the share of a population that turns over within x lifetimes.
-        let turned = |x: f64| -(-x).exp_m1();
-        turned(d * span) / turned(d * measured)
+        span * still_alive(d * span) / (measured * still_alive(d * measured))
     }
 
     /// Garbage objects a second that full collections would find with gen1 rounds at `rounds` a
@@ -880,10 +881,7 @@ impl Collector {
     /// over every pause of its own, where it took 440 ms.
     pub(super) fn alive(&self, kept: f64, promoted: f64, span: f64) -> f64 {
         let x = self.death_per_alloc.or(0.0) * span.max(0.0);
-        if x < 1e-6 {
-            return kept + promoted;
-        }
-        kept * (-x).exp() + promoted * -(-x).exp_m1() / x
+        kept * (-x).exp() + promoted * still_alive(x)
     }
 
     /// What `c` would bring from the process's current state, corrected by what the model got
