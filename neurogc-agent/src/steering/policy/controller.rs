@@ -44,6 +44,7 @@ use super::{
 use crate::{sinks::view::thresholds, steering::actuate::ANSWERS_WITHIN};
 
 mod choose;
+mod model_error;
 mod score;
 
 use score::Scored;
@@ -493,6 +494,8 @@ struct Choice {
     to: Scored,
     /// The setting in force's features (what a move's learned correction is relative to).
     here_row: [f32; FEATURE_COUNT],
+    /// The setting in force's ln cost (what a move's predicted difference is relative to).
+    here_cost: f64,
     budget: Option<Budget>,
     reason: String,
     given_up: Option<String>,
@@ -583,6 +586,8 @@ pub struct Controller {
     expected_over: f64,
     /// How far the learned model's corrections have come true here, and the last move's check.
     trust: Trust,
+    /// How far the model's predicted differences in cost came true in the moves made here.
+    model_error: model_error::ModelError,
     trial: Option<Trial<Candidate>>,
     /// The features of the last move's two ends, while the model has not been asked about it.
     trial_rows: Option<[[f32; FEATURE_COUNT]; 2]>,
@@ -691,6 +696,7 @@ impl Controller {
             expected_over: 0.0,
             work_per_alloc: 1.0,
             trust,
+            model_error: model_error::ModelError::default(),
             advised: None,
             trial: None,
             trial_rows: None,
@@ -1128,6 +1134,7 @@ impl Controller {
             && !self.collector.held_first_full_after_freeze();
         if clean {
             self.evidence.add(here, &o);
+            self.model_error.check(&self.evidence, here);
             if here == self.own_unfrozen() {
                 self.own_longest_ns = self.own_longest_ns.max(r.worst().1);
             }
@@ -1322,6 +1329,11 @@ impl Controller {
                 });
             } else {
                 self.start_trial(&choice.to, choice.here_row);
+                // Only a move to a setting not measured is the model's prediction alone.
+                if choice.to.measured == 0 {
+                    let predicted = choice.to.ln_cost - choice.here_cost;
+                    self.model_error.moved(&self.evidence, here, choice.to.c, predicted);
+                }
                 self.landing = Some(Landing { r: *r, o, here, to: choice.to, what, asked_ns: r.ts_ns });
             }
         }

@@ -157,10 +157,11 @@ impl Controller {
         // Unless some setting misses it by half as much or less (a freeze that cuts the longest
         // pause from 200 to 40 ms): that is a miss told apart by more than noise.
         let given_up = self.give_up(&unholdable, &now, &scored);
-        let here_row = now.row;
+        let (here_row, here_cost) = (now.row, now.ln_cost);
         let choice = |to: Scored, budget: Option<Budget>, reason: String| Choice {
             to,
             here_row,
+            here_cost,
             budget,
             reason,
             given_up,

@@ -11,8 +11,8 @@ const CHANGE_COST: f64 = 0.01;
 /// An unfreeze puts the whole heap back into full collections, and neurogc cannot freeze again.
 const UNFREEZE_COST: f64 = 0.05;
 /// The model's error on how a setting's cost differs from the one in force: a share of the
-/// predicted difference, and a floor.
-const MODEL_ERROR: f64 = 0.3;
+/// predicted difference (before the process shows its own: `ModelError`), and a floor.
+pub(super) const MODEL_ERROR: f64 = 0.3;
 const MODEL_FLOOR: f64 = 0.02;
 /// How sure the prior is that the application's own cost per allocation does not grow with
 /// ln(threshold0) (one standard deviation): a larger young generation touches more memory
@@ -304,11 +304,14 @@ impl Controller {
             let cost_k = m.ln_cost.exp();
             let mutator_k = (cost_k - gc(pk)).max(0.1 * cost_k);
             let d_t0 = (c.thresholds[0].max(1) as f64 / k.thresholds[0].max(1) as f64).ln();
-            let prior =
-                (cost_k + gc(p) - gc(pk) + mutator_k * ((slope * d_t0).exp() - 1.0)).max(0.05 * cost_k).ln();
+            // A saving in collections counts as far as the savings predicted here came true.
+            let saved = gc(pk) - gc(p);
+            let saved = if saved > 0.0 { saved * self.model_error.came_true() } else { saved };
+            let prior = (cost_k - saved + mutator_k * ((slope * d_t0).exp() - 1.0)).max(0.05 * cost_k).ln();
             // The slowdown's own uncertainty is not counted against a move: it is what trying a
             // setting teaches (one far setting measured fits the slope for all the others).
-            (prior, (m.se.powi(2) + model_sd(prior - m.ln_cost).powi(2)).sqrt())
+            let model = self.model_error.share() * (prior - m.ln_cost).abs() + MODEL_FLOOR;
+            (prior, (m.se.powi(2) + model.powi(2)).sqrt())
         };
         let (prior, prior_sd) = anchors
             .iter()
