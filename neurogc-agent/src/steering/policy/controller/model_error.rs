@@ -43,9 +43,9 @@ pub(super) struct ModelError {
 }
 
 impl ModelError {
-    /// The share of a saving in collections the model predicts that is to be counted: the mean
-    /// share of their predicted savings that the moves made for one measured, with the prior
-    /// (all of it) counted as one such move.
+    /// The share of a saving in collections the model predicts that is to be counted: of each
+    /// move predicted to save, the share of that saving it measured (0 to 1), averaged with the
+    /// prior's "all of it" counted as one move.
     pub(super) fn came_true(&self) -> f64 {
         (PRIOR_MOVES + self.came_true) / (PRIOR_MOVES + self.savings)
     }
@@ -65,9 +65,9 @@ impl ModelError {
         self.pending = (predicted.abs() >= MIN_GAP && from != to).then_some(Move { from, to, predicted });
     }
 
-    /// Checks the move pending once the setting moved to has been measured (or, left sooner,
-    /// on what it measured; not at all where nothing was): the difference measured, less its
-    /// own noise (one standard error), against the one predicted.
+    /// Called with each clean window's evidence: checks the move pending once the setting moved
+    /// to has been measured for `CHECK_WINDOWS`, or once another is in force (on what it
+    /// measured; not at all where nothing was).
     pub(super) fn check(&mut self, evidence: &Evidence, here: Candidate) {
         let Some(m) = self.pending else { return };
         let windows = evidence.get(&m.to).map_or(0.0, |s| s.windows());
@@ -76,7 +76,8 @@ impl ModelError {
         }
     }
 
-    /// Checks the move pending on what it has measured.
+    /// Checks the move pending on what it has measured: the difference in ln cost, less its
+    /// noise (one standard error of each end), against the one predicted.
     fn settle(&mut self, evidence: &Evidence) {
         let Some(m) = self.pending.take() else { return };
         let (Some(to), Some(from)) = (evidence.cost(&m.to), evidence.cost(&m.from)) else { return };
