@@ -310,7 +310,7 @@ impl Controller {
             let prior = (cost_k - saved + mutator_k * ((slope * d_t0).exp() - 1.0)).max(0.05 * cost_k).ln();
             // The slowdown's own uncertainty is not counted against a move: it is what trying a
             // setting teaches (one far setting measured fits the slope for all the others).
-            let model = self.model_error.share() * (prior - m.ln_cost).abs() + MODEL_FLOOR;
+            let model = model_sd(self.model_error.share(), prior - m.ln_cost);
             (prior, (m.se.powi(2) + model.powi(2)).sqrt())
         };
         let (prior, prior_sd) = anchors
@@ -714,9 +714,10 @@ impl Controller {
 }
 
 /// The model's error (one standard deviation, ln) on a quantity it predicts `ln_gap` away from
-/// the setting in force's: a share of the gap, and a floor.
-fn model_sd(ln_gap: f64) -> f64 {
-    MODEL_ERROR * ln_gap.abs() + MODEL_FLOOR
+/// the setting in force's: a share of the gap (`error`: the prior, or `ModelError::share`),
+/// and a floor.
+fn model_sd(error: f64, ln_gap: f64) -> f64 {
+    error * ln_gap.abs() + MODEL_FLOOR
 }
 
 /// The model's error on a wait it predicts `gap_ns` away from the setting in force's: a share of
@@ -728,13 +729,13 @@ fn model_sd_ns(gap_ns: f64) -> f64 {
 /// A predicted GC share bounded pessimistically: raised by the model's error on how it differs
 /// from the share predicted for the setting in force.
 pub(super) fn pessimistic_share(share: f64, here: f64) -> f64 {
-    (share * model_sd(share_gap(share, here)).exp()).min(1.0)
+    (share * model_sd(MODEL_ERROR, share_gap(share, here)).exp()).min(1.0)
 }
 
 /// A predicted GC share bounded optimistically: lowered by the model's error, as
 /// `pessimistic_share` raises it.
 fn optimistic_share(share: f64, here: f64) -> f64 {
-    share * (-model_sd(share_gap(share, here))).exp()
+    share * (-model_sd(MODEL_ERROR, share_gap(share, here))).exp()
 }
 
 /// How far (ln) a predicted GC share is from the setting in force's.
