@@ -180,7 +180,7 @@ impl Collector {
         let p0 = young * t0;
         let p1 = young * (t0 + self.gen1_survivors(&c.thresholds));
         let bytes = self.object_bytes.or(PRIOR_OBJECT_BYTES);
-        let full = self.full(c, frozen_now, r1, t2, &r, 0.0);
+        let full = self.full(c, frozen_now, r1, t2, &r);
         let (p2, r2) = (full.pause_ns, full.rate.min(r1));
         let rate = [(r0 - r1).max(0.0), (r1 - r2).max(0.0), r2];
         let share = (rate[0] * p0 + rate[1] * p1 + rate[2] * p2) / 1e9;
@@ -203,21 +203,18 @@ impl Collector {
         let own = Candidate { thresholds: original, frozen: false };
         let own_r1 = self.gen1_rate(&original);
         // From the state the process is in: frozen now, its own thresholds unfrozen would thaw.
-        let r2_own = self.full(&own, frozen_now, own_r1, original[2].max(1) as f64, &r, 0.0).rate;
+        let r2_own = self.full(&own, frozen_now, own_r1, original[2].max(1) as f64, &r).rate;
         let period = |rate: f64| if rate > 0.0 { (1.0 / rate).min(HORIZON_S) } else { HORIZON_S };
         // Garbage waits for the next full collection: after a freeze, the first one comes only
         // once a quarter of the frozen objects' count is promoted (`Full::due_s`), however often
         // the ones after it come.
-        let wait = |full: &Full| {
-            let every = period(full.rate.min(r1));
-            if full.first_ns > 0.0 {
-                every.max(full.due_s.unwrap_or(HORIZON_S).min(HORIZON_S))
-            } else {
-                every
-            }
+        let wait = if full.first_ns > 0.0 {
+            period(r2).max(full.due_s.unwrap_or(HORIZON_S).min(HORIZON_S))
+        } else {
+            period(r2)
         };
-        let held_longer = |full: &Full| (wait(full) - period(r2_own)).max(0.0) * bytes;
-        let deferred = garbage * held_longer(&full);
+        let held_longer = (wait - period(r2_own)).max(0.0) * bytes;
+        let deferred = garbage * held_longer;
         // Rarer gen1 rounds thin out what they promote only where it is in flight at a round;
         // garbage that outlives several rounds is promoted whatever their cadence (micrograd's
         // graph of a step: 2,000/10/10 frozen, predicted +8 MiB so, promoted as much garbage a
@@ -226,16 +223,8 @@ impl Collector {
         // how much of it the cadence brings (`Collector::lasting_flow`): kept whatever they
         // told, draw 1890's request garbage, one request's a round, barred every larger young
         // generation at 80-300 MiB, and the fixed freeze + 50,000/20/20 holds +10.
-        // That garbage is promoted, and the counters count it: a quarter of the old generation
-        // pending brings a full collection, so it waits no longer than its own flow takes to
-        // fill that quarter. Held to the cadence of rarer rounds' thinner promotions instead, the
-        // bound was the flow of one cadence times the wait of another: seed-163 draw 1085 (a
-        // batch job growing a 780,000-entry heap, each step leaving 2,500 lists, half of them in
-        // cycles) ran full collections four times a second for lack of pending objects, not of
-        // rounds; 5,000/10/10 read +114 MiB, every larger young generation was barred, and
-        // freeze + 50,000/20/20 ran it in 0.4x the time at 0.97x the defaults' peak RSS.
-        let flow = garbage.max(self.lasting_flow(r1).unwrap_or(self.old_garbage.or(0.0)));
-        let deferred_upper = flow * held_longer(&self.full(c, frozen_now, r1, t2, &r, flow));
+        let flow = self.lasting_flow(r1).unwrap_or(self.old_garbage.or(0.0));
+        let deferred_upper = garbage.max(flow) * held_longer;
         // A frozen heap keeps the old objects that die later; freezing now also keeps the garbage
         // among the objects promoted since the last full collection, unless one runs first
         // (the controller adds it to the freeze), and a freeze made so keeps it while it holds
@@ -298,11 +287,10 @@ impl Collector {
         Some((pause, due))
     }
 
-    /// Full collections under `c` (see `Full`), with at least `promoted` objects a second
-    /// reaching the old generation.
-    fn full(&self, c: &Candidate, frozen_now: bool, r1: f64, t2: f64, r: &Reading, promoted: f64) -> Full {
+    /// Full collections under `c` (see `Full`).
+    fn full(&self, c: &Candidate, frozen_now: bool, r1: f64, t2: f64, r: &Reading) -> Full {
         // Objects reaching the old generation per second under `c`.
-        let retention = (self.promoted_at(&c.thresholds) * r1).max(promoted);
+        let retention = self.promoted_at(&c.thresholds) * r1;
         let cost = self.full_cost(c.frozen);
         let rounds_left = r.older_counts.map_or(t2 + 1.0, |[_, c2]| (t2 + 1.0 - c2 as f64).max(0.0));
         let by_rounds = if r1 > 0.0 { rounds_left / r1 } else { f64::INFINITY };

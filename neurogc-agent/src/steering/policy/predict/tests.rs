@@ -83,56 +83,14 @@ fn garbage_that_outlives_gen1_rounds_bounds_a_larger_young_generation() {
     let larger = c.predict(&Candidate { thresholds: [2_000, 10, 10], frozen: true }, false);
     // Measured there: +15 MiB for the rest of the run (frozen by a freeze that collected after
     // itself; without, the first full collection waits until the application's own was due,
-    // 0.58 s where the next ones come every 0.4 s, and the garbage with it). Kept as it is, the
-    // flow of garbage bounds that from above, and more than the budget allows; thinned out with
-    // the rounds, it predicts less.
-    assert!(larger.memory_upper_bytes > 15.0 * 1048576.0, "{larger:?}");
+    // 0.58 s where the next ones come every 0.4 s, and the garbage with it). Thinned out with
+    // the rounds, the flow of garbage predicts half what it does kept as it is, which is more
+    // than the budget allows.
+    assert!(larger.memory_bytes < larger.memory_upper_bytes / 2.0, "{larger:?}");
     assert!(larger.memory_upper_bytes > allowed, "{larger:?}");
-    assert!(larger.memory_bytes < larger.memory_upper_bytes, "{larger:?}");
     // The application's own young generations hold nothing more either way.
     assert_eq!(own.memory_upper_bytes, own.memory_bytes);
     assert!(own.memory_upper_bytes < 1e6, "{own:?}");
-}
-
-/// Seed-163 draw 1085 at 700/10/10 (a batch job growing an 800,000-entry heap; each step leaves
-/// 2,500 lists, half of them in cycles): full collections four times a second, each let through
-/// by a quarter of the old generation pending (gen1 rounds would allow 35), each finding 100,000
-/// objects dead.
-fn filling_batch() -> Reading {
-    Reading {
-        collections: [4_300, 390, 4],
-        pause_p50_ns: [20_000.0, 600_000.0, 110_000_000.0],
-        pause_max_ns: [200_000.0, 2_000_000.0, 130_000_000.0],
-        collected_per: [50.0, 2_000.0, 100_000.0],
-        gc_share: 0.5,
-        alloc_per_s: 3_000_000.0,
-        cpu_share: 1.0,
-        rss: 180 << 20,
-        older_counts: Some([0, 5]),
-        long_lived: Some([800_000, 200_000]),
-        ..service([700, 10, 10], 200_000)
-    }
-}
-
-#[test]
-fn garbage_that_fills_a_quarter_of_the_old_generation_waits_no_longer_than_it_takes() {
-    let mut c = Collector::new([700, 10, 10]);
-    for _ in 0..2 {
-        c.observe(&filling_batch());
-    }
-    // Were it promoted at any cadence, the garbage full collections find (400,000 objects a
-    // second) would fill the quarter of the old generation that lets the next one through in
-    // half a second: the bound on what a larger young generation keeps waiting is that quarter
-    // at most, not the flow held to the rarer rounds' thinner promotions (+114 MiB at
-    // 5,000/10/10, where freeze + 50,000/20/20 held the defaults' peak RSS).
-    let bytes = c.object_bytes.or(PRIOR_OBJECT_BYTES);
-    let at = |t0: i64| c.predict(&Candidate { thresholds: [t0, 10, 10], frozen: false }, false);
-    let (p, rarer) = (at(5_000), at(20_000));
-    assert!(p.memory_upper_bytes <= (200_000.0 + 4_300.0) * bytes, "{p:?}");
-    assert!(p.memory_upper_bytes >= p.memory_bytes, "{p:?}");
-    // Where rounds come rarer than that (20,000/10/10's gen1 rounds: 11 in 0.8 s), they are
-    // what holds full collections back, and the bound grows with them.
-    assert!(rarer.memory_upper_bytes > p.memory_upper_bytes, "{rarer:?} vs {p:?}");
 }
 
 /// A service at `young` whose full collections find `per_round` garbage objects for every gen1
