@@ -267,6 +267,10 @@ struct Rise {
     /// The highest pace that may explain it (bytes a second): for a rise in a step from where
     /// RSS stood, the pace there (`Replacement::flat_pace`); for any other, no bound.
     cap: f64,
+    /// A full collection other than the application's own at its own settings ran since it
+    /// began (`Replacement::collected_elsewhere`): it may have freed what rose, and RSS keeps
+    /// the pages freed, so the application's own finding nothing later says nothing of it.
+    exposed: bool,
 }
 
 impl Rise {
@@ -314,7 +318,13 @@ impl Replacement {
         // apart from a step until it stands, and is frozen on what the pace says, as before.
         if self.before_first_stand && self.windows > 0 {
             if raw > allowance / MAX_COPIES {
-                let run = self.under_way.get_or_insert(Rise { bytes: 0.0, secs: 0.0, past: 0.0, cap: 0.0 });
+                let run = self.under_way.get_or_insert(Rise {
+                    bytes: 0.0,
+                    secs: 0.0,
+                    past: 0.0,
+                    cap: 0.0,
+                    exposed: false,
+                });
                 run.bytes += raw;
                 run.secs += secs;
             } else {
@@ -335,7 +345,7 @@ impl Replacement {
             Some(p) if self.step || self.flat_before => p,
             _ => f64::INFINITY,
         };
-        let new = Rise { bytes: raw, secs, past: 0.0, cap };
+        let new = Rise { bytes: raw, secs, past: 0.0, cap, exposed: false };
         let rise = new.beyond(pace).max(0.0);
         // The first window has no RSS before it: its rise is unknown, not flat. A heap growing
         // from attach has no flat window, and its growth is no step.
@@ -365,7 +375,10 @@ impl Replacement {
             // the freeze 2 s later kept the replaced copy, and the next rebuild took RSS to
             // 1.18x the defaults' peak before the undo.
             if settled && !(carried && self.rose_before) {
-                told = self.unresolved() > 0.0;
+                let waited = self.unresolved() > 0.0;
+                // What it freed tells what rose only where no other full collection came
+                // between (`Rise::exposed`).
+                told = waited && !self.waiting.iter().any(|w| w.exposed);
                 // Freeing more than the allowance, it says the rise was a copy replacing one,
                 // as large as the smaller of the two. What it found of the old heap alone
                 // cannot say so: the copy built since the last full collection counts as
@@ -381,7 +394,7 @@ impl Replacement {
                 // freeze was barred for keeping two (+46 MiB), where freeze + 50,000/20/20 took
                 // its p99 to 0.43x the defaults' and its RSS to 0.69x.
                 let past = freed - n as f64 * self.least_freed.unwrap_or(0.0);
-                if told && past > allowance {
+                if waited && past > allowance {
                     self.found(self.untold().min(past), allowance);
                 }
                 self.waiting.clear();
@@ -403,6 +416,18 @@ impl Replacement {
             self.waiting.push(Rise { past: rise, ..new });
         }
         told
+    }
+
+    /// A full collection ran in the window just read that was not the application's own at its
+    /// own settings (neurogc's, or one at thresholds of neurogc's): what RSS rose by so far may
+    /// be garbage it freed, which RSS goes on holding as free pages. Read as the application's
+    /// new data where its own next full collection found nothing, RSS grown under a freeze was
+    /// counted afresh from after the undo's collection (the unit test `what_rss_holds_after_a_
+    /// freeze_undone_for_memory_stays_neurogcs`).
+    fn collected_elsewhere(&mut self) {
+        for w in self.waiting.iter_mut().chain(self.under_way.as_mut()) {
+            w.exposed = true;
+        }
     }
 
     /// The most RSS rose within one window, past the application's pace, that waits for a full
@@ -1201,6 +1226,9 @@ impl Controller {
         if told && freed <= allowance {
             self.kept.rebase(r.rss as f64, secs(r.ts_ns));
         }
+        if r.collections[2] > 0 && !own_full {
+            self.replacement.collected_elsewhere();
+        }
         // What a structure replaced whole leaves is kept by thresholds in force that put the
         // full collection freeing it off, from the window RSS rose by it, as it is by any such
         // setting entered (`replaced_kept`): an evaluation draw (a 319k-object catalog rebuilt
@@ -1402,14 +1430,12 @@ impl Controller {
                 }
             }
             Some(false) => {
-                // After an unfreeze RSS is measured afresh from here, at the application's
-                // own settings (the allocator may keep what the freeze held), so a later
-                // move is judged on what it grows from now.
+                // After an unfreeze a later move is judged on what RSS grows from here; what
+                // it grew before stays neurogc's (`Kept::thawed`).
                 self.frozen = false;
                 self.frozen_growth = OwnGrowth::default();
                 self.collector.thaw();
-                self.kept = Kept::default();
-                self.kept.changed(r.rss as f64, self.rss_settled(), secs(r.ts_ns));
+                self.kept.thawed(r.rss as f64, self.rss_settled(), secs(r.ts_ns));
             }
             None => {}
         }

@@ -227,6 +227,19 @@ impl Kept {
         }
     }
 
+    /// neurogc undid its freeze with RSS at `rss`: growth is measured afresh from here as a
+    /// later setting's own (from a `warm` heap; else from the first warm window), but what RSS
+    /// grew before stays neurogc's (`base`, `most`): the allocator seldom hands back what the
+    /// freeze held. Counted afresh whole, evaluation draw 1820 at half speed (a closed-loop
+    /// service at 33 MiB) had 54 MiB read as its own after its undo, and the next moves took
+    /// RSS to 62.5 MiB, where the bound was 48.9.
+    pub fn thawed(&mut self, rss: f64, warm: bool, t_s: f64) {
+        if self.base.is_some() {
+            self.grown_from = warm.then_some(rss);
+            self.grown_since_s = t_s;
+        }
+    }
+
     /// Whether growth is measured from a warm window yet (`warmed`).
     pub fn is_warm(&self) -> bool {
         self.grown_from.is_some()

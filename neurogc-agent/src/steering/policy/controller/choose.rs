@@ -65,7 +65,10 @@ impl Controller {
         if !self.collector.ready() {
             return Err(format!("learning the process (window {} of 2)", self.collector.windows()));
         }
-        let mut scored = self.score_all(learned, r, app_rss);
+        // What RSS holds past the application's and past what the setting in force keeps: the
+        // allocator's, of garbage neurogc's settings kept before (`Kept::most`), spent.
+        let retained = (r.rss as f64 - app_rss - cost_now).max(0.0);
+        let mut scored = self.score_all(learned, r, app_rss, retained);
         // Every candidate as estimated, for a reader asking why (NEUROGC_LOG=debug).
         for s in &scored {
             tracing::debug!(

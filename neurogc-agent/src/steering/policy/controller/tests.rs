@@ -834,6 +834,27 @@ fn a_frozen_setting_whose_rss_grew_past_the_budget_since_the_freeze_undoes_the_f
     }
 }
 
+#[test]
+fn what_rss_holds_after_a_freeze_undone_for_memory_stays_neurogcs() {
+    // As above: frozen at 5,000/10/10, RSS grew 30 MiB of the 20 allowed, and all is undone.
+    // RSS stays at 430 MiB, the allocator keeping the pages the freeze took: that is not the
+    // application's, so the bound stays the 420 MiB its own 400 allow, and no setting of
+    // neurogc's is entered on top of what RSS already holds of neurogc's. Counted afresh after
+    // its undo, evaluation draw 1820 at half speed took two more moves to 1.9x the defaults'
+    // peak RSS.
+    let gc = GuardConfig { freeze_after_s: Some(0.0), memory_budget: 0.05, ..cfg() };
+    let mut c = frozen_at(gc, [5000, 10, 10]);
+    let v = c.step(&mut analytic, &warm(c.thresholds(), 4, 30 << 20));
+    assert_eq!((v.freeze, v.budget), (Some(false), Some(Budget::Memory)), "{v:?}");
+    c.land_now();
+    for w in 5..=20 {
+        let v = c.step(&mut analytic, &warm(c.thresholds(), w, 30 << 20));
+        let limit = v.observed.rss_limit_mib.unwrap_or(f64::INFINITY);
+        assert!(limit <= 421.0, "window {w}: RSS allowed to {limit:.1} MiB");
+        assert_eq!(v.thresholds, [700, 10, 10], "window {w}: {v:?}");
+    }
+}
+
 /// A window of `SERVICE` frozen at `t` whose full collection walked `walked` objects of the old
 /// generation (the frozen million not counted), pausing it `pause_ms`.
 fn frozen_full(t: [i64; 3], w: i64, walked: i64, pause_ms: f64) -> Reading {
