@@ -668,18 +668,13 @@ fn check(before: &Collector, after: &Collector, r: &Reading) -> Option<Check> {
 }
 
 /// A setting's cost against the setting in force's ("0.80x the cost"), and the wait at p99
-/// where the two differ by 10 us or more (short requests weigh such a wait: `wait_weight`).
+/// where the two differ by a tenth of a millisecond or more.
 fn ratio_words(s: &Scored, here: &Scored) -> String {
     let cost = format!("{:.2}x the cost", (s.ln_cost - here.ln_cost).exp());
-    if (s.wait_ns - here.wait_ns).abs() < 1e4 {
+    if (s.wait_ns - here.wait_ns).abs() < 1e5 {
         return cost;
     }
-    let digits = if here.wait_ns.max(s.wait_ns) < 1e6 { 2 } else { 1 };
-    format!(
-        "{cost}, requests' wait at p99 {:.digits$} -> {:.digits$} ms",
-        here.wait_ns / 1e6,
-        s.wait_ns / 1e6
-    )
+    format!("{cost}, requests' wait at p99 {:.1} -> {:.1} ms", here.wait_ns / 1e6, s.wait_ns / 1e6)
 }
 
 impl Controller {

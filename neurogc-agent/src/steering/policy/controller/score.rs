@@ -27,8 +27,7 @@ const POOL_WINDOWS: f64 = 5.0;
 /// of RSS). The wait counts below the budget too: two settings whose pauses all fit it still
 /// differ in what a service's requests wait (the cache service's p99: 3.5 ms frozen at 700,
 /// 9.9 ms frozen at 20,000), and a wait of a tenth of the budget is worth 5% of the CPU to a
-/// process that is idle most of the time (less as it has less idle time: `score_all`), or more
-/// where its requests are short (`Controller::wait_weight`).
+/// process that is idle most of the time (less as it has less idle time: `score_all`).
 const PAUSE_WEIGHT: f64 = 0.5;
 const MEMORY_WEIGHT: f64 = 0.02;
 
@@ -470,7 +469,6 @@ impl Controller {
         let runs_per_s = self.collector.runs_per_s();
         let spread = self.collector.rate_spread_ln();
         let wait_here = idle * preds[0].p.wait_p99_within_ns(runs_per_s, spread);
-        let wait_weight = self.wait_weight(budget_ns, wait_here);
         let young_now =
             if r.thresholds == Some(self.current) && !r.idle { r.young_pause_max_ns() } else { 0.0 };
         // In act mode neurogc runs no collection of its own: a freeze follows the application's
@@ -669,8 +667,7 @@ impl Controller {
                 // 2,000/10/10 at 1.13x the cost, for a wait that one window's gen1 rounds swung
                 // by 4 ms, and took 1.30x the defaults' time.
                 let wait = idle * p.wait_p99_within_ns(runs_per_s, spread);
-                let pause_cost =
-                    budget_ns.map_or(0.0, |b| PAUSE_WEIGHT * share * over_ns / b) + wait_weight * wait;
+                let pause_cost = budget_ns.map_or(0.0, |b| PAUSE_WEIGHT * (share * over_ns + wait) / b);
                 // Advice stands until another is better by more than a change costs: the
                 // application's setting stays in force, so without this every near tie between
                 // two candidates would turn the advice over window by window.
@@ -683,7 +680,7 @@ impl Controller {
                 };
                 // The wait is the model's, uncertain as any predicted difference from the
                 // setting in force: counted in how credibly one setting is cheaper than another.
-                let wait_sd = wait_weight * model_sd_ns(wait - wait_here);
+                let wait_sd = budget_ns.map_or(0.0, |b| PAUSE_WEIGHT * model_sd_ns(wait - wait_here) / b);
                 let sd = ((busy * sd).powi(2) + wait_sd.powi(2)).sqrt();
                 let mut objective =
                     busy * ln_cost + pause_cost + MEMORY_WEIGHT * p.memory_bytes / app_rss.max(1.0) + change;
@@ -718,19 +715,6 @@ impl Controller {
             }
         }
         out
-    }
-
-    /// What a nanosecond of a request's wait at p99 weighs (ln-cost units): its share of the
-    /// pause budget, or where more, its share of what a request takes with the wait it has now
-    /// (`Collector::demand_per_run_ns`), as a cost is a share of the CPU: the p99 a user reads
-    /// is the request's own time and the wait together. Held to the budget alone, a wait of a
-    /// tenth of a millisecond weighed nothing: evaluation draw 1008 (200 requests a second of
-    /// 60 us, 7% of them starting a 0.06 ms young round) stayed at 700/10/10 frozen, its p99
-    /// 2.6x that of 20,000 frozen, whose young rounds start one request in 400.
-    pub(super) fn wait_weight(&self, budget_ns: Option<f64>, wait_here: f64) -> f64 {
-        let of_budget = budget_ns.map_or(0.0, |b| PAUSE_WEIGHT / b);
-        let of_request = self.collector.demand_per_run_ns().map_or(0.0, |t| 1.0 / (t + wait_here));
-        of_budget.max(of_request)
     }
 
     /// The setting in force is judged on its memory as measured, as its GC share is: what it

@@ -280,25 +280,6 @@ fn a_process_that_always_has_work_pays_its_pauses_in_cost_alone() {
 }
 
 #[test]
-fn short_requests_that_start_young_rounds_are_spared_them_though_the_pauses_are_short() {
-    // 200 requests a second of 60 us each (1% of a CPU), 10,000 allocations a second: at
-    // 700/10/10 one request in 14 starts a 28 us young round and waits it out, so the p99 is
-    // the request and the round (1.5x the request alone); at 20,000 one in 400 does, and the
-    // p99 is the request's own. Every pause fits the 10 ms budget many times over and the CPU
-    // the collector takes is 0.1%: what decides is what the wait is to a request.
-    let short = Process { alloc: 10_000.0, mutator_ns: 1_200.0, promoted: 0.0, queued: 0.0, ..SERVICE };
-    let gc = GuardConfig { pause_budget_ns: Some(10_000_000), ..cost_only() };
-    let (settings, verdicts) = act(Process { runs: 200.0, ..short }, gc.clone(), 40);
-    let last = settings.last().unwrap()[0];
-    assert!(last >= 20_000, "{settings:?}");
-    assert!(verdicts[30..].iter().all(|v| !v.change), "{verdicts:?}");
-    // Where the kernel does not tell how often it runs, nothing tells what a request takes:
-    // the wait weighs as its share of the budget, and that is nothing here.
-    let (unknown, _) = act(short, gc, 40);
-    assert_eq!(unknown.last().unwrap()[0], 700, "{unknown:?}");
-}
-
-#[test]
 fn a_far_step_up_is_bounded_by_what_young_rounds_cost_an_object_on_real_heaps() {
     // A process whose young rounds cost more per object the larger they are (a young
     // generation that outgrows the caches): gen1 rounds of 1.1 ms at 5,000/10/10 and 4.6 ms at

@@ -959,13 +959,6 @@ impl Collector {
     pub fn runs_per_s(&self) -> f64 {
         self.runs.or(0.0)
     }
-
-    /// About what a request of a service takes (ns): the time it wanted a CPU for each time it
-    /// was put on one. None until a window tells of both.
-    pub fn demand_per_run_ns(&self) -> Option<f64> {
-        let (demand, runs) = (self.demand.or(0.0), self.runs_per_s());
-        (demand > 0.0 && runs > 0.0).then(|| demand / runs * 1e9)
-    }
 }
 
 /// Whether a pause of generation `g` measured at `k` speaks for `c`: young ones whatever the
