@@ -913,6 +913,77 @@ fn a_frozen_twin_is_judged_by_the_pause_odds_this_process_measured() {
 }
 
 #[test]
+fn replay_shows_what_the_learned_model_did_and_where_decisions_differ() {
+    // The demo's advice recording replayed under a model that corrects every setting (at full
+    // weight, as advice earns it none): each decision that weighed a setting says what the model
+    // moved there, and the decisions that differ from the recorded ones are marked and listed.
+    let trace = fixture("demo-advice.ngc");
+    let replay = |args: &[&str]| {
+        let out = agent().arg("replay").arg(&trace).args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let model = fixture("prefer-5000.onnx");
+    let with = ["--model", model.as_str(), "--model-weight", "full"];
+    let decisions: Vec<Value> =
+        json_lines(&replay(&[&with[..], &["--json"]].concat()).lines().map(String::from).collect::<Vec<_>>())
+            .into_iter()
+            .filter(|l| l["type"] == "decision")
+            .collect();
+    let weighed: Vec<&Value> = decisions.iter().filter(|d| d["model"]["moved"].is_object()).collect();
+    assert!(weighed.len() >= 8, "{} of {} decisions weighed a setting", weighed.len(), decisions.len());
+    for d in &weighed {
+        assert_eq!(d["model"]["weight"], 1.0, "{d}");
+        let share = &d["model"]["moved"]["gc_share"];
+        assert!(share[0].as_f64().unwrap() > 0.0 && share[1].as_f64().unwrap() > 0.0, "{d}");
+        if d["change"] == true {
+            // A move names the setting it moved to.
+            let to = d["thresholds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.to_string())
+                .collect::<Vec<_>>()
+                .join("/");
+            assert!(d["model"]["moved"]["setting"].as_str().unwrap().starts_with(&to), "{d}");
+        }
+    }
+    // Somewhere the model moved a prediction by 5% or more.
+    let moved = |d: &&Value| {
+        let s = &d["model"]["moved"]["gc_share"];
+        (s[1].as_f64().unwrap() / s[0].as_f64().unwrap()).ln().abs() > 0.05
+    };
+    assert!(weighed.iter().any(moved), "{weighed:?}");
+    let text = replay(&with);
+    assert!(text.contains("the model (weight 1.00) moved "), "{text}");
+    let marked = text.lines().filter(|l| l.ends_with(" *")).count();
+    let listed = text
+        .lines()
+        .skip_while(|l| !l.starts_with("decided otherwise than recorded (*) at "))
+        .collect::<Vec<_>>()
+        .join(" ")
+        .matches(" s")
+        .count();
+    assert!(marked >= 1 && marked == listed, "{marked} marked, {listed} listed: {text}");
+    // A report of decisions that say what the model did gives its weight and its largest move.
+    let dir = scratch("replay-model");
+    let replayed = dir.join("replayed.jsonl");
+    std::fs::write(&replayed, replay(&[&with[..], &["--json"]].concat())).unwrap();
+    let report = agent().arg("report").arg(&replayed).output().unwrap();
+    let report = String::from_utf8_lossy(&report.stdout);
+    let section = report.split("\nthe learned model\n").nth(1).expect("a section on the model");
+    let section = section.replace("\n    ", " ");
+    let n = weighed.len();
+    assert!(section.starts_with(&format!("  in {n} decisions, weighed in {n}, weight 1.00")), "{report}");
+    assert!(section.contains("most at +") && section.contains("the model (weight 1.00) moved "), "{report}");
+    let _ = std::fs::remove_dir_all(&dir);
+    // The analytic model alone: nothing said of a learned one.
+    let alone = replay(&["--model", "none", "--json"]);
+    assert!(!alone.contains("\"model\":{\"weight"), "{alone}");
+    assert!(!replay(&["--model", "none"]).contains("the model ("));
+}
+
+#[test]
 fn replay_reads_a_process_attached_to_as_the_live_agent_did() {
     // The live agent reads a process it attached to by its age (from /proc): one that has run
     // for minutes has a warm heap, and a freeze need not wait out --freeze-after (5 s) of

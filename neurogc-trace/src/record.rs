@@ -364,6 +364,34 @@ pub struct Decision {
     /// hold in this window (absent: each could be held, or nothing was predicted).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unholdable: Vec<String>,
+    /// What the learned model did to this decision (absent: `--model none`, or no setting was
+    /// weighed in this window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelEffect>,
+}
+
+/// The learned model's part in a decision: the weight its corrections carried in this process,
+/// and what they moved for the setting the decision weighed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelEffect {
+    /// 0 to 1, earned as its corrections come true in this process; at 0 it was not asked.
+    pub weight: f64,
+    /// The setting weighed: the one moved to, or where nothing changed the best other (absent
+    /// where there was none, or the weight was 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved: Option<ModelMoved>,
+}
+
+/// What the learned corrections, weighed, moved one setting's prediction by.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelMoved {
+    /// "5000/10/10", "5000/10/10 frozen".
+    pub setting: String,
+    /// Its predicted GC share: the analytic model's, and as corrected.
+    pub gc_share: [f64; 2],
+    /// The factors (ln) applied to its predicted pauses of generations 0, 1 and 2 (the last to
+    /// the first full collection after a freeze too).
+    pub pause_ln: [f64; 3],
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

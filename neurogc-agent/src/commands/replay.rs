@@ -37,8 +37,11 @@ struct Tally {
     would_change: u64,
     recorded_changes: u64,
     recorded_decisions: u64,
-    /// Windows with a recorded decision whose thresholds the replayed policy matched.
+    /// Windows with a recorded decision whose thresholds and freeze the replayed policy matched.
     agree: u64,
+    /// When the others were (s into the trace): where another model or guard would have
+    /// decided otherwise.
+    differ_at: Vec<f64>,
 }
 
 pub fn run(opts: &Options) -> Result<()> {
@@ -126,7 +129,7 @@ pub fn run(opts: &Options) -> Result<()> {
         let plural = crate::text::plural;
         let summary = format!(
             "{}: {} recomputed identical to the recorded ones; the replayed policy would change the \
-             thresholds {} (the recorded run: {} of {}); same thresholds as the recorded decision in {} of {}",
+             thresholds {} (the recorded run: {} of {}); the same decision as recorded in {} of {}",
             plural(tally.windows, "window"),
             tally.identical,
             match tally.would_change {
@@ -139,6 +142,11 @@ pub fn run(opts: &Options) -> Result<()> {
             tally.recorded_decisions
         );
         writeln!(out, "{}", crate::text::wrap(&summary, 2))?;
+        if !tally.differ_at.is_empty() {
+            let at: Vec<String> = tally.differ_at.iter().map(|s| format!("{s:.1} s")).collect();
+            let differ = format!("decided otherwise than recorded (*) at {}", at.join(", "));
+            writeln!(out, "{}", crate::text::wrap(&differ, 2))?;
+        }
     }
     out.flush()?;
     if tally.identical < tally.windows {
@@ -153,10 +161,14 @@ pub fn run(opts: &Options) -> Result<()> {
 
 fn flush_row(out: &mut impl Write, row: Option<Row>, json: bool, tally: &mut Tally) -> Result<()> {
     let Some(row) = row else { return Ok(()) };
+    let differs = row.recorded.as_ref().is_some_and(|rec| !same_decision(rec, &row.would));
     if let Some(rec) = &row.recorded {
         tally.recorded_decisions += 1;
         tally.recorded_changes += u64::from(rec.change);
-        tally.agree += u64::from(rec.thresholds == row.would.thresholds);
+        tally.agree += u64::from(!differs);
+    }
+    if differs {
+        tally.differ_at.push(row.at_s);
     }
     if json {
         serde_json::to_writer(&mut *out, &Record::Decision(row.would))?;
@@ -164,17 +176,28 @@ fn flush_row(out: &mut impl Write, row: Option<Row>, json: bool, tally: &mut Tal
         return Ok(());
     }
     let verdict = |d: &Decision| verdict(d.change, d.thresholds, d.freeze);
-    // The row fits 80 columns; the replayed decision's reason goes under it.
+    // The row fits 80 columns; the replayed decision's reason goes under it, and what the
+    // learned model did to it.
     writeln!(
         out,
-        "{:>8.1}s  {:<14} {:<24} {}\n{}",
+        "{:>8.1}s  {:<14} {:<24} {}{}\n{}",
         row.at_s,
         row.in_force.map_or("unknown".to_owned(), crate::sinks::view::thresholds),
         row.recorded.as_ref().map_or("(observe: none)".to_owned(), verdict),
         verdict(&row.would),
+        if differs { " *" } else { "" },
         crate::text::block(&row.would.reason, 11)
     )?;
+    if let Some(m) = &row.would.model {
+        writeln!(out, "{}", crate::text::block(&crate::sinks::view::model_effect(m), 11))?;
+    }
     Ok(())
+}
+
+/// Whether two decisions come to the same: the same thresholds, and the same done to the freeze.
+fn same_decision(a: &Decision, b: &Decision) -> bool {
+    let freeze = |d: &Decision| d.change.then_some(d.freeze).flatten();
+    a.thresholds == b.thresholds && freeze(a) == freeze(b)
 }
 
 /// A decision in a table cell of at most 24 characters: "keep", or the thresholds it changes

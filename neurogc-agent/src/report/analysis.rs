@@ -3,7 +3,7 @@
 //! entry per window (for changes, rates and plots), and a coarse timeline for the plots.
 use std::{cmp::Reverse, collections::BinaryHeap};
 
-use neurogc_trace::{Attach, Collection, Record, Summary, Window};
+use neurogc_trace::{Attach, Collection, ModelEffect, Record, Summary, Window};
 use serde::Serialize;
 
 use crate::session::aggregate::Aggregate;
@@ -195,6 +195,8 @@ pub struct Analysis {
     /// Where the features the report uses sit in this trace's windows (from its attach record).
     at: FeatureAt,
     pub decisions: u64,
+    /// What the learned model did to the decisions, where they say (`Decision::model`).
+    pub model: Option<ModelTally>,
     pub actuations: u64,
     /// Bounded like the windows: a freeze is at most one per window.
     pub freezes: Vec<Freeze>,
@@ -208,6 +210,44 @@ pub struct Analysis {
     running: Running,
     /// Every thread a collection halted (`threads` records), up to `MAX_HALTED_TIDS`.
     halted_tids: std::collections::HashSet<u32>,
+}
+
+/// The learned model's part in a trace's decisions.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ModelTally {
+    /// Decisions that say what the model did.
+    pub decisions: u64,
+    /// Of them, those where it carried weight (it is asked only then).
+    pub weighed: u64,
+    /// Its weight at the last of them.
+    pub last_weight: f64,
+    /// The decision whose predicted GC share it moved most (by ratio).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub largest: Option<ModelMove>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelMove {
+    /// When (s into the trace).
+    pub at_s: f64,
+    pub effect: ModelEffect,
+}
+
+impl ModelTally {
+    fn add(&mut self, at_s: f64, m: &ModelEffect) {
+        self.decisions += 1;
+        self.weighed += u64::from(m.weight > 0.0);
+        self.last_weight = m.weight;
+        let moved = |m: &ModelEffect| {
+            m.moved
+                .as_ref()
+                .filter(|x| x.gc_share.iter().all(|s| *s > 0.0))
+                .map_or(0.0, |x| (x.gc_share[1] / x.gc_share[0]).ln().abs())
+        };
+        if moved(m) > self.largest.as_ref().map_or(0.0, |l| moved(&l.effect)) {
+            self.largest = Some(ModelMove { at_s, effect: m.clone() });
+        }
+    }
 }
 
 #[derive(Default)]
@@ -246,6 +286,7 @@ impl Analysis {
             neurogc_set: Vec::new(),
             at: FeatureAt::default(),
             decisions: 0,
+            model: None,
             actuations: 0,
             freezes: Vec::new(),
             stacks: Default::default(),
@@ -272,7 +313,13 @@ impl Analysis {
             }
             Record::Gc(c) => self.collection(c),
             Record::Window(w) => self.window(w),
-            Record::Decision(_) => self.decisions += 1,
+            Record::Decision(d) => {
+                self.decisions += 1;
+                if let Some(m) = &d.model {
+                    let at_s = d.ts_ns.saturating_sub(self.start_ns) as f64 / 1e9;
+                    self.model.get_or_insert_with(ModelTally::default).add(at_s, m);
+                }
+            }
             Record::Actuation(a) => {
                 self.actuations += 1;
                 if let (Some(t), "applied" | "finished" | "ready") = (a.thresholds, a.event.as_str()) {

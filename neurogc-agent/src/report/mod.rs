@@ -66,6 +66,9 @@ pub struct Report {
     pub findings: Vec<Finding>,
     pub windows: u64,
     pub decisions: u64,
+    /// What the learned model did to the decisions (absent: they do not say, `--model none`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<analysis::ModelTally>,
     pub actuations: u64,
 }
 
@@ -320,6 +323,7 @@ fn build(a: &Analysis, trace: TraceInfo) -> Report {
         findings: Vec::new(),
         windows: a.windows.len() as u64 + a.windows_dropped,
         decisions: a.decisions,
+        model: a.model.clone(),
         actuations: a.actuations,
     };
     report.findings = findings::findings(&report, a);

@@ -2,7 +2,7 @@
 //! otherwise. Both render the same `Frame`.
 use std::fmt::Write as _;
 
-use neurogc_trace::GenSummary;
+use neurogc_trace::{GenSummary, ModelEffect};
 
 use crate::{session::aggregate::Aggregate, text};
 
@@ -51,6 +51,36 @@ pub fn count(n: f64) -> String {
 /// Thresholds as people write them: "700/10/10".
 pub fn thresholds(t: [i64; 3]) -> String {
     format!("{}/{}/{}", t[0], t[1], t[2])
+}
+
+/// The learned model's part in a decision, in words: "the model (weight 0.60) moved
+/// 5000/10/10's predicted GC share from 8.1% to 6.3%", with the factors on its pauses where it
+/// moved them by a percent or more.
+pub fn model_effect(m: &ModelEffect) -> String {
+    let Some(moved) = &m.moved else {
+        return if m.weight > 0.0 {
+            format!("the model (weight {:.2}) weighed no other setting", m.weight)
+        } else {
+            "the model has no weight yet (none of its corrections has come true here)".to_owned()
+        };
+    };
+    let [analytic, corrected] = moved.gc_share.map(|s| s * 100.0);
+    let mut words = if format!("{analytic:.1}") == format!("{corrected:.1}") {
+        format!(
+            "the model (weight {:.2}) left {}'s predicted GC share at {analytic:.1}%",
+            m.weight, moved.setting
+        )
+    } else {
+        format!(
+            "the model (weight {:.2}) moved {}'s predicted GC share from {analytic:.1}% to {corrected:.1}%",
+            m.weight, moved.setting
+        )
+    };
+    if moved.pause_ln.iter().any(|k| k.abs() >= 0.01) {
+        let factors: Vec<String> = moved.pause_ln.iter().map(|k| format!("x{:.2}", k.exp())).collect();
+        words.push_str(&format!(", its pauses {}", factors.join("/")));
+    }
+    words
 }
 
 fn settings_text(f: &Frame) -> String {

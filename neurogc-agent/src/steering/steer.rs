@@ -346,6 +346,7 @@ impl Steering {
             predicted: None,
             check: None,
             unholdable: Vec::new(),
+            model: None,
         };
         // The controller starts from the thresholds the application had: the hook's (or
         // memory's) reading in act mode, the sample otherwise.
@@ -471,6 +472,8 @@ impl Steering {
         }
         // The model's part in the move just made, where deciding did not need to ask it.
         controller.learn_trial(&mut learned);
+        // Where a learned model corrects the analytic one (`--model none`: none to tell).
+        decision.model = verdict.model.filter(|_| self.model.is_some() && !self.model_failed);
         self.last = Some(decision.clone());
         Ok(decision)
     }

@@ -31,14 +31,16 @@
 //! verdict carries what would be done and its predicted effect, never a measured one.
 use std::borrow::Cow;
 
-use neurogc_trace::{Check, Effect, Observed, Predicted};
+use neurogc_trace::{Check, Effect, ModelEffect, ModelMoved, Observed, Predicted};
 
 use super::{
     budgets::{Budget, Budgets, GuardConfig, Misses},
     candidates::{self, Space},
     evidence::{Evidence, Observation, below_young},
     growth::{Kept, OwnGrowth, PaceCaps},
-    predict::{Candidate, Collector, Correction, FEATURE_COUNT, HORIZON_S, Prediction, Reading},
+    predict::{
+        Candidate, Collector, Correction, FEATURE_COUNT, HORIZON_S, MAX_CORRECTION, Prediction, Reading,
+    },
     trust::{Trial, Trust},
 };
 use crate::{sinks::view::thresholds, steering::actuate::ANSWERS_WITHIN};
@@ -99,6 +101,9 @@ pub struct Verdict {
     pub check: Option<Check>,
     /// Budgets no candidate setting was estimated to hold this window.
     pub unholdable: Vec<Budget>,
+    /// The learned model's weight here, and what it moved for the setting weighed (None where
+    /// no setting was weighed).
+    pub model: Option<ModelEffect>,
 }
 
 impl Verdict {
@@ -125,6 +130,7 @@ impl Verdict {
             effect,
             check,
             unholdable: Vec::new(),
+            model: None,
         }
     }
 }
@@ -517,6 +523,8 @@ enum Deferral {
 /// The decision, before it is put in a verdict.
 struct Choice {
     to: Scored,
+    /// The candidate other than the setting in force that scored best (None: there was none).
+    best_other: Option<Scored>,
     /// The setting in force's features (what a move's learned correction is relative to).
     here_row: [f32; FEATURE_COUNT],
     /// The setting in force's ln cost (what a move's predicted difference is relative to).
@@ -1380,7 +1388,24 @@ impl Controller {
             effect,
             check,
             unholdable,
+            model: Some(self.model_effect(if change {
+                Some(&choice.to)
+            } else {
+                choice.best_other.as_ref()
+            })),
         }
+    }
+
+    /// The learned model's part in a decision about `weighed` (the setting moved to, or the best
+    /// other where nothing changes): its weight, and what its corrections moved there.
+    fn model_effect(&self, weighed: Option<&Scored>) -> ModelEffect {
+        let weight = self.trust.weight();
+        let moved = weighed.filter(|_| weight > 0.0).map(|s| ModelMoved {
+            setting: s.c.to_string(),
+            gc_share: [s.analytic_share, (s.analytic_share * f64::from(s.applied[0]).exp()).min(1.0)],
+            pause_ln: std::array::from_fn(|g| f64::from(s.applied[g + 1])),
+        });
+        ModelEffect { weight, moved }
     }
 
     /// A move asked for is put in force once `r` shows it made (`Landing`), or once the

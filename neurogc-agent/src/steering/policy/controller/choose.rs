@@ -161,8 +161,11 @@ impl Controller {
         // pause from 200 to 40 ms): that is a miss told apart by more than noise.
         let given_up = self.give_up(&unholdable, &now, &scored);
         let (here_row, here_cost) = (now.row, now.ln_cost);
+        // What a decision to stay weighed the setting in force against: the best other.
+        let best_other = scored.iter().min_by(|a, b| a.objective.total_cmp(&b.objective)).copied();
         let choice = |to: Scored, budget: Option<Budget>, reason: String| Choice {
             to,
+            best_other,
             here_row,
             here_cost,
             budget,

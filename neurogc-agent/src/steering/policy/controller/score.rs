@@ -39,6 +39,9 @@ pub(super) struct Estimate {
     /// The learned correction of the GC share relative to the setting in force (ln, unweighted;
     /// NaN where the model was not asked: it carries no weight yet).
     pub(super) learned: f64,
+    /// The learned corrections as applied to the prediction: weighed by `Trust`, within the
+    /// bound (ln; 0 where the model was not asked). What the decision record says it moved.
+    pub(super) applied: Correction,
     /// The candidate's features: what the model is asked about it.
     pub(super) row: [f32; FEATURE_COUNT],
 }
@@ -63,6 +66,8 @@ pub(super) struct Scored {
     /// before `Trust`'s weight): what a move here will check.
     pub(super) analytic_share: f64,
     pub(super) learned: f64,
+    /// The learned corrections applied here (`Estimate::applied`).
+    pub(super) applied: Correction,
     pub(super) row: [f32; FEATURE_COUNT],
     pub(super) misses: Misses,
     /// ln cost (weighed by the share of time the process is busy) plus the weight of pauses
@@ -190,6 +195,7 @@ impl Controller {
             p,
             analytic_share: p.share,
             learned: not_asked,
+            applied: [0.0; 4],
             row: *row,
         };
         let Some(here) = k.first().filter(|_| k.len() == raw.len()).copied() else {
@@ -198,11 +204,17 @@ impl Controller {
         raw.into_iter()
             .zip(&k)
             .zip(&rows)
-            .map(|((p, k), row)| Estimate {
-                p: p.corrected(&std::array::from_fn(|i| (k[i] - here[i]) * w as f32)),
-                analytic_share: p.share,
-                learned: f64::from(k[0] - here[0]),
-                row: *row,
+            .map(|((p, k), row)| {
+                let applied: Correction = std::array::from_fn(|i| {
+                    ((k[i] - here[i]) * w as f32).clamp(-MAX_CORRECTION, MAX_CORRECTION)
+                });
+                Estimate {
+                    p: p.corrected(&applied),
+                    analytic_share: p.share,
+                    learned: f64::from(k[0] - here[0]),
+                    applied,
+                    row: *row,
+                }
             })
             .collect()
     }
@@ -705,6 +717,7 @@ impl Controller {
                     q_model: odds.model_share,
                     analytic_share: e.analytic_share,
                     learned: e.learned,
+                    applied: e.applied,
                     row: e.row,
                     misses,
                     objective,

@@ -1904,6 +1904,59 @@ fn the_learned_model_corrects_every_candidate_in_one_call_once_it_has_come_true_
 }
 
 #[test]
+fn every_decision_says_what_the_learned_model_moved_and_with_what_weight() {
+    // A model that puts a larger young generation's GC share lower and its young pauses longer,
+    // trusted from the start: each decision that weighed a setting names it, the share the
+    // analytic model gave it and the one corrected, and the factors on its pauses.
+    let d_ln_t0 = crate::steering::policy::predict::FEATURES.iter().position(|f| *f == "d_ln_t0").unwrap();
+    let mut learned = |rows: &[[f32; FEATURE_COUNT]]| -> Vec<Correction> {
+        rows.iter().map(|f| [-0.5 * f[d_ln_t0], 0.2 * f[d_ln_t0], 0.0, 0.0]).collect()
+    };
+    let mut c = Controller::new(cost_only(), [700, 10, 10], true);
+    c.trust = Trust::full();
+    let (mut moves, mut stays) = (0, 0);
+    for w in 1..=12 {
+        let here = c.thresholds();
+        let v = c.step(&mut learned, &SERVICE.reading(here, w));
+        let Some(m) = v.model.clone() else { continue };
+        // The weight the corrections carried: full at first, less once a move measured short.
+        let w = m.weight;
+        assert_eq!(w, c.trust.weight(), "{v:?}");
+        let Some(moved) = m.moved else {
+            assert_eq!(w, 0.0, "{v:?}");
+            continue;
+        };
+        let t0: i64 = moved.setting.split('/').next().unwrap().parse().unwrap();
+        let d = (t0 as f64 / here[0] as f64).ln();
+        // Within the bound on any one correction (a factor of 10).
+        let applied = |k: f64| k.clamp(-std::f64::consts::LN_10, std::f64::consts::LN_10);
+        let [analytic, corrected] = moved.gc_share;
+        let expected = (analytic * applied(-0.5 * d * w).exp()).min(1.0);
+        assert!((corrected - expected).abs() < 1e-5 * analytic.max(1e-9), "{moved:?}");
+        assert!((moved.pause_ln[0] - applied(0.2 * d * w)).abs() < 1e-4, "{moved:?}");
+        if v.change {
+            moves += 1;
+            assert_eq!(
+                moved.setting,
+                thresholds(v.thresholds) + " frozen".repeat(usize::from(c.frozen())).as_str()
+            );
+        } else {
+            // A decision to stay weighed the best other setting.
+            stays += 1;
+            assert!(moved.setting != thresholds(here) || c.frozen(), "{v:?}");
+        }
+    }
+    assert!(moves >= 1 && stays >= 1, "{moves} moves, {stays} stays");
+    // With no weight, the decision says so and names nothing moved.
+    let mut c = Controller::new(cost_only(), [700, 10, 10], true);
+    let v = (1..=4)
+        .map(|w| c.step(&mut learned, &SERVICE.reading(c.thresholds(), w)))
+        .find(|v| v.model.is_some());
+    let m = v.and_then(|v| v.model).expect("a setting weighed");
+    assert_eq!((m.weight, m.moved), (0.0, None));
+}
+
+#[test]
 fn a_move_made_without_the_model_asks_it_afterwards_what_the_move_will_check() {
     let d_ln_t0 = crate::steering::policy::predict::FEATURES.iter().position(|f| *f == "d_ln_t0").unwrap();
     let asked = std::cell::RefCell::new(Vec::new());

@@ -66,7 +66,7 @@ pub type Correction = [f32; 4];
 
 /// A learned correction moves a prediction by at most this factor either way: a model trained on
 /// other processes does not outvote this one's own measurements by more.
-const MAX_CORRECTION: f32 = std::f32::consts::LN_10;
+pub(super) const MAX_CORRECTION: f32 = std::f32::consts::LN_10;
 
 /// A decaying average that starts from its first sample.
 #[derive(Debug, Clone, Copy, Default)]
