@@ -70,7 +70,19 @@ pub fn run_training(opts: &Options) -> Result<()> {
         .arg(root.join("training/train.py"))
         .arg(&traces)
         .arg(root.join("models/default.onnx"))
-        .arg(root.join("models/MODEL_CARD.md")))
+        .arg(root.join("models/MODEL_CARD.md"))
+        .arg(labels_build()?))
+}
+
+/// The commit the replaying agent was built from (with "+changes" where the work tree differs
+/// from it): the analytic model whose errors the labels are.
+fn labels_build() -> Result<String> {
+    let git = |args: &[&str]| Command::new("git").args(args).current_dir(workspace_root()).output();
+    let head = git(&["rev-parse", "--short=12", "HEAD"]).context("git rev-parse")?;
+    anyhow::ensure!(head.status.success(), "git rev-parse HEAD failed");
+    let dirty = !git(&["status", "--porcelain", "--untracked-files=no"])?.stdout.is_empty();
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_owned();
+    Ok(if dirty { format!("{head}+changes") } else { head })
 }
 
 fn record(agent: &Path, python: &str, traces: &Path, family: &str, seed: u32, seconds: u32) -> Result<()> {
