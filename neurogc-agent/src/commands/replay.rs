@@ -40,7 +40,8 @@ struct Tally {
     /// Windows with a recorded decision whose thresholds and freeze the replayed policy matched.
     agree: u64,
     /// When the others were (s into the trace): where another model or guard would have
-    /// decided otherwise.
+    /// decided otherwise, or, for a recording made in act mode, where acting changed what came
+    /// after.
     differ_at: Vec<f64>,
 }
 

@@ -61,7 +61,7 @@ pub fn model_effect(m: &ModelEffect) -> String {
         return if m.weight > 0.0 {
             format!("the model (weight {:.2}) weighed no other setting", m.weight)
         } else {
-            "the model has no weight yet (none of its corrections has come true here)".to_owned()
+            "the model has no weight here yet: it earns it as moves bear its corrections out".to_owned()
         };
     };
     let [analytic, corrected] = moved.gc_share.map(|s| s * 100.0);
