@@ -368,6 +368,9 @@ def main():
         "- No freezes in the exploration: an observing agent cannot count frozen objects; the",
         "  freeze's effect is predicted by the analytic model alone.",
         "- Full collections are rare in 20 s recordings: the pause2 output has the fewest labels.",
+        "- Its weight is earned in act mode only, where a move's first clean window checks its",
+        "  correction: advice (and replay) makes no move, so it stays at 0 there unless",
+        "  `--model-weight full`. Every decision record says the weight and what it moved.",
     ]
     open(card_path, "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))

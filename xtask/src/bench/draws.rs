@@ -89,6 +89,10 @@ struct Score {
     /// Whether the agent changed anything in the target (a threshold move or a freeze); an act
     /// run that did not collected as the defaults do (not cached).
     acted: bool,
+    /// What the agent did to the target, in order ("applied 5000/10/10", "frozen"), as a
+    /// fingerprint (`fingerprint`; 0 for nothing): two agent arms that did the same in every
+    /// round behaved alike, and their ratio is noise (not cached).
+    actions: u64,
 }
 
 impl Score {
@@ -110,6 +114,7 @@ impl Score {
             longest_ms: v["longest_ms"].as_f64()?,
             total_s: f64::NAN,
             acted: false,
+            actions: 0,
         })
     }
 }
@@ -195,28 +200,52 @@ fn run_once(draw: &Draw, config: Config, warmup: f64, jsonl: &Path) -> Result<Sc
     lat.sort_by(f64::total_cmp);
     // The longest pause of each generation since the measured part began (workload.stats()).
     let longest = (0..3).map(|g| r["pauses"][g][2].as_f64().unwrap_or(0.0) / 1e6).fold(0.0, f64::max);
+    let actions = if matches!(config, Config::Act | Config::Rules) { actions(jsonl)? } else { Vec::new() };
+    let acted = actions.iter().any(|a| a.starts_with("applied") || a == "frozen");
     Ok(Score {
         value: if service { steer::quantile(&lat, 0.99) } else { r["total_s"].as_f64().unwrap_or(f64::NAN) },
         peak_rss_mib: r["peak_rss_bytes"].as_f64().unwrap_or(0.0) / 1048576.0,
         full: r["collections"][2].as_u64().unwrap_or(0),
         longest_ms: longest,
         total_s: r["total_s"].as_f64().unwrap_or(f64::NAN),
-        acted: matches!(config, Config::Act | Config::Rules) && acted(jsonl)?,
+        acted,
+        actions: fingerprint(&actions),
     })
 }
 
-/// Whether the agent's records say it changed the target: a move applied or a freeze made.
-fn acted(jsonl: &Path) -> Result<bool> {
+/// What the agent's records say it did to the target, in order: moves applied ("applied
+/// 5000/10/10"), freezes made and undone.
+fn actions(jsonl: &Path) -> Result<Vec<String>> {
     let file = std::fs::File::open(jsonl).with_context(|| format!("opening {}", jsonl.display()))?;
     let mut reader = TraceReader::new(BufReader::new(file))?;
+    let mut out = Vec::new();
     while let Some(record) = reader.next()? {
-        if let Record::Actuation(a) = record
-            && (a.event == "applied" || a.event == "frozen")
-        {
-            return Ok(true);
+        if let Record::Actuation(a) = record {
+            match (a.event.as_str(), a.thresholds) {
+                ("applied", Some(t)) => out.push(format!("applied {}/{}/{}", t[0], t[1], t[2])),
+                ("frozen" | "unfrozen", _) => out.push(a.event),
+                _ => {}
+            }
         }
     }
-    Ok(false)
+    Ok(out)
+}
+
+/// FNV-1a over the actions in order (0 where there were none): equal for equal sequences.
+fn fingerprint(actions: &[String]) -> u64 {
+    if actions.is_empty() {
+        return 0;
+    }
+    actions
+        .iter()
+        .flat_map(|a| a.bytes().chain([0]))
+        .fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Whether two agent arms did the same to the target in every round: their scores differ by
+/// the noise between runs alone.
+fn alike(a: &[Score], b: &[Score]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.actions == y.actions)
 }
 
 /// Whether an agent arm changed the target in any round.
@@ -613,7 +642,9 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
             a / d,
             a / o,
             a / grid,
-            rules.map_or(String::new(), |x| format!(" {x:.2}x |")),
+            rules.map_or(String::new(), |x| {
+                format!(" {x:.2}x{} |", if alike(&r.act, &r.rules) { " (alike)" } else { "" })
+            }),
             rss_a / rss_d,
             long_a,
             long_d
@@ -691,13 +722,22 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
         ));
     }
     if let Some(ThirdArm { what, label, .. }) = &third {
+        let alike: Vec<u64> = results
+            .iter()
+            .filter(|r| !r.rules.is_empty() && alike(&r.act, &r.rules))
+            .map(|r| r.seed)
+            .collect();
         out.push_str(&format!(
             "\nThe third arm, {what}, run interleaved with the others: {label} / oracle: {}; \
              where either arm pauses for \
              {GC_MATTERS_MS} ms or more: {}. Worse than the defaults by > 5%: {rules_harm}, of \
-             the draws where it changed something.\n",
+             the draws where it changed something. \"(alike)\": it did to the target what act did, \
+             in every round, so the two differ by noise alone: {} of {} draws{}.\n",
             spread(&rules_regrets),
-            spread(&rules_gc_regrets)
+            spread(&rules_gc_regrets),
+            alike.len(),
+            results.len(),
+            if alike.is_empty() { String::new() } else { format!(" ({alike:?})") }
         ));
     }
     out
@@ -717,8 +757,28 @@ mod tests {
                 longest_ms: 0.0,
                 total_s,
                 acted,
+                actions: 0,
             })
             .collect()
+    }
+
+    #[test]
+    fn two_arms_are_alike_only_where_they_did_the_same_in_every_round() {
+        let arm = |rounds: &[&[&str]]| -> Vec<Score> {
+            rounds
+                .iter()
+                .map(|acts| Score {
+                    actions: fingerprint(&acts.iter().map(|a| a.to_string()).collect::<Vec<_>>()),
+                    ..timed(&[(1.0, 20.0)], !acts.is_empty())[0]
+                })
+                .collect()
+        };
+        let act = arm(&[&["applied 5000/10/10", "frozen"], &["frozen"]]);
+        assert!(alike(&act, &arm(&[&["applied 5000/10/10", "frozen"], &["frozen"]])));
+        // One round told apart is enough: so is a move to another setting, or none at all.
+        assert!(!alike(&act, &arm(&[&["applied 5000/10/10", "frozen"], &["applied 2000/10/10"]])));
+        assert!(!alike(&act, &arm(&[&[], &["frozen"]])));
+        assert!(!alike(&act, &arm(&[&["applied 5000/10/10", "frozen"]])));
     }
 
     #[test]
