@@ -222,7 +222,10 @@ fn actions(jsonl: &Path) -> Result<Vec<String>> {
     while let Some(record) = reader.next()? {
         if let Record::Actuation(a) = record {
             match (a.event.as_str(), a.thresholds) {
-                ("applied", Some(t)) => out.push(format!("applied {}/{}/{}", t[0], t[1], t[2])),
+                ("applied", t) => out.push(match t {
+                    Some(t) => format!("applied {}/{}/{}", t[0], t[1], t[2]),
+                    None => "applied".to_owned(),
+                }),
                 ("frozen" | "unfrozen", _) => out.push(a.event),
                 _ => {}
             }
