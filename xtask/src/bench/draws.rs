@@ -730,6 +730,25 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
             .filter(|r| !r.rules.is_empty() && alike(&r.act, &r.rules))
             .map(|r| r.seed)
             .collect();
+        // Act against the third arm round by round, every draw's rounds pooled: the oracle is
+        // common to both, so this is act / oracle against theirs; and again without the draws
+        // where the two did the same, whose ratios are noise alone.
+        let paired = |skip_alike: bool| {
+            let pairs: Vec<(f64, f64)> = results
+                .iter()
+                .filter(|r| !(skip_alike && alike.contains(&r.seed)))
+                .flat_map(|r| r.act.iter().zip(&r.rules).map(|(a, b)| (a.value, b.value)))
+                .collect();
+            let (a, b): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
+            super::measure::paired_ratio(&a, &b).map_or("too few rounds".to_owned(), |(g, lo, hi)| {
+                format!("{g:.3}x (90% interval {lo:.3}-{hi:.3}) over {} rounds", pairs.len())
+            })
+        };
+        out.push_str(&format!(
+            "\nAct / {label}, paired round by round over every draw: {}; without the alike draws: {}.\n",
+            paired(false),
+            paired(true)
+        ));
         out.push_str(&format!(
             "\nThe third arm, {what}, run interleaved with the others: {label} / oracle: {}; \
              where either arm pauses for \
