@@ -234,6 +234,22 @@ pub struct ModelMove {
 }
 
 impl ModelTally {
+    /// In words, for the text and HTML reports alike: "in 15 decisions, weighed in 15, weight
+    /// 1.00 at the last; most at +3.0 s: the model (weight 1.00) moved …".
+    pub fn words(&self) -> String {
+        let mut words = format!(
+            "in {}, weighed in {}, weight {:.2} at the last",
+            crate::text::plural(self.decisions, "decision"),
+            self.weighed,
+            self.last_weight
+        );
+        if let Some(most) = &self.largest {
+            let moved = crate::sinks::view::model_effect(&most.effect);
+            words.push_str(&format!("; most at +{:.1} s: {moved}", most.at_s));
+        }
+        words
+    }
+
     fn add(&mut self, at_s: f64, m: &ModelEffect) {
         self.decisions += 1;
         self.weighed += u64::from(m.weight > 0.0);

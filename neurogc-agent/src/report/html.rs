@@ -485,16 +485,7 @@ th:first-child,td:first-child{{text-align:left}}svg text{{font-size:11px;fill:#4
         s.push_str("</table>");
     }
     if let Some(m) = &r.model {
-        let _ = write!(
-            s,
-            "<h2>The learned model</h2><p>In {} decisions, weighed in {}, weight {:.2} at the last.",
-            m.decisions, m.weighed, m.last_weight
-        );
-        if let Some(most) = &m.largest {
-            let words = crate::sinks::view::model_effect(&most.effect);
-            let _ = write!(s, " Most at +{:.1} s: {}.", most.at_s, esc(&words));
-        }
-        s.push_str("</p>");
+        let _ = write!(s, "<h2>The learned model</h2><p>Its part: {}.</p>", esc(&m.words()));
     }
     if !r.freezes.is_empty() {
         s.push_str("<h2>neurogc's freezes</h2><table><tr><th>at</th><th>event</th><th>objects frozen after</th></tr>");

@@ -184,17 +184,7 @@ pub fn render(r: &Report) -> String {
         }
     }
     if let Some(m) = &r.model {
-        let mut line = format!(
-            "  in {}, weighed in {}, weight {:.2} at the last",
-            crate::text::plural(m.decisions, "decision"),
-            m.weighed,
-            m.last_weight
-        );
-        if let Some(most) = &m.largest {
-            let words = crate::sinks::view::model_effect(&most.effect);
-            line.push_str(&format!("; most at +{:.1} s: {words}", most.at_s));
-        }
-        let _ = writeln!(s, "\nthe learned model\n{}", text::wrap(&line, 4));
+        let _ = writeln!(s, "\nthe learned model\n{}", text::wrap(&format!("  {}", m.words()), 4));
     }
     let _ = writeln!(s, "\nfindings");
     if r.findings.is_empty() {

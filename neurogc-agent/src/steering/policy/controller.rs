@@ -1397,12 +1397,13 @@ impl Controller {
     }
 
     /// The learned model's part in a decision about `weighed` (the setting moved to, or the best
-    /// other where nothing changes): its weight, and what its corrections moved there.
+    /// other where nothing changes): its weight, and what its corrections moved there (scoring
+    /// leaves the corrected GC share as `Prediction::corrected` made it).
     fn model_effect(&self, weighed: Option<&Scored>) -> ModelEffect {
         let weight = self.trust.weight();
         let moved = weighed.filter(|_| weight > 0.0).map(|s| ModelMoved {
             setting: s.c.to_string(),
-            gc_share: [s.analytic_share, (s.analytic_share * f64::from(s.applied[0]).exp()).min(1.0)],
+            gc_share: [s.analytic_share, s.p.share],
             pause_ln: std::array::from_fn(|g| f64::from(s.applied[g + 1])),
         });
         ModelEffect { weight, moved }
