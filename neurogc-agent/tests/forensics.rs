@@ -232,6 +232,7 @@ fn sample(ts_ns: u64, rss_mib: u64, t0: i64) -> Sample {
         freeze_count: None,
         older_counts: None,
         long_lived: None,
+        frozen: None,
         runq_ns: None,
         runs: None,
     }

@@ -541,3 +541,42 @@ fn the_old_generation_is_read_as_the_interpreter_counts_it() {
         Vec::new()
     });
 }
+
+/// The application's own gc.freeze() and gc.unfreeze(), read from the permanent generation's
+/// list head with every sample: what advise mode and the learned model's training recordings
+/// know of a freeze that is not neurogc's. Free-threaded builds keep no such list, and 3.12 keeps
+/// immortal objects in it too: nothing read there.
+#[test]
+fn the_applications_own_freeze_is_read_from_memory() {
+    for_each_python(|py| {
+        let target = py.command(&["--seconds", "0.3", "--freeze-cycle", "0.8"]);
+        let (lines, err_lines) =
+            match launched(py, &["--json", "--interval", "0.2", "--duration", "120"], &target) {
+                Ok(out) => out,
+                Err(e) => return e,
+            };
+        let report = report_of(&err_lines);
+        let read: Vec<&Value> =
+            lines.iter().filter(|l| l["type"] == "window").map(|l| &l["sample"]["frozen"]).collect();
+        if py.free_threaded || report["version"].as_str().is_some_and(|v| v.starts_with("3.12.")) {
+            return match read.iter().find(|f| !f.is_null()) {
+                Some(f) => {
+                    vec![format!("{}: frozen read as {f} where the list says nothing of a freeze", py.name)]
+                }
+                None => Vec::new(),
+            };
+        }
+        // Each phase lasts four windows; the reading changes with it, and only with it.
+        let mut seen: Vec<bool> = Vec::new();
+        for f in read.iter().filter_map(|f| f.as_bool()) {
+            if seen.last() != Some(&f) {
+                seen.push(f);
+            }
+        }
+        let want = vec![false, true, false];
+        if seen != want {
+            return vec![format!("{}: frozen read as {seen:?} (windows {read:?}), want {want:?}", py.name)];
+        }
+        Vec::new()
+    });
+}

@@ -338,6 +338,7 @@ mod tests {
                 freeze_count: None,
                 older_counts: None,
                 long_lived: None,
+                frozen: None,
                 runq_ns: None,
                 runs: None,
             },

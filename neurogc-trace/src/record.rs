@@ -263,6 +263,11 @@ pub struct Sample {
     /// `long_lived_pending` (promoted into it since), on builds that keep them (3.8–3.13).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub long_lived: Option<[i64; 2]>,
+    /// Whether the permanent generation holds objects (`gc.freeze()`'s, the application's or
+    /// neurogc's), read from its list head where the layout places it (not free-threaded
+    /// builds). `freeze_count` says how many where the act-mode hook has counted them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frozen: Option<bool>,
     /// Time its threads have waited for a CPU so far (schedstat's run-queue delay), where the
     /// kernel keeps it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -562,6 +567,7 @@ mod tests {
             freeze_count: None,
             older_counts: None,
             long_lived: None,
+            frozen: None,
             runq_ns: None,
             runs: None,
         };

@@ -95,6 +95,8 @@ def main():
     p.add_argument("--bare", action="store_true", help="keep nothing: collections find a near-empty "
                    "heap and are short, so that with --manual 1 threads enter the collector together")
     p.add_argument("--heap", type=int, default=0, help="keep this many more long-lived containers")
+    p.add_argument("--freeze-cycle", type=float, default=0.0, help="after the report, hold still "
+                   "this long, then gc.freeze() and hold, then gc.unfreeze() and hold")
     args = p.parse_args()
     heap = [[None] for _ in range(args.heap)]  # noqa: F841 (kept alive until the exit)
     if args.threshold:
@@ -158,6 +160,12 @@ def main():
         report["counts"] = list(gc.get_count())
     sys.stdout.write(json.dumps(report) + "\n")
     sys.stdout.flush()
+    if args.freeze_cycle:
+        time.sleep(args.freeze_cycle)
+        gc.freeze()
+        time.sleep(args.freeze_cycle)
+        gc.unfreeze()
+        time.sleep(args.freeze_cycle)
     if args.linger:
         time.sleep(args.linger)
     os._exit(0)

@@ -237,6 +237,7 @@ fn sample(pid: i32, gc: &GcStatus, clock: &Clock, freeze_count: Option<i64>) -> 
         freeze_count,
         older_counts: settings.map(|s| [1, 2].map(|g| i64::from(s.counts[g]))),
         long_lived: settings.and_then(|s| s.long_lived),
+        frozen: settings.and_then(|s| s.frozen),
         runq_ns: proc.as_ref().map(|p| p.runq_ns),
         runs: proc.map(|p| p.runs),
     }

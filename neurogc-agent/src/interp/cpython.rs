@@ -312,7 +312,7 @@ impl Interpreter {
     pub fn gc_layout(&self) -> Option<GcLayout> {
         Some(match self.row()?.gc? {
             Gc::Known(layout) => layout,
-            Gc::Published { generations, long_lived } => {
+            Gc::Published { generations, long_lived, permanent } => {
                 let dbg = self.gc_debug?;
                 let (young_slots, old_slots) = dbg.ring_slots()?;
                 GcLayout {
@@ -322,6 +322,7 @@ impl Interpreter {
                     size: dbg.size,
                     long_lived: long_lived.and_then(|(size, at)| (dbg.size == size).then_some(at)),
                     lists: true,
+                    permanent,
                 }
             }
         })

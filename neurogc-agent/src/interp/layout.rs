@@ -22,6 +22,9 @@ pub struct GcState {
     pub long_lived: Option<u64>,
     /// A free-threaded build's state: threads enter the collector at once (see `events::Counted`).
     pub free_threaded: bool,
+    /// Offset of the permanent generation's list head, where the layout has one and it was
+    /// found linked.
+    pub permanent: Option<u64>,
 }
 
 /// Thresholds and counts, read from memory.
@@ -33,6 +36,10 @@ pub struct GcSettings {
     /// `long_lived_total` and `long_lived_pending`, where the build has them and they are
     /// plausible.
     pub long_lived: Option<[i64; 2]>,
+    /// Whether `gc.freeze()` has left objects in the permanent generation (its head links to
+    /// something else than itself), where the layout locates it. Not how many: counting them
+    /// walks the list, as `gc.get_freeze_count()` does.
+    pub frozen: Option<bool>,
 }
 
 /// The GC state's location in the running process, link-time addresses already biased.
@@ -110,11 +117,15 @@ impl GcLocator {
                 check_rings(pid, u64_at(&gc, pointer as usize), &self.layout.stats)?
             }
         }
+        // Only gc.freeze() and gc.unfreeze() relink it, under the GIL: a head read as not linked
+        // is a layout not as measured, and the reading goes without it.
+        let permanent = self.layout.permanent.filter(|&at| linked(pid, address + at));
         Ok(Some(GcState {
             address,
             generations,
             long_lived: self.layout.long_lived,
             free_threaded: !self.layout.lists,
+            permanent,
         }))
     }
 }
@@ -126,14 +137,16 @@ impl GcLocator {
 fn linked_heads(pid: i32, first: u64) -> Result<()> {
     for i in 0..3u64 {
         let head = first + i * GEN_STRIDE;
-        let linked = read_u64(pid, head)
-            .and_then(|next| read_u64(pid, next + 8))
-            .is_ok_and(|prev| prev & PREV_MASK == head);
-        if !linked {
+        if !linked(pid, head) {
             bail!("generation {i} list head at {head:#x} is not a linked list head");
         }
     }
     Ok(())
+}
+
+/// `head->next->prev == head`: a list head (an empty one links to itself).
+fn linked(pid: i32, head: u64) -> bool {
+    read_u64(pid, head).and_then(|next| read_u64(pid, next + 8)).is_ok_and(|prev| prev & PREV_MASK == head)
 }
 
 /// A free-threaded build's state: no list is linked (the three heads and `generation0` stay
@@ -209,10 +222,12 @@ impl GcState {
         self.threshold_address(0) + 4
     }
 
-    /// Bytes from `address` that hold the generations and the long-lived counters: one read.
+    /// Bytes from `address` that hold the generations, the long-lived counters and the
+    /// permanent generation's `next`: one read.
     fn span(&self) -> usize {
         let generations = self.generations + 3 * GEN_STRIDE;
-        self.long_lived.map_or(generations, |at| generations.max(at + 16)) as usize
+        let counters = self.long_lived.map_or(generations, |at| generations.max(at + 16));
+        self.permanent.map_or(counters, |at| counters.max(at + 8)) as usize
     }
 
     pub fn read_settings(&self, pid: i32) -> Result<GcSettings> {
@@ -232,10 +247,12 @@ impl GcState {
             let v = [i64_at(buf, off as usize), i64_at(buf, off as usize + 8)];
             v.iter().all(|x| (0..1 << 40).contains(x)).then_some(v)
         });
+        let frozen = self.permanent.map(|at| u64_at(buf, at as usize) != self.address + at);
         Ok(GcSettings {
             thresholds: [at(0, 0), at(1, 0), at(2, 0)],
             counts: [at(0, 4), at(1, 4), at(2, 4)],
             long_lived,
+            frozen,
         })
     }
 }

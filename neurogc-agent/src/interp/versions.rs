@@ -59,6 +59,10 @@ pub struct GcLayout {
     /// The generations' list heads link the tracked objects (false on free-threaded builds,
     /// which find objects by walking mimalloc's heaps: the heads stay zero).
     pub lists: bool,
+    /// The permanent generation's list head (`gc.freeze()` moves every tracked object there):
+    /// linked to itself while nothing is frozen. None where not measured, or not a list
+    /// (free-threaded builds mark frozen objects instead).
+    pub permanent: Option<u64>,
 }
 
 /// How to name a code object and place an instruction in it.
@@ -195,10 +199,12 @@ pub enum Gc {
     Known(GcLayout),
     /// 3.15+: the generations at `generations`, the statistics as rings whose pointer, the
     /// state's size and the rings' size `_Py_DebugOffsets.gc` publishes; the long-lived counters
-    /// at `long_lived.1` where the state is `long_lived.0` bytes (the size they were measured at).
+    /// at `long_lived.1` where the state is `long_lived.0` bytes (the size they were measured at);
+    /// the permanent generation's head at `permanent`, where measured.
     Published {
         generations: u64,
         long_lived: Option<(u64, u64)>,
+        permanent: Option<u64>,
     },
 }
 
@@ -309,9 +315,10 @@ const CODE_38: CodeLayout = CodeLayout {
     ..CODE_311
 };
 
-/// 3.8–3.13's GC state: `generations[3]` at 24, `generation0` at 96, the statistics inline at
-/// 128, `long_lived_total`/`_pending` after `callbacks` (threshold0 + 184; + 188 where Debian's
-/// 3.13 puts the generations at 20: the counters stay at 224).
+/// 3.8–3.13's GC state: `generations[3]` at 24, `generation0` at 96, the permanent generation
+/// at 104, the statistics inline at 128, `long_lived_total`/`_pending` after `callbacks`
+/// (threshold0 + 184; + 188 where Debian's 3.13 puts the generations at 20: the counters and the
+/// permanent generation stay put).
 const GC_38: GcLayout = GcLayout {
     stats: StatsAt::Inline(128),
     gen0_ptr: Some(96),
@@ -319,6 +326,7 @@ const GC_38: GcLayout = GcLayout {
     size: 240,
     long_lived: Some(224),
     lists: true,
+    permanent: Some(104),
 };
 
 const fn counted(queue: u64, tstate_ptr: u64, eval_breaker: u64, published: bool) -> Pending {
@@ -406,9 +414,13 @@ pub const TABLE: [Row; 10] = [
         pending: Some(ring(Base::MainInterp(112), RING_39, 536, Base::MainInterp(100))),
         ..DEFAULT
     },
+    // 3.12's collector moves the immortal objects it meets into the permanent generation
+    // (375 of them by the first prompt, back after a gc.unfreeze()): there it says nothing of a
+    // freeze.
     Row {
         minor: 12,
         state: StateAt::MainInterp { main_ptr: 48, gc: 112 },
+        gc: Some(Gc::Known(GcLayout { permanent: None, ..GC_38 })),
         walk: Some(Walk { frame_at: 56, cframe_at: 0, ..interpreter_frames(384, 70) }),
         code: Some(CodeLayout { bytecode: Some(192), ..CODE_311 }),
         pending: Some(ring(Base::Runtime(2016), RING_312, 544, Base::MainInterp(368))),
@@ -429,7 +441,7 @@ pub const TABLE: [Row; 10] = [
     Row {
         minor: 13,
         build: Build::FreeThreaded,
-        gc: Some(Gc::Known(GcLayout { gen0_ptr: None, size: 248, lists: false, ..GC_38 })),
+        gc: Some(Gc::Known(GcLayout { gen0_ptr: None, size: 248, lists: false, permanent: None, ..GC_38 })),
         walk: Some(Walk { via: tstate_via::COLLECTOR_ARG, ..interpreter_frames(16, 70) }),
         walk_published_only: true,
         code: Some(CodeLayout { bytecode: Some(200), ascii_data: 56, compact_data: 72, ..CODE_311 }),
@@ -446,6 +458,7 @@ pub const TABLE: [Row; 10] = [
             stats: StatsAt::Inline(120),
             gen0_ptr: None,
             long_lived: None,
+            permanent: None,
             ..GC_38
         })),
         walk: Some(interpreter_frames(16, 74)),
@@ -455,7 +468,8 @@ pub const TABLE: [Row; 10] = [
         ..DEFAULT
     },
     // 3.14.5+ went back to 3.13's collector; its counters moved behind the statistics
-    // (gc_counters.py on 3.14.10: threshold0 + 200).
+    // (gc_counters.py on 3.14.10: threshold0 + 200), `generation0` behind them, and the
+    // permanent generation to right after the generations (threshold0 + 56).
     Row {
         minor: 14,
         gc: Some(Gc::Known(GcLayout {
@@ -463,6 +477,7 @@ pub const TABLE: [Row; 10] = [
             gen0_ptr: Some(256),
             size: 264,
             long_lived: Some(240),
+            permanent: Some(96),
             ..GC_38
         })),
         walk: Some(interpreter_frames(16, 74)),
@@ -474,10 +489,11 @@ pub const TABLE: [Row; 10] = [
     },
     // 3.15: generations[3] and the permanent generation from 8 (after `enabled`, `debug`); the
     // long-lived counters where gc_counters.py found them on 3.15.2 (threshold0 + 128), trusted
-    // only where the state is 3.15.2's size (176).
+    // only where the state is 3.15.2's size (176); the permanent generation right after the
+    // generations (threshold0 + 56).
     Row {
         minor: 15,
-        gc: Some(Gc::Published { generations: 8, long_lived: Some((176, 152)) }),
+        gc: Some(Gc::Published { generations: 8, long_lived: Some((176, 152)), permanent: Some(80) }),
         walk: Some(interpreter_frames(16, 74)),
         code: Some(CodeLayout { bytecode: Some(208), tag_mask: 7, ..CODE_311 }),
         pending: Some(counted(2976, 968, 24, true)),
@@ -524,7 +540,7 @@ pub fn row(minor: u32, build: Build) -> Option<Row> {
             let n = row(newest, build)?;
             let gc = match n.gc {
                 Some(Gc::Published { generations, .. }) => {
-                    Some(Gc::Published { generations, long_lived: None })
+                    Some(Gc::Published { generations, long_lived: None, permanent: None })
                 }
                 _ => None,
             };

@@ -379,14 +379,15 @@ impl Steering {
             };
         // Freezing needs code run in the target (the hook actuator) and an empty permanent
         // generation: gc.unfreeze() releases all of it, so neurogc could not undo only its own
-        // freeze (CPython 3.12 starts with 375 objects there: no freeze on 3.12). Act mode
-        // has the hook's gc.get_freeze_count(); advise mode only the sample's reading.
+        // freeze (CPython 3.12's collector moves immortal objects there: no freeze on 3.12). Act mode
+        // has the hook's gc.get_freeze_count(); advise mode the permanent generation's head, read
+        // from memory with every sample.
         if !controller.frozen() {
             let app_froze = match self.mode {
                 Mode::Act => {
                     self.actuator_kind != ActuatorKind::Hook || self.freeze_count.is_none_or(|n| n > 0)
                 }
-                _ => window.sample.freeze_count.is_some_and(|n| n > 0),
+                _ => window.sample.freeze_count.map(|n| n > 0).or(window.sample.frozen) == Some(true),
             };
             // On a free-threaded build frozen objects leave `long_lived_total`, so the trigger
             // max(threshold0, long_lived_total / 4) collapses and collections come far more

@@ -51,6 +51,7 @@ fn write_trace(path: &Path, n: u64, json: bool) -> Result<u64> {
         freeze_count: None,
         older_counts: None,
         long_lived: None,
+        frozen: None,
         runq_ns: None,
         runs: None,
     };

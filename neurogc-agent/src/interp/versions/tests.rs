@@ -1,8 +1,8 @@
 use super::*;
 
 /// `xtask/layouts/gc_counters.py` run by every default-build test interpreter: where it finds
-/// threshold0 from the interpreter state and the long-lived counters from threshold0 is where
-/// the table puts them (the free-threaded build links nothing into the generations, so the
+/// threshold0 from the interpreter state, and the long-lived counters and the permanent
+/// generation's head from threshold0, is where the table puts them (the free-threaded build links nothing into the generations, so the
 /// script cannot find its counters there: its row comes from `offsetof` and DWARF).
 #[test]
 fn the_table_is_where_gc_counters_py_finds_the_gc_state_on_every_test_build() {
@@ -13,16 +13,19 @@ fn the_table_is_where_gc_counters_py_finds_the_gc_state_on_every_test_build() {
             continue;
         }
         let out = measure(python, script);
-        let (version, threshold0, long_lived) = parse(&out).unwrap_or_else(|| panic!("{out}"));
+        let (version, threshold0, long_lived, permanent) = parse(&out).unwrap_or_else(|| panic!("{out}"));
         let mut parts = version.split('.').skip(1).map(|p| p.parse::<u32>().unwrap());
         let (minor, micro) = (parts.next().unwrap(), parts.next());
         let row = row(minor, super::build(minor, micro, false)).unwrap();
         let Some(Gc::Known(gc)) = row.gc else {
             // 3.15: the state's shape is published; the counters were measured at its size.
-            let Some(Gc::Published { generations, long_lived: Some((_, at)) }) = row.gc else {
-                panic!("{version}: no counters in the table");
+            let Some(Gc::Published { generations, long_lived: Some((_, at)), permanent: Some(head) }) =
+                row.gc
+            else {
+                panic!("{version}: no counters or permanent generation in the table");
             };
             assert_eq!(long_lived, at - (generations + 16), "{version}: {out}");
+            assert_eq!(permanent, head - (generations + 16), "{version}: {out}");
             checked.push(version);
             continue;
         };
@@ -30,6 +33,13 @@ fn the_table_is_where_gc_counters_py_finds_the_gc_state_on_every_test_build() {
         let from = [gc.generations + 16, gc.generations + 12];
         let at = gc.long_lived.unwrap();
         assert!(from.iter().any(|t| at - t == long_lived), "{version}: {out}, table {gc:?}");
+        // 3.12 keeps immortal objects there too: a head that says nothing of a freeze is not read.
+        match gc.permanent {
+            Some(head) => {
+                assert!(from.iter().any(|t| head - t == permanent), "{version}: {out}, table {gc:?}")
+            }
+            None => assert_eq!(minor, 12, "{version}: no permanent generation in the table"),
+        }
         let known = match row.state {
             StateAt::Runtime(at) | StateAt::MainInterp { gc: at, .. } => Some(at),
             StateAt::Published => None,
@@ -67,10 +77,12 @@ fn measure(python: &serde_json::Value, script: &str) -> String {
     text
 }
 
-/// "3.11.2: threshold0 at state+688; long_lived_total at threshold0+184, …".
-fn parse(out: &str) -> Option<(String, u64, u64)> {
+/// "3.11.2: threshold0 at state+688; long_lived_total at threshold0+184, …; permanent
+/// generation at threshold0+64".
+fn parse(out: &str) -> Option<(String, u64, u64, u64)> {
     let (version, rest) = out.trim().split_once(": threshold0 at state+")?;
     let (t0, rest) = rest.split_once(';')?;
     let ll = rest.split_once("long_lived_total at threshold0+")?.1.split(',').next()?;
-    Some((version.to_owned(), t0.parse().ok()?, ll.parse().ok()?))
+    let permanent = rest.split_once("permanent generation at threshold0+")?.1;
+    Some((version.to_owned(), t0.parse().ok()?, ll.parse().ok()?, permanent.parse().ok()?))
 }

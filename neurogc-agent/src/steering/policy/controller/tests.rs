@@ -108,6 +108,7 @@ impl Process {
             older_counts: Some([3, 5]),
             long_lived: Some([1_000_000, 100_000 + window * self.promoted as i64]),
             freeze_count: Some(0),
+            frozen: None,
             idle: false,
             age_s: Some(600.0 + window as f64),
             // The agent's windows tell which collections began before them: none here.

@@ -453,12 +453,13 @@ impl Collector {
         let reset = self.reset_unseen && r.collections[2] > 0;
         self.reset_unseen &= !reset;
         self.last_held_freeze_collection |= reset;
-        // A freeze or unfreeze seen in the counters (the application's, or neurogc's own,
-        // confirmed): the old generation's counters count frozen objects until a full collection.
-        let before = self.last.and_then(|l| l.freeze_count);
-        match (before, r.freeze_count) {
-            (Some(0), Some(n)) if n > 0 && !self.frozen => self.app_froze(),
-            (Some(b), Some(0)) if b > 0 && self.frozen => self.unfroze(),
+        // A freeze or unfreeze seen in the counters or in memory (the application's, or
+        // neurogc's own, confirmed): the old generation's counters count frozen objects until a
+        // full collection. An observing agent sees the application's own this way: a recording
+        // holds what each setting did frozen as well as not (the learned model's training data).
+        match (self.last.and_then(|l| l.frozen_now()), r.frozen_now()) {
+            (Some(false), Some(true)) if !self.frozen => self.app_froze(),
+            (Some(true), Some(false)) if self.frozen => self.unfroze(),
             _ => {}
         }
         let setting = r.thresholds.map(|t| Candidate { thresholds: t, frozen: self.frozen });

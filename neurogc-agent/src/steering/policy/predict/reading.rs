@@ -34,6 +34,8 @@ pub struct Reading {
     pub older_counts: Option<[i64; 2]>,
     pub long_lived: Option<[i64; 2]>,
     pub freeze_count: Option<i64>,
+    /// Whether the permanent generation holds objects, read from memory (`Sample::frozen`).
+    pub frozen: Option<bool>,
     /// Neither collected nor ran (see `features::idle`).
     pub idle: bool,
     /// Seconds since the process started.
@@ -67,6 +69,7 @@ impl Reading {
             older_counts: s.older_counts,
             long_lived: s.long_lived,
             freeze_count: s.freeze_count,
+            frozen: s.frozen,
             idle: idle(window),
             age_s,
             carried_ns: window.carried_ns.map(|ns| ns as f64),
@@ -98,6 +101,12 @@ impl Reading {
     /// setting as 200 times the cost per unit of it. Two collections bound one whole round.
     pub fn work_counted(&self) -> bool {
         self.collections.iter().sum::<u64>() >= 2
+    }
+
+    /// Whether anything is frozen: the act-mode hook's count where it has one (it knows what
+    /// neurogc's own freeze holds), else the permanent generation read from memory.
+    pub fn frozen_now(&self) -> Option<bool> {
+        self.freeze_count.map(|n| n > 0).or(self.frozen)
     }
 
     /// The longest pause in the window and its generation.

@@ -19,6 +19,7 @@ fn service(t: [i64; 3], pending: i64) -> Reading {
         older_counts: Some([3, 5]),
         long_lived: Some([1_000_000, pending]),
         freeze_count: Some(0),
+        frozen: None,
         idle: false,
         age_s: Some(100.0),
         carried_ns: Some(0.0),
@@ -953,4 +954,30 @@ fn unfreezing_pays_one_collection_of_the_thawed_heap_then_full_collections_at_it
     assert!(thaw.next_full_s.is_some_and(|s| s < 5.0), "{thaw:?}");
     assert!(thaw.rate[2] < 1.5 * before.rate[2], "{thaw:?} {before:?}");
     assert!((thaw.pause_ns[2] / before.pause_ns[2] - 1.0).abs() < 0.2, "{thaw:?} {before:?}");
+}
+
+#[test]
+fn the_applications_own_freeze_read_from_memory_holds_until_it_is_undone() {
+    // An observing agent has no hook to count frozen objects: the permanent generation's head,
+    // read with every sample, says whether any are. Where the hook counts (act mode), its count
+    // decides: it knows what neurogc's own freeze holds.
+    let mut c = warm();
+    let read =
+        |frozen| Reading { freeze_count: None, frozen: Some(frozen), ..service([700, 10, 10], 100_000) };
+    let frozen = |c: &Collector| (c.is_frozen(), c.in_force().map(|f| f.frozen));
+    c.observe(&read(false));
+    assert_eq!(frozen(&c), (false, Some(false)));
+    for _ in 0..2 {
+        c.observe(&read(true));
+        assert_eq!(frozen(&c), (true, Some(true)));
+    }
+    c.observe(&read(false));
+    assert_eq!(frozen(&c), (false, Some(false)));
+    let counted =
+        |n, frozen| Reading { freeze_count: Some(n), frozen: Some(frozen), ..service([700, 10, 10], 0) };
+    c.observe(&counted(0, false));
+    c.observe(&counted(0, true));
+    assert!(!c.is_frozen());
+    c.observe(&counted(40_000, true));
+    assert!(c.is_frozen());
 }
