@@ -3,7 +3,7 @@ Seeded: the same checks give the same model, byte for byte.
 
   python train.py TRACES_DIR OUT.onnx CARD.md [LABELS_BUILD]
 
-TRACES_DIR holds FAMILY__SEED.checks.jsonl, one per recording of workloads/training/generator.py (cargo
+TRACES_DIR holds FAMILY__RUN.checks.jsonl, one per recording of workloads/training/generator.py (cargo
 xtask train records them and writes the checks with `neurogc-agent replay --json --model none`).
 A decision record's `check` is one transition: the analytic model's prediction, one window
 before, for the thresholds in force through a window (GC share; generations 0, 1, 2's pauses),
@@ -83,8 +83,8 @@ def closed_loop(model_bytes):
             f"{len(verdicts)} held-out verdicts above (regret, and windows to converge). Why: the model",
             "gets no weight in a process until moves there bear its corrections out",
             "(policy/trust.rs), so the first moves, which convergence counts, are the analytic",
-            "model's; its training transitions hold no freeze (Limits below), so what a freeze",
-            "does is the analytic model's alone; and act / rules is to be read against each",
+            "model's; its inputs see that a freeze was made, not its size (Limits below); and",
+            "act / rules is to be read against each",
             "family's run-to-run spread in the reports above. `--model none` is the ablation.",
         ]
     lines.append("")
@@ -96,7 +96,10 @@ def load(path):
     action [n, F] and of the one before [n, F], from the same state; labels [n, 4], NaN where not
     measured. Elsewhere the action in force is the one the online correction already fits."""
     xs, fs, ys = [], [], []
+    python = "unknown"
     for d in records.records(path):
+        if d.get("type") == "attach":
+            python = ".".join(str(d.get("python", "unknown")).split(".")[:2])
         c = d.get("check") if d.get("type") == "decision" else None
         if not c or not c.get("from"):
             continue
@@ -112,7 +115,15 @@ def load(path):
         ys.append(y)
     shape = (-1, len(FEATURES))
     return (np.array(xs, np.float64).reshape(shape), np.array(fs, np.float64).reshape(shape),
-            np.array(ys, np.float64).reshape(-1, 4))
+            np.array(ys, np.float64).reshape(-1, 4), python)
+
+
+FREEZE = FEATURES.index("freeze_change")
+
+
+def freeze_moved(x, f):
+    """Transitions that froze the heap or undid a freeze."""
+    return x[:, FREEZE] != f[:, FREEZE]
 
 
 def masked(y):
@@ -191,13 +202,22 @@ def predict(layers, x):
     return x
 
 
-def errors(layers, x, f, y):
-    """Mean |ln(measured / corrected prediction)| per output (NaN where nothing was measured),
+def row_errors(layers, x, f, y):
+    """|ln(measured / corrected prediction)| per transition and output (NaN where not measured),
     the correction being the model's output for the new action less that for the one before,
     as the agent applies it."""
     k = np.clip(predict(layers, x) - predict(layers, f), -LN10, LN10)
-    e = np.abs(k - y)
-    return [float(np.nanmean(e[:, i])) if (~np.isnan(y[:, i])).any() else float("nan") for i in range(4)]
+    return np.abs(k - y)
+
+
+def column_means(e):
+    """Mean error per output (NaN where nothing was measured)."""
+    return [float(np.nanmean(e[:, i])) if (~np.isnan(e[:, i])).any() else float("nan") for i in range(4)]
+
+
+def errors(layers, x, f, y):
+    """Mean |ln(measured / corrected prediction)| per output (see `row_errors`)."""
+    return column_means(row_errors(layers, x, f, y))
 
 
 # Candidates, simplest first: a tie goes to the simpler one.
@@ -234,10 +254,10 @@ def main():
     for path in sorted(glob.glob(os.path.join(traces, "*.checks.jsonl"))):
         digests.append((os.path.basename(path), hashlib.sha256(open(path, "rb").read()).hexdigest()[:16]))
         family = os.path.basename(path).split("__")[0]
-        x, f, y = load(path)
+        x, f, y, python = load(path)
         empty = np.zeros((0, len(FEATURES)))
-        xs, fs, ys = data.get(family, (empty, empty, np.zeros((0, 4))))
-        data[family] = (np.vstack([xs, x]), np.vstack([fs, f]), np.vstack([ys, y]))
+        xs, fs, ys, vs = data.get(family, (empty, empty, np.zeros((0, 4)), []))
+        data[family] = (np.vstack([xs, x]), np.vstack([fs, f]), np.vstack([ys, y]), vs + [python] * len(x))
     if not data:
         raise SystemExit(f"{traces}: no *.checks.jsonl: run `cargo xtask train`")
     families = sorted(data)
@@ -252,13 +272,33 @@ def main():
     # Leave one family out: train on the others, measure on it. The inputs are standardised by
     # the training folds' own statistics: the family held out is unseen, its ranges included.
     held = {name: {} for name in CLASSES}
+    # Each class's errors on every held-out transition, with whether it froze or thawed the heap.
+    pooled = {name: [] for name in CLASSES}
     for fam in families:
         xt, ft, yt = (np.vstack([data[g][i] for g in families if g != fam]) for i in range(3))
-        xv, fv, yv = data[fam]
+        xv, fv, yv, _ = data[fam]
         m, sd = standardisation(xt, ft)
         for name, fit in CLASSES.items():
-            held[name][fam] = errors(fit(norm(xt, m, sd), norm(ft, m, sd), yt), norm(xv, m, sd), norm(fv, m, sd), yv)
+            e = row_errors(fit(norm(xt, m, sd), norm(ft, m, sd), yt), norm(xv, m, sd), norm(fv, m, sd), yv)
+            held[name][fam] = column_means(e)
+            pooled[name].append(e)
     score = {name: float(np.nanmean([summary(per[f]) for f in families])) for name, per in held.items()}
+    moved = np.concatenate([freeze_moved(data[f][0], data[f][1]) for f in families])
+    on_freezes = {name: summary(column_means(np.vstack(e)[moved])) if moved.any() else float("nan")
+                  for name, e in pooled.items()}
+    # Leave one CPython version out, the same way: does what was learned on some builds hold on
+    # another?
+    versions = sorted(set(v for f in families for v in data[f][3]))
+    v_all = np.array([v for f in families for v in data[f][3]])
+    by_version = {name: {} for name in CLASSES}
+    if len(versions) > 1:
+        for v in versions:
+            out = v_all == v
+            m, sd = standardisation(x_all[~out], f_all[~out])
+            for name, fit in CLASSES.items():
+                layers_v = fit(norm(x_all[~out], m, sd), norm(f_all[~out], m, sd), y_all[~out])
+                by_version[name][v] = summary(errors(layers_v, norm(x_all[out], m, sd), norm(f_all[out], m, sd),
+                                                     y_all[out]))
     # The simplest class within the tie band (1%) of the least held-out error ships, whichever
     # it is: a more complex one must earn its place by more than the band. Until 2026-12-07 the
     # state-cancelling ridge was measured but barred by name, and the class with the process's
@@ -301,21 +341,28 @@ def main():
         "",
         "## Training data",
         "workloads/training/generator.py under randomised thresholds (drawn from the controller's grid every",
-        "1–2.5 s, seeded), recorded by `neurogc-agent record --mode observe --interval 0.5`; checks",
+        "0.75–1.75 s, seeded) and freezes (gc.freeze() at once, and gc.unfreeze()), on " + ", ".join(f"CPython {v}" for v in versions) + ", recorded by",
+        "`neurogc-agent record --mode observe --interval 0.5` (which reads whether the permanent",
+        "generation holds objects with every sample); checks",
         "from `neurogc-agent replay --json --model none`. The labels are the analytic model's",
         f"errors as the agent built from {labels_build} predicts them: retrain when it changes.",
         "",
-        "| family | transitions | " + " | ".join(f"{o} measured" for o in OUTPUTS) + " |",
-        "|---|---|" + "---|" * 4,
+        "| family | transitions | freezes or unfreezes | " + " | ".join(f"{o} measured" for o in OUTPUTS) + " |",
+        "|---|---|---|" + "---|" * 4,
     ]
     for f in families:
-        y = data[f][2]
-        lines.append(f"| {f} | {len(y)} | " + " | ".join(str(int((~np.isnan(y[:, k])).sum())) for k in range(4)) + " |")
+        x, fr, y = data[f][:3]
+        lines.append(f"| {f} | {len(y)} | {int(freeze_moved(x, fr).sum())} | "
+                     + " | ".join(str(int((~np.isnan(y[:, k])).sum())) for k in range(4)) + " |")
     lines += [
-        f"| all | {len(y_all)} | " + " | ".join(str(m) for m in measured) + " |",
+        f"| all | {len(y_all)} | {int(moved.sum())} | " + " | ".join(str(m) for m in measured) + " |",
+        "",
+        "Transitions per CPython version: "
+        + ", ".join(f"{v} {int((v_all == v).sum())}" for v in versions) + ".",
         "",
         "## Held-out families (offline)",
-        "Transitions where the thresholds had just changed (the others carry nothing to learn).",
+        "Transitions where the thresholds or the freeze had just changed (the others carry nothing",
+        "to learn).",
         "Each family in turn is left out: trained on the others, tested on it. Error = mean",
         "|ln(measured / corrected prediction)| (0.69 is a factor of 2), averaged over the outputs",
         "measured; per family, then the mean. Inputs are standardised by the training folds'",
@@ -340,6 +387,26 @@ def main():
     ]
     for name, v in per_output.items():
         lines.append(f"| {name} | " + " | ".join(f"{e:.3f}" for e in v) + " |")
+    lines += [
+        "",
+        f"On the {int(moved.sum())} held-out transitions that froze the heap or undid a freeze "
+        "(pooled over the folds above), mean over the outputs measured:",
+        "",
+        "| class | error on freezes and unfreezes |",
+        "|---|---|",
+    ]
+    lines += [f"| {name} | {e:.3f} |" for name, e in on_freezes.items()]
+    if by_version["none (the analytic model alone)"]:
+        lines += [
+            "",
+            "Each CPython version held out in turn (trained on the others' transitions, every family):",
+            "",
+            "| class | " + " | ".join(versions) + " | mean |",
+            "|---|" + "---|" * (len(versions) + 1),
+        ]
+        for name, per in by_version.items():
+            lines.append(f"| {name} | " + " | ".join(f"{per[v]:.3f}" for v in versions)
+                         + f" | {float(np.nanmean(list(per.values()))):.3f} |")
     train_err = errors(layers, norm(x_all), norm(f_all), y_all)
     lines += [
         "",
@@ -364,9 +431,12 @@ def main():
     lines += [
         "",
         "## Limits",
-        "- Six synthetic families on one interpreter build (CPython 3.11) and one 2-core VM.",
-        "- No freezes in the exploration: an observing agent cannot count frozen objects; the",
-        "  freeze's effect is predicted by the analytic model alone.",
+        "- Six synthetic families on " + ", ".join(versions) + " and one 2-core VM.",
+        "- The freezes explored are the workload's own: the observing agent reads that objects are",
+        "  frozen, not how many (gc.get_freeze_count() walks the list; only the act-mode hook",
+        "  counts them), so the inputs see a freeze, not its size.",
+        "- The outputs are the GC share and the pauses: what a freeze keeps in memory, and a",
+        "  setting's RSS and requests' wait, are the analytic model's alone.",
         "- Full collections are rare in 20 s recordings: the pause2 output has the fewest labels.",
         "- Its weight is earned in act mode only, where a move's first clean window checks its",
         "  correction: advice (and replay) makes no move, so it stays at 0 there unless",

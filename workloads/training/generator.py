@@ -2,7 +2,7 @@
 """Exploration workloads for training the learned model of the collector: a parameterised
 generator over the families neurogc meets, run under randomised GC actions.
 
-  python generator.py FAMILY --seed N [--seconds S]
+  python generator.py FAMILY --seed SEED [--seconds S]   (SEED: any text, e.g. "3.12-0")
 
 Families (the shape of GC load; every size and rate is drawn from the seed):
   service-cyclic   warm heap of long-lived containers, requests at a Poisson rate, each
@@ -14,11 +14,12 @@ Families (the shape of GC load; every size and rate is drawn from the seed):
   phases           the service and the batch loop alternating every few seconds
   threads          two to four threads serving requests against one shared heap
 
-Every 1–2.5 s (seeded) the process sets its own thresholds, drawn from the controller's grid. An
-observing agent records the thresholds it reads from the interpreter's state with every window,
-so the recording holds what each action did from each state: the training data. (No freezes: an
-observing agent cannot count frozen objects, which only the act-mode hook reads; freezing stays
-with the analytic model.)
+Every 0.75–1.75 s (seeded) the process sets its own thresholds, drawn from the controller's grid,
+and at some of those moments freezes its heap (gc.freeze()) or undoes its freeze
+(gc.unfreeze()). An observing agent records the thresholds it reads from the interpreter's state
+with every window, and whether the permanent generation holds objects, so the recording holds
+what each action did from each state, frozen or not: the training data. Not on 3.12, whose collector moves immortal objects into the permanent
+generation: there the observer cannot tell a freeze, and only thresholds are explored.
 
 Nothing here is a bench/ workload or shares code with one: held-out evaluation stays held out.
 """
@@ -28,6 +29,7 @@ import gc
 import json
 import os
 import random
+import sys
 import threading
 import time
 
@@ -87,21 +89,41 @@ def request_memory(rng, heap, size):
     return size
 
 
+# At a change, the chance that it freezes the heap (when not frozen) or undoes the freeze (when
+# frozen): a freeze holds about 3 changes, and about a third of the changes are frozen.
+FREEZE, UNFREEZE = 0.15, 0.35
+# 3.12's permanent generation holds immortal objects too: an observer cannot see a freeze there.
+FREEZES = sys.version_info[:2] != (3, 12)
+
+
 class Explorer:
-    """The randomised actions: the process sets its own thresholds."""
+    """The randomised actions: the process sets its own thresholds, and freezes its heap or undoes
+    that freeze."""
 
     def __init__(self, rng):
         self.rng = rng
-        self.next = time.monotonic() + rng.uniform(1.0, 2.5)
+        self.next = time.monotonic() + rng.uniform(0.75, 1.75)
         self.changes = 0
+        self.freezes = 0
+        self.frozen = False
 
     def tick(self):
         now = time.monotonic()
         if now < self.next:
             return
-        self.next = now + self.rng.uniform(1.0, 2.5)
+        self.next = now + self.rng.uniform(0.75, 1.75)
         self.changes += 1
         gc.set_threshold(self.rng.choice(T0), self.rng.choice(T1), self.rng.choice(T2))
+        # Not in the first changes: the observer's first windows see the heap unfrozen (the
+        # transitions are read from a window's state to the next). At once, never after a
+        # gc.collect(): that one-off collection would count as the frozen setting's pause.
+        if FREEZES and not self.frozen and self.changes > 2 and self.rng.random() < FREEZE:
+            gc.freeze()
+            self.frozen = True
+            self.freezes += 1
+        elif self.frozen and self.rng.random() < UNFREEZE:
+            gc.unfreeze()
+            self.frozen = False
 
 
 def poisson_wait(rng, rate, deadline):
@@ -137,7 +159,7 @@ def train(rng, explorer, state, width, deadline):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("family", choices=FAMILIES)
-    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--seed", required=True)
     ap.add_argument("--seconds", type=float, default=20.0)
     args = ap.parse_args()
     rng = random.Random(f"{args.family}/{args.seed}")
@@ -185,7 +207,7 @@ def main():
             t.join()
         work = sum(counts)
     print(json.dumps({"family": fam, "seed": args.seed, "params": params, "work": work,
-                      "actions": explorer.changes, "elapsed_s": round(time.monotonic() - started, 2)}))
+                      "actions": explorer.changes, "freezes": explorer.freezes, "elapsed_s": round(time.monotonic() - started, 2)}))
     os._exit(0)
 
 

@@ -49,9 +49,10 @@ enum Task {
     /// Record the exploration workloads and train the default model (models/default.onnx,
     /// models/MODEL_CARD.md)
     Train {
-        /// Interpreter the workloads run on
-        #[arg(long, default_value = "/usr/bin/python3.11")]
-        python: String,
+        /// Interpreters the workloads run on: paths, or minor versions ("3.12") looked up in the
+        /// test interpreters' manifest (its first native default build of that version)
+        #[arg(long, value_delimiter = ',', default_value = "3.11,3.12,3.13")]
+        python: Vec<String>,
         /// Seconds per recording
         #[arg(long, default_value = "20")]
         seconds: u32,
@@ -99,9 +100,13 @@ fn main() -> Result<()> {
         Task::Layouts => pythons::ensure().and_then(|m| pythons::measure_layouts(&m)),
         Task::DeployCheck => deploy::check(),
         Task::Test { cargo_args } => test(&cargo_args),
-        Task::Train { python, seconds, repeats, family, retrain } => {
-            train::run_training(&train::Options { python, seconds, repeats, families: family, retrain })
-        }
+        Task::Train { python, seconds, repeats, family, retrain } => train::run_training(&train::Options {
+            pythons: python,
+            seconds,
+            repeats,
+            families: family,
+            retrain,
+        }),
         Task::Torture { trials, seed, path } => torture(trials, seed, path.as_deref()),
         Task::Fuzz { seconds } => fuzz(seconds),
         Task::Bench { which } => bench::run(which),

@@ -1,5 +1,6 @@
 //! `cargo xtask train`: records the exploration workloads (workloads/training/generator.py: every family,
-//! `repeats` seeds each, randomised thresholds), replays each recording with the analytic model
+//! `repeats` seeds each on every interpreter given, randomised thresholds and freezes), replays
+//! each recording with the analytic model
 //! alone to get its prediction checks, then trains the learned corrector (training/train.py,
 //! numpy + onnx in a private venv) and writes models/default.onnx and models/MODEL_CARD.md.
 use std::{
@@ -18,7 +19,8 @@ const PACKAGES: [&str; 3] = ["numpy==2.4.6", "onnx==1.23.2", "zstandard==0.25.0"
 const INTERVAL: &str = "0.5";
 
 pub struct Options {
-    pub python: String,
+    /// Paths, or minor versions looked up in the test interpreters' manifest.
+    pub pythons: Vec<String>,
     pub seconds: u32,
     pub repeats: u32,
     /// Record only these families (replacing their recordings), keep the others'.
@@ -36,15 +38,19 @@ pub fn run_training(opts: &Options) -> Result<()> {
     let root = workspace_root();
     let traces = root.join("target/training-traces");
     if !opts.retrain {
+        let interpreters = opts.pythons.iter().map(|p| interpreter(p)).collect::<Result<Vec<_>>>()?;
         if opts.families.is_empty() {
             let _ = std::fs::remove_dir_all(&traces);
         }
         std::fs::create_dir_all(&traces)?;
         for seed in 0..opts.repeats {
-            for family in
-                FAMILIES.iter().filter(|f| opts.families.is_empty() || opts.families.iter().any(|g| g == *f))
-            {
-                record(&agent, &opts.python, &traces, family, seed, opts.seconds)?;
+            for (tag, interpreter) in &interpreters {
+                for family in FAMILIES
+                    .iter()
+                    .filter(|f| opts.families.is_empty() || opts.families.iter().any(|g| g == *f))
+                {
+                    record(&agent, interpreter, &traces, family, &format!("{tag}-{seed}"), opts.seconds)?;
+                }
             }
         }
     }
@@ -85,8 +91,32 @@ fn labels_build() -> Result<String> {
     Ok(if dirty { format!("{head}+changes") } else { head })
 }
 
-fn record(agent: &Path, python: &str, traces: &Path, family: &str, seed: u32, seconds: u32) -> Result<()> {
-    let name = format!("{family}__{seed}");
+/// `spec` as a name for the recordings and the interpreter's path: a path as it is, a minor
+/// version ("3.12") as the test interpreters' manifest's first native default build of it.
+fn interpreter(spec: &str) -> Result<(String, String)> {
+    if spec.contains('/') {
+        let tag = Path::new(spec).file_name().map_or(spec.into(), |n| n.to_string_lossy().into_owned());
+        return Ok((tag, spec.to_owned()));
+    }
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(crate::pythons::ensure()?)?)?;
+    let native = manifest["pythons"].as_array().into_iter().flatten().find(|p| {
+        let name = p["name"].as_str().unwrap_or("");
+        let argv = p["argv"].as_array().map_or(0, Vec::len);
+        p["root"].is_null()
+            && p["free_threaded"].as_bool() != Some(true)
+            && argv == 1
+            && (name.ends_with(&format!("-{spec}")) || name.contains(&format!("-{spec}.")))
+    });
+    let argv0 = native.and_then(|p| p["argv"][0].as_str()).with_context(|| {
+        format!("--python {spec}: no native default build of CPython {spec} among the test interpreters")
+    })?;
+    Ok((spec.to_owned(), argv0.to_owned()))
+}
+
+/// One recording, `{family}__{run}`: the family's workload under the observing agent.
+fn record(agent: &Path, python: &str, traces: &Path, family: &str, run: &str, seconds: u32) -> Result<()> {
+    let name = format!("{family}__{run}");
     eprintln!("xtask: recording {name}");
     let status = Command::new(agent)
         .args(["record", "--mode", "observe", "--interval", INTERVAL, "-o"])
@@ -94,7 +124,7 @@ fn record(agent: &Path, python: &str, traces: &Path, family: &str, seed: u32, se
         .arg("--")
         .arg(python)
         .arg(workspace_root().join("workloads/training/generator.py"))
-        .args([family, "--seed", &seed.to_string(), "--seconds", &seconds.to_string()])
+        .args([family, "--seed", run, "--seconds", &seconds.to_string()])
         .stdout(Stdio::null())
         .status()
         .context("running the agent")?;
