@@ -220,10 +220,11 @@ def errors(layers, x, f, y):
     return column_means(row_errors(layers, x, f, y))
 
 
+LINEAR_CANCELS = "linear, state cancels (ridge without the interactions)"
 # Candidates, simplest first: a tie goes to the simpler one.
 CLASSES = {
     "none (the analytic model alone)": fit_none,
-    "linear, state cancels (ridge without the interactions)": fit_linear_state_cancels,
+    LINEAR_CANCELS: fit_linear_state_cancels,
     "linear (ridge)": fit_linear,
     "MLP (dense 16 ReLU)": fit_mlp,
 }
@@ -269,10 +270,12 @@ def main():
     def norm(x, m=mean, s=std):
         return (x - m) / s
 
-    # Leave one family out: train on the others, measure on it. The inputs are standardised by
-    # the training folds' own statistics: the family held out is unseen, its ranges included.
+    # Three held-out views, each class's error per output in each. Families: each family left
+    # out in turn (trained on the others, measured on it; the inputs standardised by the
+    # training folds' own statistics, so the family held out is unseen, its ranges included),
+    # the mean over families. Freezes: those folds' errors on the transitions that froze the heap
+    # or undid a freeze, pooled. Versions: each CPython version left out the same way.
     held = {name: {} for name in CLASSES}
-    # Each class's errors on every held-out transition, with whether it froze or thawed the heap.
     pooled = {name: [] for name in CLASSES}
     for fam in families:
         xt, ft, yt = (np.vstack([data[g][i] for g in families if g != fam]) for i in range(3))
@@ -282,30 +285,51 @@ def main():
             e = row_errors(fit(norm(xt, m, sd), norm(ft, m, sd), yt), norm(xv, m, sd), norm(fv, m, sd), yv)
             held[name][fam] = column_means(e)
             pooled[name].append(e)
-    score = {name: float(np.nanmean([summary(per[f]) for f in families])) for name, per in held.items()}
     moved = np.concatenate([freeze_moved(data[f][0], data[f][1]) for f in families])
-    on_freezes = {name: summary(column_means(np.vstack(e)[moved])) if moved.any() else float("nan")
-                  for name, e in pooled.items()}
-    # Leave one CPython version out, the same way: does what was learned on some builds hold on
-    # another?
     versions = sorted(set(v for f in families for v in data[f][3]))
     v_all = np.array([v for f in families for v in data[f][3]])
     by_version = {name: {} for name in CLASSES}
-    if len(versions) > 1:
-        for v in versions:
-            out = v_all == v
-            m, sd = standardisation(x_all[~out], f_all[~out])
-            for name, fit in CLASSES.items():
-                layers_v = fit(norm(x_all[~out], m, sd), norm(f_all[~out], m, sd), y_all[~out])
-                by_version[name][v] = summary(errors(layers_v, norm(x_all[out], m, sd), norm(f_all[out], m, sd),
-                                                     y_all[out]))
-    # The simplest class within the tie band (1%) of the least held-out error ships, whichever
-    # it is: a more complex one must earn its place by more than the band. Until 2026-12-07 the
-    # state-cancelling ridge was measured but barred by name, and the class with the process's
-    # state shipped at 0.624 against its 0.629, inside the band: the rule decides now.
+    for v in versions if len(versions) > 1 else []:
+        out = v_all == v
+        m, sd = standardisation(x_all[~out], f_all[~out])
+        for name, fit in CLASSES.items():
+            layers_v = fit(norm(x_all[~out], m, sd), norm(f_all[~out], m, sd), y_all[~out])
+            by_version[name][v] = errors(layers_v, norm(x_all[out], m, sd), norm(f_all[out], m, sd), y_all[out])
+
+    def per_output(errs):
+        return [float(np.nanmean([e[k] for e in errs])) for k in range(4)]
+
+    views = {}
+    for name in CLASSES:
+        views[name] = {"families": per_output(list(held[name].values()))}
+        if moved.any():
+            views[name]["freezes"] = column_means(np.vstack(pooled[name])[moved])
+        if by_version[name]:
+            views[name]["versions"] = per_output(list(by_version[name].values()))
+    view_names = list(views["none (the analytic model alone)"])
+    # Each view's error: the mean over its folds of each fold's mean over the outputs measured
+    # (the tables below); the freezes' over their pooled outputs.
+    folds = {"families": held, "versions": by_version}
+    view_error = {name: {v: float(np.nanmean([summary(e) for e in folds[v][name].values()])) if v in folds
+                         else summary(views[name][v]) for v in view_names} for name in CLASSES}
+    # A class is judged by the mean over the views of its mean error over the outputs measured:
+    # it must hold on families, interpreters and freezes it was not trained on alike. The
+    # simplest class within the tie band (1%) of the least ships, whichever it is: a more
+    # complex one must earn its place by more than the band. (Until 2026-12-07 the
+    # state-cancelling ridge was barred by name, and then judged on held-out families alone,
+    # where the MLP led it by 2.5% while trailing it by 23% on freezes.)
+    score = {name: float(np.mean(list(view_error[name].values()))) for name in CLASSES}
     best = min(score.values())
     chosen = next(name for name in CLASSES if score[name] <= best * (1 + TIE_BAND))
+    # Each output in its own right: a correction is kept only where it beats the analytic model
+    # alone by more than the band, over the same views; elsewhere the model outputs 0 there.
+    output_error = {name: per_output(list(v.values())) for name, v in views.items()}
+    alone = output_error["none (the analytic model alone)"]
+    kept = [bool(output_error[chosen][k] < alone[k] * (1 - TIE_BAND)) for k in range(4)]
     layers = CLASSES[chosen](norm(x_all), norm(f_all), y_all)
+    w, b = layers[-1]
+    layers[-1] = (w * np.array(kept, np.float64), b * np.array(kept, np.float64))
+    shipped_error = [output_error[chosen][k] if kept[k] else alone[k] for k in range(4)]
     model = onnx_model.build(layers, mean, std, FEATURES, chosen,
                              {"neurogc.trained_on": ",".join(families), "neurogc.seed": str(SEED),
                               "neurogc.transitions": str(len(x_all))})
@@ -328,7 +352,9 @@ def main():
         "10x either way. One call per window scores every candidate. The inputs named `*_x_*` are",
         "the move (ln threshold ratios, the freeze) times the process's state (allocation rate,",
         "young garbage, old generation, pending share): a linear model's difference keeps them,",
-        "so it predicts the same move differently in different processes.",
+        "so it predicts the same move differently in different processes"
+        + ("." if chosen in ("linear (ridge)", "MLP (dense 16 ReLU)") else
+           f". The class shipped ({chosen}) does not use them: it corrects each move alike in every process."),
         "",
         "## Contract",
         f"- input `candidates`: float32 [N, {len(FEATURES)}], one row per candidate:",
@@ -360,42 +386,22 @@ def main():
         "Transitions per CPython version: "
         + ", ".join(f"{v} {int((v_all == v).sum())}" for v in versions) + ".",
         "",
-        "## Held-out families (offline)",
+        "## Held out (offline)",
         "Transitions where the thresholds or the freeze had just changed (the others carry nothing",
-        "to learn).",
-        "Each family in turn is left out: trained on the others, tested on it. Error = mean",
-        "|ln(measured / corrected prediction)| (0.69 is a factor of 2), averaged over the outputs",
-        "measured; per family, then the mean. Inputs are standardised by the training folds'",
-        f"statistics alone. The simplest class within {TIE_BAND:.0%} of the least mean is shipped,",
-        "whichever it is: a more complex one must earn its place by more than that.",
+        "to learn). Error = mean |ln(measured / corrected prediction)| (0.69 is a factor of 2),",
+        "averaged over the outputs measured. Three views, each on data the class was not trained",
+        "on: each family left out in turn (trained on the others; the mean over families), the",
+        "transitions among those that froze the heap or undid a freeze, and each CPython version",
+        "left out in turn. Inputs are standardised by the training folds' statistics alone. The",
+        f"simplest class within {TIE_BAND:.0%} of the least mean over the views is shipped, whichever it",
+        "is: a more complex one must earn its place by more than that.",
         "",
         "| class | " + " | ".join(families) + " | mean |",
         "|---|" + "---|" * (len(families) + 1),
     ]
     for name, per in held.items():
-        mark = " (shipped)" if name == chosen else ""
-        lines.append(f"| {name}{mark} | " + " | ".join(f"{summary(per[f]):.3f}" for f in families)
-                     + f" | {score[name]:.3f} |")
-    per_output = {name: [float(np.nanmean([held[name][f][k] for f in families])) for k in range(4)]
-                  for name in CLASSES}
-    lines += [
-        "",
-        "Per output, mean over held-out families:",
-        "",
-        "| class | " + " | ".join(OUTPUTS) + " |",
-        "|---|" + "---|" * 4,
-    ]
-    for name, v in per_output.items():
-        lines.append(f"| {name} | " + " | ".join(f"{e:.3f}" for e in v) + " |")
-    lines += [
-        "",
-        f"On the {int(moved.sum())} held-out transitions that froze the heap or undid a freeze "
-        "(pooled over the folds above), mean over the outputs measured:",
-        "",
-        "| class | error on freezes and unfreezes |",
-        "|---|---|",
-    ]
-    lines += [f"| {name} | {e:.3f} |" for name, e in on_freezes.items()]
+        lines.append(f"| {name} | " + " | ".join(f"{summary(per[f]):.3f}" for f in families)
+                     + f" | {view_error[name]['families']:.3f} |")
     if by_version["none (the analytic model alone)"]:
         lines += [
             "",
@@ -405,12 +411,48 @@ def main():
             "|---|" + "---|" * (len(versions) + 1),
         ]
         for name, per in by_version.items():
-            lines.append(f"| {name} | " + " | ".join(f"{per[v]:.3f}" for v in versions)
-                         + f" | {float(np.nanmean(list(per.values()))):.3f} |")
+            lines.append(f"| {name} | " + " | ".join(f"{summary(per[v]):.3f}" for v in versions)
+                         + f" | {view_error[name]['versions']:.3f} |")
+    lines += [
+        "",
+        f"The views and the score each class is judged by ({int(moved.sum())} transitions froze the heap or",
+        "undid a freeze):",
+        "",
+        "| class | " + " | ".join(view_names) + " | score |",
+        "|---|" + "---|" * (len(view_names) + 1),
+    ]
+    for name in CLASSES:
+        mark = " (shipped)" if name == chosen else ""
+        lines.append(f"| {name}{mark} | " + " | ".join(f"{view_error[name][v]:.3f}" for v in view_names)
+                     + f" | {score[name]:.3f} |")
+    lines += [
+        "",
+        "Per output, mean over the views; the shipped class keeps an output's correction only",
+        f"where it beats the analytic model alone there by more than {TIE_BAND:.0%}, and outputs 0 elsewhere:",
+        "",
+        "| class | " + " | ".join(OUTPUTS) + " |",
+        "|---|" + "---|" * 4,
+    ]
+    for name, v in output_error.items():
+        lines.append(f"| {name} | " + " | ".join(f"{e:.3f}" for e in v) + " |")
+    lines.append("| shipped | " + " | ".join(f"{e:.3f}" + ("" if k else " (none's)")
+                                            for e, k in zip(shipped_error, kept)) + " |")
+    lines += [
+        "",
+        "The state-cancelling ridge is the class whose process inputs cancel in the difference the",
+        "agent applies. "
+        + (f"The shipped class beats it by more than {TIE_BAND:.0%} on every view."
+           if all(view_error[chosen][v] < view_error[LINEAR_CANCELS][v] * (1 - TIE_BAND) for v in view_names)
+           else f"No class that conditions on the process beats it by more than {TIE_BAND:.0%} on every view"),
+        "(" + ", ".join(view_names) + "): "
+        + "; ".join(f"{name} {' / '.join(f'{view_error[name][v]:.3f}' for v in view_names)}"
+                    for name in CLASSES if name != "none (the analytic model alone)") + ".",
+    ]
     train_err = errors(layers, norm(x_all), norm(f_all), y_all)
     lines += [
         "",
-        f"Shipped: {chosen}, trained on all {len(x_all)} transitions; training error per output: "
+        f"Shipped: {chosen}, trained on all {len(x_all)} transitions, correcting "
+        + (", ".join(o for o, k in zip(OUTPUTS, kept) if k) or "nothing") + "; training error per output: "
         + ", ".join(f"{o} {e:.3f}" for o, e in zip(OUTPUTS, train_err)) + ".",
         "",
         "## Closed loop",
