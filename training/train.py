@@ -21,6 +21,7 @@ candidate, so a model that does not generalise is not shipped.
 """
 import glob
 import hashlib
+import json
 import os
 import sys
 
@@ -72,11 +73,14 @@ def closed_loop(model_bytes):
             if len(table) <= 2:
                 continue
             lines += [f"{name}, {speed} ({what}):", ""] + table + [""] + verdict + [""]
+    lines += draws_tables(digest)
     if not lines:
-        return ["Not yet measured for this model: run `cargo xtask bench steer` and train again."]
+        return ["Not yet measured for this model: run `cargo xtask bench steer` (or `bench draws",
+                "--ablate`) and train again."]
     verdicts = [line for line in lines if line.startswith("Held-out")]
     met = sum(line.endswith("(MET).") for line in verdicts)
-    lines.append(f"Held-out verdicts met: {met} of {len(verdicts)}.")
+    if verdicts:
+        lines.append(f"Held-out verdicts met: {met} of {len(verdicts)}.")
     if met < len(verdicts):
         lines += [
             f"The learned model has not earned its place in the closed loop: it meets {met} of the",
@@ -89,6 +93,80 @@ def closed_loop(model_bytes):
         ]
     lines.append("")
     return lines[:-1]
+
+
+# Two-sided 90%: t at 0.95 for n - 1 degrees of freedom (xtask/src/bench/measure.rs, paired_ratio).
+T95 = [6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812]
+
+
+def paired_ratio(a, b):
+    """Geometric mean of a / b round by round and its 90% interval, as the benchmarks give it;
+    None under two pairs."""
+    ln = [np.log(x / y) for x, y in zip(a, b) if x and y and x > 0 and y > 0]
+    if len(ln) < 2:
+        return None
+    n, mean = len(ln), float(np.mean(ln))
+    half = (T95[n - 2] if n - 2 < len(T95) else 1.645) * float(np.sqrt(np.var(ln, ddof=1) / n))
+    return float(np.exp(mean)), float(np.exp(mean - half)), float(np.exp(mean + half))
+
+
+def draw_class(draw):
+    if draw.get("kind") != "service":
+        return draw.get("kind", "unknown")
+    return "service, open loop" if draw.get("open_loop") else "service, closed loop"
+
+
+def draws_tables(digest):
+    """The committed `xtask bench draws --ablate` runs of this model (their report names its
+    SHA-256): act against act with `--model none`, paired round by round, per draw class. A draw
+    where the two arms did the same to the target in every round ("alike") differs by noise
+    alone: named, and the ratio given without it too."""
+    lines = []
+    for path in sorted(glob.glob(os.path.join(RESULTS, "*", "results.json"))):
+        try:
+            report = open(os.path.join(os.path.dirname(path), "report.md"), encoding="utf-8").read()
+            results = json.load(open(path, encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if f"sha256 {digest}" not in report or not isinstance(results, list) \
+                or not all(r.get("model_none") for r in results):
+            continue
+        name = os.path.relpath(os.path.dirname(path), os.path.join(RESULTS, "..", ".."))
+        speed = "half speed" if "half speed" in report.split("\n\n", 2)[1] else "full speed"
+        classes = {}
+        for r in results:
+            act, none = r["act"], r["model_none"]
+            alike = len(act) == len(none) and all(a.get("actions") is not None and a.get("actions") == b.get("actions")
+                                                  for a, b in zip(act, none))
+            c = classes.setdefault(draw_class(r["draw"]), {"draws": [], "alike": [], "pairs": [], "differ": []})
+            c["draws"].append(r["seed"])
+            pairs = [(a["value"], b["value"]) for a, b in zip(act, none)]
+            c["pairs"] += pairs
+            if alike:
+                c["alike"].append(r["seed"])
+            else:
+                c["differ"] += pairs
+
+        def ratio(pairs):
+            got = paired_ratio([a for a, _ in pairs], [b for _, b in pairs])
+            return "too few rounds" if got is None else f"{got[0]:.3f}x ({got[1]:.3f}-{got[2]:.3f})"
+
+        everything = {"draws": [], "alike": [], "pairs": [], "differ": []}
+        for c in classes.values():
+            for k in everything:
+                everything[k] += c[k]
+        lines += [f"{name}, {speed} (act / act with `--model none`, paired round by round; 90% interval):", "",
+                  "| draw class | draws | rounds | act / model none | without the alike draws | alike draws |",
+                  "|---|---|---|---|---|---|"]
+        for cls, c in sorted(classes.items()) + [("all", everything)]:
+            lines.append(f"| {cls} | {len(c['draws'])} | {len(c['pairs'])} | {ratio(c['pairs'])} | "
+                         f"{ratio(c['differ'])} | {', '.join(map(str, c['alike'])) or 'none'} |")
+        got = paired_ratio(*zip(*everything["pairs"])) if len(everything["pairs"]) >= 2 else None
+        verdict = ("too few rounds to say" if got is None else
+                   "below 1: the model helps" if got[2] < 1 else
+                   "above 1: the model does harm" if got[1] > 1 else "spans 1: not shown either way")
+        lines += ["", f"Over every draw, the 90% interval {verdict}.", ""]
+    return lines
 
 
 def load(path):

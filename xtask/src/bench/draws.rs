@@ -552,7 +552,8 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
     out.push_str(&format!(
         "# Steering on drawn workloads\n\n{} pool, draws {:?}; {} interleaved rounds of defaults, act \
          and the oracle's recipe (chosen by the cached grid, run again here), {} s measured after \
-         {} s (the agent attached as each draw was ready){}; {}; python {}.\n\n",
+         {} s (the agent attached as each draw was ready){}; {}; python {}; act's model: the \
+         embedded default (sha256 {}), which training cites by it.\n\n",
         match opts.pool {
             Pool::Tuning => "tuning",
             Pool::Evaluation => "evaluation",
@@ -563,7 +564,8 @@ fn report(opts: &Options, seeds: &[u64], results: &[DrawResult]) -> String {
         opts.warmup,
         if opts.half_speed { ", half speed (a busy loop on the workload's CPU)" } else { "" },
         cpu_model(),
-        opts.python.display()
+        opts.python.display(),
+        steer::report::sha256(&workspace_root().join("models/default.onnx"))
     ));
     let third = opts.third_arm();
     out.push_str(&format!(
