@@ -18,8 +18,9 @@ Every 0.75–1.75 s (seeded) the process sets its own thresholds, drawn from the
 and at some of those moments freezes its heap (gc.freeze()) or undoes its freeze
 (gc.unfreeze()). An observing agent records the thresholds it reads from the interpreter's state
 with every window, and whether the permanent generation holds objects, so the recording holds
-what each action did from each state, frozen or not: the training data. Not on 3.12, whose collector moves immortal objects into the permanent
-generation: there the observer cannot tell a freeze, and only thresholds are explored.
+what each action did from each state, frozen or not: the training data. No freeze on 3.12,
+whose collector moves immortal objects into the permanent generation: there the observer cannot
+tell a freeze, and only thresholds are explored.
 
 Nothing here is a bench/ workload or shares code with one: held-out evaluation stays held out.
 """
@@ -207,7 +208,8 @@ def main():
             t.join()
         work = sum(counts)
     print(json.dumps({"family": fam, "seed": args.seed, "params": params, "work": work,
-                      "actions": explorer.changes, "freezes": explorer.freezes, "elapsed_s": round(time.monotonic() - started, 2)}))
+                      "actions": explorer.changes, "freezes": explorer.freezes,
+                      "elapsed_s": round(time.monotonic() - started, 2)}))
     os._exit(0)
 
 

@@ -6,13 +6,14 @@ Run it with the interpreter to measure (as root is not needed; it reads its own 
     python3.14 xtask/layouts/gc_counters.py
 
 It finds `generations[0].threshold` in the main interpreter's state by setting unusual
-thresholds and looking for them 24 bytes apart (one `struct gc_generation` each), then, after
+thresholds and looking for them 24 bytes apart (one `struct gc_generation` each) behind a linked
+list head (copies of the thresholds elsewhere have none), then, after
 two full collections (the second settles objects the first untracked lazily), looks for the
 8-byte word equal to `len(gc.get_objects(2))` and checks that the next word counts promotions
-into the oldest generation. Then it empties the permanent generation (`gc.unfreeze()`; 3.12
-starts with objects there) and looks for the one list head, 4-byte aligned after the generations,
-that links to itself while it is empty, and whose first object links back to it once `gc.freeze()`
-has filled it. It prints the offsets from threshold0; the GC state's own offset
+into the oldest generation. Then it empties the permanent generation (`gc.unfreeze()`; 3.12's
+collector keeps immortal objects there) and looks for the one list head, 4-byte aligned after the
+generations, that links to itself while it is empty, and whose first object links back to it
+once `gc.freeze()` has filled it. It prints the offsets from threshold0; the GC state's own offset
 of threshold0 is `generations + 16` (neurogc-agent/src/interp/cpython.rs, `gc_layout`).
 Needs /proc/self/maps (mount proc inside a chroot).
 """

@@ -2,8 +2,9 @@ use super::*;
 
 /// `xtask/layouts/gc_counters.py` run by every default-build test interpreter: where it finds
 /// threshold0 from the interpreter state, and the long-lived counters and the permanent
-/// generation's head from threshold0, is where the table puts them (the free-threaded build links nothing into the generations, so the
-/// script cannot find its counters there: its row comes from `offsetof` and DWARF).
+/// generation's head from threshold0, is where the table puts them (the free-threaded build
+/// links nothing into the generations, so the script cannot find its counters there: its row
+/// comes from `offsetof` and DWARF).
 #[test]
 fn the_table_is_where_gc_counters_py_finds_the_gc_state_on_every_test_build() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../xtask/layouts/gc_counters.py");
