@@ -134,10 +134,12 @@ def draws_tables(digest):
         name = os.path.relpath(os.path.dirname(path), os.path.join(RESULTS, "..", ".."))
         speed = "half speed" if "half speed" in report.split("\n\n", 2)[1] else "full speed"
         classes = {}
+        # The report marks the ablation's ratio "(alike)" where the arms did the same.
+        alike_draws = {int(line.split("|")[1].split()[0]) for line in report.splitlines()
+                       if line.startswith("| ") and "(alike)" in line and line.split("|")[1].split()[0].isdigit()}
         for r in results:
             act, none = r["act"], r["model_none"]
-            alike = len(act) == len(none) and all(a.get("actions") is not None and a.get("actions") == b.get("actions")
-                                                  for a, b in zip(act, none))
+            alike = r["seed"] in alike_draws
             c = classes.setdefault(draw_class(r["draw"]), {"draws": [], "alike": [], "pairs": [], "differ": []})
             c["draws"].append(r["seed"])
             pairs = [(a["value"], b["value"]) for a, b in zip(act, none)]
