@@ -167,7 +167,7 @@ def draws_tables(digest):
         verdict = ("too few rounds to say" if got is None else
                    "below 1: the model helps" if got[2] < 1 else
                    "above 1: the model does harm" if got[1] > 1 else "spans 1: not shown either way")
-        lines += ["", f"Over every draw, the 90% interval {verdict}.", ""]
+        lines += ["", f"Over every draw, the 90% interval {verdict}."]
     return lines
 
 
@@ -537,8 +537,9 @@ def main():
         "",
         "## Closed loop",
         "`cargo xtask bench steer` runs act mode with this model against `--model none` (the",
-        "analytic model alone), on the held-out families (workloads/heldout/, third-party code from",
-        "PyPI) and the tuning ones; the committed reports that measured this model (by SHA-256):",
+        "analytic model alone) on the held-out families (workloads/heldout/, third-party code from",
+        "PyPI) and the tuning ones, and `cargo xtask bench draws --ablate` on draws of the workload",
+        "generator; the committed reports that measured this model (by SHA-256):",
         "",
     ]
     lines += closed_loop(model_bytes)
