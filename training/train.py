@@ -476,23 +476,18 @@ def main():
         f"simplest class within {TIE_BAND:.0%} of the least mean over the views is shipped, whichever it",
         "is: a more complex one must earn its place by more than that.",
         "",
-        "| class | " + " | ".join(families) + " | mean |",
-        "|---|" + "---|" * (len(families) + 1),
     ]
-    for name, per in held.items():
-        lines.append(f"| {name} | " + " | ".join(f"{summary(per[f]):.3f}" for f in families)
-                     + f" | {view_error[name]['families']:.3f} |")
+
+    def fold_table(view, keys):
+        """Each class's error on each fold held out, and the view's mean."""
+        return (["| class | " + " | ".join(keys) + " | mean |", "|---|" + "---|" * (len(keys) + 1)]
+                + [f"| {name} | " + " | ".join(f"{summary(folds[view][name][k]):.3f}" for k in keys)
+                   + f" | {view_error[name][view]:.3f} |" for name in CLASSES])
+
+    lines += fold_table("families", families)
     if by_version["none (the analytic model alone)"]:
-        lines += [
-            "",
-            "Each CPython version held out in turn (trained on the others' transitions, every family):",
-            "",
-            "| class | " + " | ".join(versions) + " | mean |",
-            "|---|" + "---|" * (len(versions) + 1),
-        ]
-        for name, per in by_version.items():
-            lines.append(f"| {name} | " + " | ".join(f"{summary(per[v]):.3f}" for v in versions)
-                         + f" | {view_error[name]['versions']:.3f} |")
+        lines += ["", "Each CPython version held out in turn (trained on the others' transitions, every family):",
+                  ""] + fold_table("versions", versions)
     lines += [
         "",
         f"The views and the score each class is judged by ({int(moved.sum())} transitions froze the heap or",
