@@ -172,9 +172,10 @@ def draws_tables(digest):
 
 
 def load(path):
-    """The checks of one recording where the thresholds had just changed: features of the new
-    action [n, F] and of the one before [n, F], from the same state; labels [n, 4], NaN where not
-    measured. Elsewhere the action in force is the one the online correction already fits."""
+    """The checks of one recording where the setting (thresholds or freeze) had just changed:
+    features of the new action [n, F] and of the one before [n, F], from the same state; labels
+    [n, 4], NaN where not measured; and the recording's CPython version ("3.12"). Elsewhere the
+    action in force is the one the online correction already fits."""
     xs, fs, ys = [], [], []
     python = "unknown"
     for d in records.records(path):

@@ -1,8 +1,8 @@
-//! `cargo xtask train`: records the exploration workloads (workloads/training/generator.py: every family,
-//! `repeats` seeds each on every interpreter given, randomised thresholds and freezes), replays
-//! each recording with the analytic model
-//! alone to get its prediction checks, then trains the learned corrector (training/train.py,
-//! numpy + onnx in a private venv) and writes models/default.onnx and models/MODEL_CARD.md.
+//! `cargo xtask train`: records the exploration workloads (workloads/training/generator.py: every
+//! family, `repeats` seeds each on every interpreter given, randomised thresholds and freezes),
+//! replays each recording with the analytic model alone to get its prediction checks, then trains
+//! the learned corrector (training/train.py, numpy + onnx in a private venv) and writes
+//! models/default.onnx and models/MODEL_CARD.md.
 use std::{
     path::Path,
     process::{Command, Stdio},
@@ -38,7 +38,7 @@ pub fn run_training(opts: &Options) -> Result<()> {
     let root = workspace_root();
     let traces = root.join("target/training-traces");
     if !opts.retrain {
-        let interpreters = opts.pythons.iter().map(|p| interpreter(p)).collect::<Result<Vec<_>>>()?;
+        let interpreters = interpreters(&opts.pythons)?;
         if opts.families.is_empty() {
             let _ = std::fs::remove_dir_all(&traces);
         }
@@ -91,15 +91,23 @@ fn labels_build() -> Result<String> {
     Ok(if dirty { format!("{head}+changes") } else { head })
 }
 
-/// `spec` as a name for the recordings and the interpreter's path: a path as it is, a minor
-/// version ("3.12") as the test interpreters' manifest's first native default build of it.
-fn interpreter(spec: &str) -> Result<(String, String)> {
+/// Each spec as a name for the recordings and the interpreter's path: a path as it is, a minor
+/// version ("3.12") as the test interpreters' manifest's first native default build of it (the
+/// manifest made once, where a version is asked for).
+fn interpreters(specs: &[String]) -> Result<Vec<(String, String)>> {
+    let manifest: serde_json::Value = if specs.iter().all(|s| s.contains('/')) {
+        serde_json::Value::Null
+    } else {
+        serde_json::from_str(&std::fs::read_to_string(crate::pythons::ensure()?)?)?
+    };
+    specs.iter().map(|spec| interpreter(spec, &manifest)).collect()
+}
+
+fn interpreter(spec: &str, manifest: &serde_json::Value) -> Result<(String, String)> {
     if spec.contains('/') {
         let tag = Path::new(spec).file_name().map_or(spec.into(), |n| n.to_string_lossy().into_owned());
         return Ok((tag, spec.to_owned()));
     }
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(crate::pythons::ensure()?)?)?;
     let native = manifest["pythons"].as_array().into_iter().flatten().find(|p| {
         let name = p["name"].as_str().unwrap_or("");
         let argv = p["argv"].as_array().map_or(0, Vec::len);

@@ -17,7 +17,7 @@ use crate::{
         budgets::{self, GuardConfig},
         controller::Controller,
         model::Model,
-        predict::{Correction, FEATURE_COUNT},
+        predict::{Correction, FEATURE_COUNT, Reading},
     },
 };
 
@@ -377,17 +377,19 @@ impl Steering {
                     return Ok(decision);
                 }
             };
+        let age = self.aged.map(|(a, ts)| a + window.end_ns.saturating_sub(ts) as f64 / 1e9);
+        let reading = Reading::from_window(window, age);
         // Freezing needs code run in the target (the hook actuator) and an empty permanent
         // generation: gc.unfreeze() releases all of it, so neurogc could not undo only its own
-        // freeze (CPython 3.12's collector moves immortal objects there: no freeze on 3.12). Act mode
-        // has the hook's gc.get_freeze_count(); advise mode the permanent generation's head, read
-        // from memory with every sample.
+        // freeze (CPython 3.12's collector moves immortal objects there: no freeze on 3.12).
+        // Act mode has the hook's gc.get_freeze_count(); advise mode the permanent generation's
+        // head, read from memory with every sample.
         if !controller.frozen() {
             let app_froze = match self.mode {
                 Mode::Act => {
                     self.actuator_kind != ActuatorKind::Hook || self.freeze_count.is_none_or(|n| n > 0)
                 }
-                _ => window.sample.freeze_count.map(|n| n > 0).or(window.sample.frozen) == Some(true),
+                _ => reading.frozen_now() == Some(true),
             };
             // On a free-threaded build frozen objects leave `long_lived_total`, so the trigger
             // max(threshold0, long_lived_total / 4) collapses and collections come far more
@@ -395,7 +397,6 @@ impl Steering {
             controller.allow_freeze(!app_froze && !self.free_threaded);
         }
         let before = controller.thresholds();
-        let age = self.aged.map(|(a, ts)| a + window.end_ns.saturating_sub(ts) as f64 / 1e9);
         // One call of the learned model scores every candidate; a model that fails is said once
         // and the analytic model stands.
         let (model, failed, inference_ns) = (&mut self.model, &mut self.model_failed, &mut self.inference_ns);
@@ -410,8 +411,7 @@ impl Steering {
                 Vec::new()
             })
         };
-        let verdict = controller
-            .decide(&mut learned, &crate::steering::policy::predict::Reading::from_window(window, age));
+        let verdict = controller.decide(&mut learned, &reading);
         if !act {
             let advised = verdict.change.then_some(Move {
                 thresholds: verdict.thresholds,
