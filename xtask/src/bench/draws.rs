@@ -538,6 +538,9 @@ pub fn run(opts: &Options) -> Result<()> {
                 "defaults": r.defaults.iter().map(Score::json).collect::<Vec<_>>(),
                 "act": r.act.iter().map(Score::json).collect::<Vec<_>>(),
                 third_key: r.rules.iter().map(Score::json).collect::<Vec<_>>(),
+                // Whether act and the third arm did the same to the target in every round (the
+                // report's "(alike)"), so that readers need not parse the report for it.
+                "alike": (!r.rules.is_empty()).then(|| alike(&r.act, &r.rules)),
             })
         })
         .collect();
