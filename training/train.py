@@ -73,7 +73,8 @@ def closed_loop(model_bytes):
             if len(table) <= 2:
                 continue
             lines += [f"{name}, {speed} ({what}):", ""] + table + [""] + verdict + [""]
-    lines += draws_tables(digest)
+    draws, pooled = draws_tables(digest)
+    lines += draws
     if not lines:
         return ["Not yet measured for this model: run `cargo xtask bench steer` (or `bench draws",
                 "--ablate`) and train again."]
@@ -90,6 +91,15 @@ def closed_loop(model_bytes):
             "model's; its inputs see that a freeze was made, not its size (Limits below); and",
             "act / rules is to be read against each",
             "family's run-to-run spread in the reports above. `--model none` is the ablation.",
+        ]
+    if pooled is not None and pooled[4] >= 1:
+        draws, rounds, geo, lo, hi = pooled
+        said = "worse with the model" if lo > 1 else "not shown either way"
+        lines += [
+            f"On the generator's draws, act / act with `--model none` over {len(draws)} draws ({len(set(draws))} distinct:",
+            f"a sample may take a draw another took) and {rounds} rounds is {geo:.3f}x (90% interval",
+            f"{lo:.3f}-{hi:.3f}): {said}; the model earns its place there with an interval below 1",
+            "over 24 draws or more.",
         ]
     lines.append("")
     return lines[:-1]
@@ -118,10 +128,11 @@ def draw_class(draw):
 
 def draws_tables(digest):
     """The committed `xtask bench draws --ablate` runs of this model (their report names its
-    SHA-256): act against act with `--model none`, paired round by round, per draw class. A draw
-    where the two arms did the same to the target in every round ("alike") differs by noise
-    alone: named, and the ratio given without it too."""
-    lines = []
+    SHA-256): act against act with `--model none`, paired round by round, per draw class, for
+    each run and over every run together. A draw where the two arms did the same to the target
+    in every round ("alike") differs by noise alone: named, and the ratio given without it too."""
+    lines, pooled = [], {}
+    runs, verdict = 0, None
     for path in sorted(glob.glob(os.path.join(RESULTS, "*", "results.json"))):
         try:
             report = open(os.path.join(os.path.dirname(path), "report.md"), encoding="utf-8").read()
@@ -133,42 +144,64 @@ def draws_tables(digest):
             continue
         name = os.path.relpath(os.path.dirname(path), os.path.join(RESULTS, "..", ".."))
         speed = "half speed" if "half speed" in report.split("\n\n", 2)[1] else "full speed"
+        # Runs since 2026-12-07 say in results.json whether the arms did the same; older ones
+        # only mark the report's ratio "(alike)".
+        marked = {int(line.split("|")[1].split()[0]) for line in report.splitlines()
+                  if line.startswith("| ") and "(alike)" in line and line.split("|")[1].split()[0].isdigit()}
         classes = {}
-        # The report marks the ablation's ratio "(alike)" where the arms did the same.
-        alike_draws = {int(line.split("|")[1].split()[0]) for line in report.splitlines()
-                       if line.startswith("| ") and "(alike)" in line and line.split("|")[1].split()[0].isdigit()}
         for r in results:
-            act, none = r["act"], r["model_none"]
-            alike = r["seed"] in alike_draws
-            c = classes.setdefault(draw_class(r["draw"]), {"draws": [], "alike": [], "pairs": [], "differ": []})
-            c["draws"].append(r["seed"])
-            pairs = [(a["value"], b["value"]) for a, b in zip(act, none)]
-            c["pairs"] += pairs
-            if alike:
-                c["alike"].append(r["seed"])
-            else:
-                c["differ"] += pairs
+            alike = r["alike"] if r.get("alike") is not None else r["seed"] in marked
+            pairs = [(a["value"], b["value"]) for a, b in zip(r["act"], r["model_none"])]
+            for into in (classes, pooled):
+                c = into.setdefault(draw_class(r["draw"]), {"draws": [], "alike": [], "pairs": [], "differ": [],
+                                                            "per_draw": [], "per_draw_differ": []})
+                c["draws"].append(r["seed"])
+                c["pairs"] += pairs
+                if pairs:
+                    c["per_draw"].append(tuple(float(np.exp(np.mean(np.log(v)))) for v in zip(*pairs)))
+                if alike:
+                    c["alike"].append(r["seed"])
+                else:
+                    c["differ"] += pairs
+                    c["per_draw_differ"] += c["per_draw"][-1:] if pairs else []
+        runs += 1
+        lines += draws_table(f"{name}, {speed}", classes)[0]
+    if runs > 1:
+        table, verdict = draws_table(f"All {runs} runs above together", pooled)
+        lines += table
+    elif runs == 1:
+        verdict = draws_table("", classes)[1]
+    return lines, verdict
 
-        def ratio(pairs):
-            got = paired_ratio([a for a, _ in pairs], [b for _, b in pairs])
-            return "too few rounds" if got is None else f"{got[0]:.3f}x ({got[1]:.3f}-{got[2]:.3f})"
 
-        everything = {"draws": [], "alike": [], "pairs": [], "differ": []}
-        for c in classes.values():
-            for k in everything:
-                everything[k] += c[k]
-        lines += [f"{name}, {speed} (act / act with `--model none`, paired round by round; 90% interval):", "",
-                  "| draw class | draws | rounds | act / model none | without the alike draws | alike draws |",
-                  "|---|---|---|---|---|---|"]
-        for cls, c in sorted(classes.items()) + [("all", everything)]:
-            lines.append(f"| {cls} | {len(c['draws'])} | {len(c['pairs'])} | {ratio(c['pairs'])} | "
-                         f"{ratio(c['differ'])} | {', '.join(map(str, c['alike'])) or 'none'} |")
-        got = paired_ratio(*zip(*everything["pairs"])) if len(everything["pairs"]) >= 2 else None
-        verdict = ("too few rounds to say" if got is None else
-                   "below 1: the model helps" if got[2] < 1 else
-                   "above 1: the model does harm" if got[1] > 1 else "spans 1: not shown either way")
-        lines += ["", f"Over every draw, the 90% interval {verdict}."]
-    return lines
+def draws_table(title, classes):
+    """One table of act against `--model none` per draw class, and over every draw: the draws,
+    the rounds and the paired ratio with its interval (None under two rounds)."""
+    def ratio(pairs):
+        got = paired_ratio([a for a, _ in pairs], [b for _, b in pairs])
+        return "too few rounds" if got is None else f"{got[0]:.3f}x ({got[1]:.3f}-{got[2]:.3f})"
+
+    everything = {"draws": [], "alike": [], "pairs": [], "differ": [], "per_draw": [], "per_draw_differ": []}
+    for c in classes.values():
+        for k in everything:
+            everything[k] += c[k]
+    lines = [f"{title} (act / act with `--model none`, paired round by round; 90% interval):", "",
+             "| draw class | draws | rounds | act / model none | without the alike draws | alike draws |",
+             "|---|---|---|---|---|---|"]
+    for cls, c in sorted(classes.items()) + [("all", everything)]:
+        lines.append(f"| {cls} | {len(c['draws'])} | {len(c['pairs'])} | {ratio(c['pairs'])} | "
+                     f"{ratio(c['differ'])} | {', '.join(map(str, c['alike'])) or 'none'} |")
+    got = paired_ratio(*zip(*everything["pairs"])) if len(everything["pairs"]) >= 2 else None
+    verdict = ("too few rounds to say" if got is None else
+               "below 1: the model helps" if got[2] < 1 else
+               "above 1: the model does harm" if got[1] > 1 else "spans 1: not shown either way")
+    summary = None if got is None else (everything["draws"], len(everything["pairs"]), *got)
+    lines += ["", f"Over every draw, the 90% interval {verdict}."]
+    # Rounds of one draw share the draw: taken as the unit, the draws give a wider interval.
+    if len(everything["per_draw"]) >= 2:
+        lines[-1] += (f" With each draw's rounds averaged first (the draw as the unit): {ratio(everything['per_draw'])};"
+                      f" without the alike draws, {ratio(everything['per_draw_differ'])}.")
+    return lines + [""], summary
 
 
 def load(path):
