@@ -264,7 +264,8 @@ fn ablation(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
         "## What the learned model earns\n\nAct with the learned model against act on the analytic model \
          alone (`--model none`), same rounds, interleaved. Below 1×, the model helps. Paired: the \
          geometric mean of each round's ratio and its 90% interval; a family is lost where the \
-         whole interval is above 1×.\n\n\
+         whole interval is above 1×. \"(alike)\": the two arms collected the same (each \
+         generation's median count within 1%), so their ratio is noise, not evidence.\n\n\
          | workload | measure | act | rules only | act / rules | paired (90% interval) |\n\
          |---|---|---|---|---|---|\n",
     );
@@ -278,31 +279,54 @@ fn ablation(results: &[(Workload, Vec<(Config, Run)>)]) -> String {
             continue;
         }
         let paired = paired_ratio(&of.values(Config::Act, f), &of.values(Config::Rules, f));
+        let alike = collected_alike(&of);
         if workload.held_out() {
-            held_out.push(act / rules);
+            held_out.push((act / rules, alike));
             if paired.is_some_and(|(_, lo, _)| lo > 1.0) {
                 lost.push(workload.name());
             }
         }
         let paired = paired.map_or("-".to_owned(), |(g, lo, hi)| format!("{g:.3}× ({lo:.3}–{hi:.3})"));
         md += &format!(
-            "| {} | {what} | {act:.2} | {rules:.2} | {:.3}× | {paired} |\n",
+            "| {} | {what} | {act:.2} | {rules:.2} | {:.3}×{} | {paired} |\n",
             workload.name(),
-            act / rules
+            act / rules,
+            if alike { " (alike)" } else { "" }
         );
     }
     if !held_out.is_empty() {
-        let geo = crate::bench::measure::geomean(&held_out);
-        let worse = held_out.iter().filter(|r| **r > 1.0).count();
+        let ratios: Vec<f64> = held_out.iter().map(|(r, _)| *r).collect();
+        // The verdict is on the families where the model changed what the collector did.
+        let differ: Vec<f64> = held_out.iter().filter(|(_, alike)| !alike).map(|(r, _)| *r).collect();
+        let geo = crate::bench::measure::geomean(&ratios);
+        let judged = if differ.is_empty() { f64::NAN } else { crate::bench::measure::geomean(&differ) };
+        let worse = ratios.iter().filter(|r| **r > 1.0).count();
+        let without = match differ.len() {
+            n if n == ratios.len() => String::new(),
+            0 => " (every family alike: nothing to judge)".to_owned(),
+            _ => format!(" ({judged:.3}× without the alike)"),
+        };
         md += &format!(
-            "\nHeld-out families: geometric mean {geo:.3}×; medians worse with the model on {worse} of \
-             {}, credibly worse (paired) on {} ({}).\n",
+            "\nHeld-out families: geometric mean {geo:.3}×{without}; medians worse with the model on \
+             {worse} of {}, credibly worse (paired) on {} ({}).\n",
             held_out.len(),
             if lost.is_empty() { "none".to_owned() } else { lost.join(", ") },
-            verdict(geo < 1.0 && lost.is_empty())
+            verdict(judged < 1.0 && lost.is_empty())
         );
     }
     md
+}
+
+/// Whether act and act on the analytic model alone collected the same: each generation's median
+/// count within 1% (or one collection). Then the model changed nothing the collector did, and
+/// the two arms' ratio is the noise between runs (the document service, 2026-11-28: 8184/744/68
+/// against 8184/743/68, read as 0.62x).
+fn collected_alike(of: &Of) -> bool {
+    (0..3).all(|g| {
+        let count = |c| of.median(c, |r| r.collections[g] as f64);
+        let (a, b) = (count(Config::Act), count(Config::Rules));
+        (a - b).abs() <= (0.01 * a.max(b)).max(1.0)
+    })
 }
 
 /// The oracle's measure above this share of the defaults' is no gain to converge to.
@@ -609,6 +633,28 @@ mod tests {
             ["does not apply (the best fixed recipe is 0.95× the defaults)"],
             "{md}"
         );
+    }
+
+    #[test]
+    fn a_ratio_whose_arms_collected_the_same_is_marked_noise() {
+        // The document service's arms (2026-11-28): 8184/744/68 against 8184/743/68.
+        let with = |rules_gen0: u64| {
+            let (mut act, mut rules) = (run(1.0, 30.0), run(1.6, 30.0));
+            act.collections = [8184, 744, 68];
+            rules.collections = [rules_gen0, 743, 68];
+            vec![(Config::Act, act), (Config::Rules, rules)]
+        };
+        let md = ablation(&[(Workload::Docs, with(8184))]);
+        assert!(md.contains("| docs | p99 | 1.00 | 1.60 | 0.625× (alike) |"), "{md}");
+        assert!(md.contains("geometric mean 0.625× (every family alike: nothing to judge)"), "{md}");
+        assert!(md.contains("(MISSED)"), "{md}");
+        let md = ablation(&[(Workload::Docs, with(6100))]);
+        assert!(md.contains("| docs | p99 | 1.00 | 1.60 | 0.625× |"), "{md}");
+        // Alike on one family, not on the other: the verdict is on the one that differed.
+        let mut web = with(6100);
+        web[0].1.latencies_ms = vec![2.0; 10];
+        let md = ablation(&[(Workload::Docs, with(8184)), (Workload::Web, web)]);
+        assert!(md.contains("geometric mean 0.884× (1.250× without the alike)"), "{md}");
     }
 
     #[test]
