@@ -129,10 +129,10 @@ def draw_class(draw):
 def draws_tables(digest):
     """The committed `xtask bench draws --ablate` runs of this model (their report names its
     SHA-256): act against act with `--model none`, paired round by round, per draw class, for
-    each run and over every run together. A draw where the two arms did the same to the target
+    each run and over the runs at full speed together. A draw where the two arms did the same to the target
     in every round ("alike") differs by noise alone: named, and the ratio given without it too."""
     lines, pooled = [], {}
-    runs, verdict = 0, None
+    pooled_runs, verdict = 0, None
     for path in sorted(glob.glob(os.path.join(RESULTS, "*", "results.json"))):
         try:
             report = open(os.path.join(os.path.dirname(path), "report.md"), encoding="utf-8").read()
@@ -143,7 +143,11 @@ def draws_tables(digest):
                 or not all(r.get("model_none") for r in results):
             continue
         name = os.path.relpath(os.path.dirname(path), os.path.join(RESULTS, "..", ".."))
-        speed = "half speed" if "half speed" in report.split("\n\n", 2)[1] else "full speed"
+        header = "\n\n".join(report.split("\n\n", 3)[1:3])
+        # The pool is of one condition, the target at full speed on an idle machine; a run at half
+        # speed or with the machine kept busy (said in its report) is a check beside it.
+        speed = ("half speed" if "half speed" in header else
+                 "the machine busy" if "kept busy" in header else "full speed")
         # Runs since 2026-12-07 say in results.json whether the arms did the same; older ones
         # only mark the report's ratio "(alike)".
         marked = {int(line.split("|")[1].split()[0]) for line in report.splitlines()
@@ -152,7 +156,7 @@ def draws_tables(digest):
         for r in results:
             alike = r["alike"] if r.get("alike") is not None else r["seed"] in marked
             pairs = [(a["value"], b["value"]) for a, b in zip(r["act"], r["model_none"])]
-            for into in (classes, pooled):
+            for into in (classes, pooled) if speed == "full speed" else (classes,):
                 c = into.setdefault(draw_class(r["draw"]), {"draws": [], "alike": [], "pairs": [], "differ": [],
                                                             "per_draw": [], "per_draw_differ": []})
                 c["draws"].append(r["seed"])
@@ -164,13 +168,13 @@ def draws_tables(digest):
                 else:
                     c["differ"] += pairs
                     c["per_draw_differ"] += c["per_draw"][-1:] if pairs else []
-        runs += 1
         lines += draws_table(f"{name}, {speed}", classes)[0]
-    if runs > 1:
-        table, verdict = draws_table(f"All {runs} runs above together", pooled)
+        pooled_runs += speed == "full speed"
+    if pooled_runs > 1:
+        table, verdict = draws_table(f"The {pooled_runs} runs above at full speed together", pooled)
         lines += table
-    elif runs == 1:
-        verdict = draws_table("", classes)[1]
+    elif pooled_runs == 1:
+        verdict = draws_table("", pooled)[1]
     return lines, verdict
 
 
