@@ -93,10 +93,10 @@ def closed_loop(model_bytes):
             "family's run-to-run spread in the reports above. `--model none` is the ablation.",
         ]
     if pooled is not None and pooled[4] >= 1:
-        draws, rounds, geo, lo, hi = pooled
+        seeds, rounds, geo, lo, hi = pooled
         said = "worse with the model" if lo > 1 else "not shown either way"
         lines += [
-            f"On the generator's draws, act / act with `--model none` over {len(draws)} draws ({len(set(draws))} distinct:",
+            f"On the generator's draws, act / act with `--model none` over {len(seeds)} draws ({len(set(seeds))} distinct:",
             f"a sample may take a draw another took) and {rounds} rounds is {geo:.3f}x (90% interval",
             f"{lo:.3f}-{hi:.3f}): {said}; the model earns its place there with an interval below 1",
             "over 24 draws or more.",
@@ -129,8 +129,9 @@ def draw_class(draw):
 def draws_tables(digest):
     """The committed `xtask bench draws --ablate` runs of this model (their report names its
     SHA-256): act against act with `--model none`, paired round by round, per draw class, for
-    each run and over the runs at full speed together. A draw where the two arms did the same to the target
-    in every round ("alike") differs by noise alone: named, and the ratio given without it too."""
+    each run and over the runs at full speed together. A draw where the two arms did the same
+    to the target in every round ("alike") differs by noise alone: named, and the ratio given
+    without it too. Returns the lines and the pooled summary (`draws_table`)."""
     lines, pooled = [], {}
     pooled_runs, verdict = 0, None
     for path in sorted(glob.glob(os.path.join(RESULTS, "*", "results.json"))):
