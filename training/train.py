@@ -126,6 +126,11 @@ def draw_class(draw):
     return "service, open loop" if draw.get("open_loop") else "service, closed loop"
 
 
+# What a draws table tallies per draw class: the draws, those whose arms did alike, the rounds'
+# pairs (all, and of the draws that differed), and each draw's pair of geometric means.
+DRAW_TALLIES = ("draws", "alike", "pairs", "differ", "per_draw", "per_draw_differ")
+
+
 def draws_tables(digest):
     """The committed `xtask bench draws --ablate` runs of this model (their report names its
     SHA-256): act against act with `--model none`, paired round by round, per draw class, for
@@ -157,26 +162,25 @@ def draws_tables(digest):
         for r in results:
             alike = r["alike"] if r.get("alike") is not None else r["seed"] in marked
             pairs = [(a["value"], b["value"]) for a, b in zip(r["act"], r["model_none"])]
+            # The draw as one pair: each arm's geometric mean over its rounds.
+            per_draw = [tuple(float(np.exp(np.mean(np.log(v)))) for v in zip(*pairs))] if pairs else []
             for into in (classes, pooled) if speed == "full speed" else (classes,):
-                c = into.setdefault(draw_class(r["draw"]), {"draws": [], "alike": [], "pairs": [], "differ": [],
-                                                            "per_draw": [], "per_draw_differ": []})
+                c = into.setdefault(draw_class(r["draw"]), {k: [] for k in DRAW_TALLIES})
                 c["draws"].append(r["seed"])
                 c["pairs"] += pairs
-                if pairs:
-                    c["per_draw"].append(tuple(float(np.exp(np.mean(np.log(v)))) for v in zip(*pairs)))
+                c["per_draw"] += per_draw
                 if alike:
                     c["alike"].append(r["seed"])
                 else:
                     c["differ"] += pairs
-                    c["per_draw_differ"] += c["per_draw"][-1:] if pairs else []
+                    c["per_draw_differ"] += per_draw
         lines += draws_table(f"{name}, {speed}", classes)[0]
         pooled_runs += speed == "full speed"
-    if pooled_runs > 1:
-        table, verdict = draws_table(f"The {pooled_runs} runs above at full speed together", pooled)
-        lines += table
-    elif pooled_runs == 1:
-        verdict = draws_table("", pooled)[1]
-    return lines, verdict
+    if not pooled_runs:
+        return lines, None
+    table, verdict = draws_table(f"The {pooled_runs} runs above at full speed together", pooled)
+    # One run's pooled table is its own, already given.
+    return lines + (table if pooled_runs > 1 else []), verdict
 
 
 def draws_table(title, classes):
@@ -186,7 +190,7 @@ def draws_table(title, classes):
         got = paired_ratio([a for a, _ in pairs], [b for _, b in pairs])
         return "too few rounds" if got is None else f"{got[0]:.3f}x ({got[1]:.3f}-{got[2]:.3f})"
 
-    everything = {"draws": [], "alike": [], "pairs": [], "differ": [], "per_draw": [], "per_draw_differ": []}
+    everything = {k: [] for k in DRAW_TALLIES}
     for c in classes.values():
         for k in everything:
             everything[k] += c[k]
@@ -200,13 +204,13 @@ def draws_table(title, classes):
     verdict = ("too few rounds to say" if got is None else
                "below 1: the model helps" if got[2] < 1 else
                "above 1: the model does harm" if got[1] > 1 else "spans 1: not shown either way")
-    summary = None if got is None else (everything["draws"], len(everything["pairs"]), *got)
+    overall = None if got is None else (everything["draws"], len(everything["pairs"]), *got)
     lines += ["", f"Over every draw, the 90% interval {verdict}."]
     # Rounds of one draw share the draw: taken as the unit, the draws give a wider interval.
     if len(everything["per_draw"]) >= 2:
         lines[-1] += (f" With each draw's rounds averaged first (the draw as the unit): {ratio(everything['per_draw'])};"
                       f" without the alike draws, {ratio(everything['per_draw_differ'])}.")
-    return lines + [""], summary
+    return lines + [""], overall
 
 
 def load(path):
