@@ -28,6 +28,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
+import memory  # noqa: E402
 import onnx  # noqa: E402
 import onnx_model  # noqa: E402
 import records  # noqa: E402
@@ -453,6 +454,9 @@ def main():
     w, b = layers[-1]
     layers[-1] = (w * np.array(kept, np.float64), b * np.array(kept, np.float64))
     shipped_error = [output_error[chosen][k] if kept[k] else alone[k] for k in range(4)]
+    # A memory output, validated on its own recordings (the card says whether one would earn
+    # its place; the contract has none yet).
+    held_memory = memory.validate(traces, TIE_BAND)
     model = onnx_model.build(layers, mean, std, FEATURES, chosen,
                              {"neurogc.trained_on": ",".join(families), "neurogc.seed": str(SEED),
                               "neurogc.transitions": str(len(x_all))})
@@ -566,6 +570,11 @@ def main():
         + "; ".join(f"{name} {' / '.join(f'{view_error[name][v]:.3f}' for v in view_names)}"
                     for name in CLASSES if name != "none (the analytic model alone)") + ".",
     ]
+    if held_memory:
+        lines += [""] + held_memory
+    else:
+        lines += ["", "Fewer than two families with long-hold changes (`cargo xtask train --held` records them):",
+                  "the memory output is not validated, and not shipped."]
     train_err = errors(layers, norm(x_all), norm(f_all), y_all)
     lines += [
         "",
@@ -596,8 +605,12 @@ def main():
         "- The freezes explored are the workload's own: the observing agent reads that objects are",
         "  frozen, not how many (gc.get_freeze_count() walks the list; only the act-mode hook",
         "  counts them), so the inputs see a freeze, not its size.",
-        "- The outputs are the GC share and the pauses: what a freeze keeps in memory, and a",
-        "  setting's RSS and requests' wait, are the analytic model's alone.",
+        "- What a setting keeps in memory is the analytic model's alone (Memory above); so are",
+        "  requests' wait at p99 and the application's slowdown: nothing outside the process",
+        "  measures a request's wait to label them with.",
+        "- The long-hold recordings hold an action 7-17 s, not the whole minute the memory is",
+        "  predicted for, and none replaces a structure it keeps (a catalog rebuilt): what a",
+        "  freeze keeps after the next turnover is the analytic model's (`replaced_kept`).",
         "- Full collections are rare in 20 s recordings: the pause2 output has the fewest labels.",
         "- Its weight is earned in act mode only, where a move's first clean window checks its",
         "  correction: advice (and replay) makes no move, so it stays at 0 there unless",

@@ -230,6 +230,21 @@ pub struct Check {
     pub predicted: [f64; 4],
     /// Measured, in the same order; a pause only where that generation ran.
     pub measured: [Option<f64>; 4],
+    /// The memory side (absent in traces before 2026-12-07): a change's outcome in RSS shows
+    /// over the windows it stays in force, so training reads it from this check and the next.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<CheckMemory>,
+}
+
+/// What the analytic model predicted an action keeps in memory over the application's own
+/// settings (the decision's `observed` says what RSS the window ended at).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CheckMemory {
+    /// For the action in force through the window (MiB).
+    pub predicted_mib: f64,
+    /// For the action before it, where the window began with a change (MiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_mib: Option<f64>,
 }
 
 /// What a change did, a few windows after it: the same measures before and after.
@@ -364,7 +379,7 @@ pub struct Decision {
     pub predicted: Option<Predicted>,
     /// The last window's prediction, checked against this window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub check: Option<Check>,
+    pub check: Option<Box<Check>>,
     /// Budgets ("memory", "pause", "gc") no action the controller considered was predicted to
     /// hold in this window (absent: each could be held, or nothing was predicted).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

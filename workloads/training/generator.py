@@ -2,7 +2,7 @@
 """Exploration workloads for training the learned model of the collector: a parameterised
 generator over the families neurogc meets, run under randomised GC actions.
 
-  python generator.py FAMILY --seed SEED [--seconds S]   (SEED: any text, e.g. "3.12-0")
+  python generator.py FAMILY --seed SEED [--seconds S] [--hold H]   (SEED: any text, e.g. "3.12-0")
 
 Families (the shape of GC load; every size and rate is drawn from the seed):
   service-cyclic   warm heap of long-lived containers, requests at a Poisson rate, each
@@ -14,11 +14,13 @@ Families (the shape of GC load; every size and rate is drawn from the seed):
   phases           the service and the batch loop alternating every few seconds
   threads          two to four threads serving requests against one shared heap
 
-Every 0.75–1.75 s (seeded) the process sets its own thresholds, drawn from the controller's grid,
+Every 0.75–1.75 s (seeded; `--hold H` scales that to 0.6–1.4 H) the process sets its own thresholds, drawn from the controller's grid,
 and at some of those moments freezes its heap (gc.freeze()) or undoes its freeze
 (gc.unfreeze()). An observing agent records the thresholds it reads from the interpreter's state
 with every window, and whether the permanent generation holds objects, so the recording holds
-what each action did from each state, frozen or not: the training data. No freeze on 3.12,
+what each action did from each state, frozen or not: the training data. Held long (`--hold 12`),
+an action shows what it does to RSS over a good part of the minute the agent's memory prediction
+is for, which a change every second cannot. No freeze on 3.12,
 whose collector moves immortal objects into the permanent generation: there the observer cannot
 tell a freeze, and only thresholds are explored.
 
@@ -101,9 +103,11 @@ class Explorer:
     """The randomised actions: the process sets its own thresholds, and freezes its heap or undoes
     that freeze."""
 
-    def __init__(self, rng):
+    def __init__(self, rng, scale):
         self.rng = rng
-        self.next = time.monotonic() + rng.uniform(0.75, 1.75)
+        # The time between actions: 0.75-1.75 s times `scale`.
+        self.scale = scale
+        self.next = time.monotonic() + rng.uniform(0.75, 1.75) * scale
         self.changes = 0
         self.freezes = 0
         self.frozen = False
@@ -112,7 +116,7 @@ class Explorer:
         now = time.monotonic()
         if now < self.next:
             return
-        self.next = now + self.rng.uniform(0.75, 1.75)
+        self.next = now + self.rng.uniform(0.75, 1.75) * self.scale
         self.changes += 1
         gc.set_threshold(self.rng.choice(T0), self.rng.choice(T1), self.rng.choice(T2))
         # Not in the first changes: the observer's first windows see the heap unfrozen (the
@@ -162,6 +166,7 @@ def main():
     ap.add_argument("family", choices=FAMILIES)
     ap.add_argument("--seed", required=True)
     ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--hold", type=float, default=1.25, help="mean seconds between actions (default 1.25)")
     args = ap.parse_args()
     rng = random.Random(f"{args.family}/{args.seed}")
     params = {
@@ -173,7 +178,9 @@ def main():
     }
     started = time.monotonic()
     heap = build_heap(rng, params["heap"])
-    explorer = Explorer(rng)
+    if not 0.1 <= args.hold <= 600:
+        ap.error("--hold: between 0.1 and 600 seconds")
+    explorer = Explorer(rng, args.hold / 1.25)
     deadline = started + args.seconds
     fam = args.family
     work = 0

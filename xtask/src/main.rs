@@ -63,8 +63,12 @@ enum Task {
         #[arg(long, value_delimiter = ',')]
         family: Vec<String>,
         /// Record nothing: train again on the recordings in target/training-traces
-        #[arg(long)]
+        #[arg(long, conflicts_with = "held")]
         retrain: bool,
+        /// Record only the long-hold recordings (target/training-traces/held/: each family once
+        /// per interpreter, actions held about 12 s, the memory outcomes), keep the others'
+        #[arg(long, conflicts_with = "family")]
+        held: bool,
     },
     /// The torture job: act mode against real targets in every state, the agent killed at random
     /// and at aimed moments; prints counts (target deaths, settings, files and other leftovers)
@@ -100,13 +104,16 @@ fn main() -> Result<()> {
         Task::Layouts => pythons::ensure().and_then(|m| pythons::measure_layouts(&m)),
         Task::DeployCheck => deploy::check(),
         Task::Test { cargo_args } => test(&cargo_args),
-        Task::Train { python, seconds, repeats, family, retrain } => train::run_training(&train::Options {
-            pythons: python,
-            seconds,
-            repeats,
-            families: family,
-            retrain,
-        }),
+        Task::Train { python, seconds, repeats, family, retrain, held } => {
+            train::run_training(&train::Options {
+                pythons: python,
+                seconds,
+                repeats,
+                families: family,
+                retrain,
+                held,
+            })
+        }
         Task::Torture { trials, seed, path } => torture(trials, seed, path.as_deref()),
         Task::Fuzz { seconds } => fuzz(seconds),
         Task::Bench { which } => bench::run(which),

@@ -27,7 +27,16 @@ pub struct Options {
     pub families: Vec<String>,
     /// Record nothing: check and train on the recordings there are.
     pub retrain: bool,
+    /// Record only the long-hold recordings (`HELD`), replacing them.
+    pub held: bool,
 }
+
+/// The long-hold recordings: each family once per interpreter, `HELD_SECONDS` long, its actions
+/// held `HOLD_S` on average, so a change's RSS is seen over much of the minute the agent's
+/// memory prediction is for (training/train.py validates the memory output on them alone).
+const HELD: &str = "held";
+const HELD_SECONDS: u32 = 90;
+const HOLD_S: &str = "12";
 
 pub fn run_training(opts: &Options) -> Result<()> {
     for f in &opts.families {
@@ -37,30 +46,46 @@ pub fn run_training(opts: &Options) -> Result<()> {
     let python = crate::venv::venv("train-venv", &PACKAGES)?;
     let root = workspace_root();
     let traces = root.join("target/training-traces");
+    let held = traces.join(HELD);
     if !opts.retrain {
         let interpreters = interpreters(&opts.pythons)?;
-        if opts.families.is_empty() {
+        if opts.families.is_empty() && !opts.held {
             let _ = std::fs::remove_dir_all(&traces);
         }
-        std::fs::create_dir_all(&traces)?;
-        for seed in 0..opts.repeats {
+        if opts.held {
+            let _ = std::fs::remove_dir_all(&held);
+        }
+        std::fs::create_dir_all(&held)?;
+        for seed in 0..if opts.held { 0 } else { opts.repeats } {
             for (tag, interpreter) in &interpreters {
                 for family in FAMILIES
                     .iter()
                     .filter(|f| opts.families.is_empty() || opts.families.iter().any(|g| g == *f))
                 {
-                    record(&agent, interpreter, &traces, family, &format!("{tag}-{seed}"), opts.seconds)?;
+                    let run = format!("{tag}-{seed}");
+                    record(&agent, interpreter, &traces, family, &run, opts.seconds, None)?;
+                }
+            }
+        }
+        if opts.families.is_empty() {
+            for (tag, interpreter) in &interpreters {
+                for family in FAMILIES {
+                    record(&agent, interpreter, &held, family, tag, HELD_SECONDS, Some(HOLD_S))?;
                 }
             }
         }
     }
     // The checks: what the analytic model predicted each window for the thresholds then in
     // force, against what the next window measured (decision records), from every recording.
-    let mut recordings: Vec<_> = std::fs::read_dir(&traces)
-        .with_context(|| format!("{}: run `cargo xtask train` to record", traces.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "ngc"))
-        .collect();
+    let mut recordings = Vec::new();
+    for dir in [&traces, &held] {
+        recordings.extend(
+            std::fs::read_dir(dir)
+                .with_context(|| format!("{}: run `cargo xtask train` to record", dir.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "ngc")),
+        );
+    }
     recordings.sort();
     for trace in &recordings {
         let out = Command::new(&agent)
@@ -123,7 +148,15 @@ fn interpreter(spec: &str, manifest: &serde_json::Value) -> Result<(String, Stri
 }
 
 /// One recording, `{family}__{run}`: the family's workload under the observing agent.
-fn record(agent: &Path, python: &str, traces: &Path, family: &str, run: &str, seconds: u32) -> Result<()> {
+fn record(
+    agent: &Path,
+    python: &str,
+    traces: &Path,
+    family: &str,
+    run: &str,
+    seconds: u32,
+    hold_s: Option<&str>,
+) -> Result<()> {
     let name = format!("{family}__{run}");
     eprintln!("xtask: recording {name}");
     let status = Command::new(agent)
@@ -133,6 +166,7 @@ fn record(agent: &Path, python: &str, traces: &Path, family: &str, run: &str, se
         .arg(python)
         .arg(workspace_root().join("workloads/training/generator.py"))
         .args([family, "--seed", run, "--seconds", &seconds.to_string()])
+        .args(hold_s.map(|h| ["--hold", h]).into_iter().flatten())
         .stdout(Stdio::null())
         .status()
         .context("running the agent")?;

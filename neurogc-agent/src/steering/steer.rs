@@ -431,7 +431,7 @@ impl Steering {
         decision.observed = Some(verdict.observed);
         decision.predicted = verdict.predicted;
         decision.effect = verdict.effect;
-        decision.check = verdict.check;
+        decision.check = verdict.check.map(Box::new);
         decision.unholdable = verdict.unholdable.iter().map(|b| b.name().to_owned()).collect();
         if decision.effect.is_some() {
             self.last_effect = decision.effect.clone();

@@ -31,7 +31,7 @@
 //! verdict carries what would be done and its predicted effect, never a measured one.
 use std::borrow::Cow;
 
-use neurogc_trace::{Check, Effect, ModelEffect, ModelMoved, Observed, Predicted};
+use neurogc_trace::{Check, CheckMemory, Effect, ModelEffect, ModelMoved, Observed, Predicted};
 
 use super::{
     budgets::{Budget, Budgets, GuardConfig, Misses},
@@ -663,15 +663,16 @@ fn check(before: &Collector, after: &Collector, r: &Reading) -> Option<Check> {
     let c = Candidate { thresholds, frozen: after.is_frozen() };
     let p = before.predict(&c, before.is_frozen());
     let ran = |g: usize| (r.collections[g] > 0).then_some(r.pause_max_ns[g]);
-    let from = before.in_force().filter(|f| *f != c).map(|f| {
-        let q = before.predict(&f, before.is_frozen());
-        before.features(&f, before.is_frozen(), &q).to_vec()
-    });
+    let from = before.in_force().filter(|f| *f != c).map(|f| (f, before.predict(&f, before.is_frozen())));
     Some(Check {
         features: before.features(&c, before.is_frozen(), &p).to_vec(),
-        from,
+        from: from.map(|(f, q)| before.features(&f, before.is_frozen(), &q).to_vec()),
         predicted: [p.share, p.pause_ns[0], p.pause_ns[1], p.pause_ns[2]],
         measured: [Some(r.gc_share), ran(0), ran(1), ran(2)],
+        memory: Some(CheckMemory {
+            predicted_mib: mib(p.memory_bytes),
+            from_mib: from.map(|(_, q)| mib(q.memory_bytes)),
+        }),
     })
 }
 

@@ -2023,6 +2023,29 @@ fn each_window_checks_the_last_prediction_for_the_setting_in_force() {
 }
 
 #[test]
+fn a_check_after_a_change_carries_the_memory_predicted_for_both_settings() {
+    // Training reads a change's RSS, over the windows it stays in force, against the analytic
+    // model's figures for the setting moved to and the one before (training/memory.py).
+    let mut c = Controller::new(cfg(), [700, 10, 10], false);
+    let checks: Vec<Check> = (1..=6)
+        .filter_map(|w| {
+            let t = if w <= 4 { [700, 10, 10] } else { [20_000, 10, 10] };
+            c.step(&mut analytic, &SERVICE.reading(t, w)).check
+        })
+        .collect();
+    let memory = |k: &Check| k.memory.expect("every check carries the memory side");
+    let changed: Vec<&Check> = checks.iter().filter(|k| k.from.is_some()).collect();
+    assert_eq!(changed.len(), 1, "{checks:?}");
+    let m = memory(changed[0]);
+    // The application's own setting keeps nothing over itself; a young generation 28x larger
+    // holds the garbage that waits in it.
+    assert_eq!(m.from_mib, Some(0.0), "{m:?}");
+    assert!(m.predicted_mib > 0.1, "{m:?}");
+    let still = checks.iter().find(|k| k.from.is_none()).unwrap();
+    assert_eq!(memory(still).from_mib, None, "{still:?}");
+}
+
+#[test]
 fn advise_mode_says_what_it_would_do_and_never_measures_an_effect_it_did_not_cause() {
     let mut c = Controller::new(cfg(), [700, 10, 10], false);
     c.allow_freeze(true);
