@@ -121,8 +121,9 @@ def validate(traces, tie_band):
         "A setting's RSS, validated on the long-hold recordings alone (workloads/training/generator.py",
         "`--hold 12`, one per family and interpreter, 90 s): the highest RSS over the windows a",
         "change stays in force, less the RSS before it, against the analytic model's predicted",
-        "change in what the setting keeps. The agent may only add memory (a budget is a promise),",
-        "so the error is that of the correction as applied, max(0, output), in shares of RSS:",
+        "change in what the setting keeps. A learned correction could only add memory (a budget is",
+        "a promise), so the error is that of the correction as it would be applied, max(0, output),",
+        "in shares of RSS:",
         "",
         "| family | changes | freezes or unfreezes | measured MiB, median / max | predicted MiB, median / max | under-predicted |",
         "|---|---|---|---|---|---|",
@@ -136,19 +137,19 @@ def validate(traces, tie_band):
     lines += [
         "",
         "Each family held out in turn (error in shares of RSS; the simplest class within "
-        f"{tie_band:.0%} of the least mean ships):",
+        f"{tie_band:.0%} of the least mean is chosen):",
         "",
         "| class | " + " | ".join(families) + " | mean |",
         "|---|" + "---|" * (len(families) + 1),
     ]
     for name in CLASSES:
-        mark = " (shipped)" if name == chosen else ""
+        mark = " (chosen)" if name == chosen else ""
         lines.append(f"| {name}{mark} | " + " | ".join(f"{held[name][g]:.4f}" for g in families)
                      + f" | {score[name]:.4f} |")
     lines += [
         "",
-        f"The analytic model under-predicted {int(under.sum())} of {len(y)} changes (RSS rose more than it",
-        f"predicted), by a median {np.median(y[under]) * 100 if under.any() else 0.0:.1f}% of RSS. "
+        f"The analytic model under-predicted {int(under.sum())} of {len(y)} changes (RSS moved up more, or",
+        f"down less, than it predicted), by a median {np.median(y[under]) * 100 if under.any() else 0.0:.1f}% of RSS. "
         + ("No class that learns beats it alone by more than the band: the model has no memory output,"
            " and what a setting keeps is the analytic model's."
            if CLASSES[chosen] is None else
