@@ -84,9 +84,10 @@ def standardisation(x, f):
 
 
 def validate(traces, tie_band):
-    """The card's lines: each class's applied error with each family held out in turn (trained on
-    the others' long-hold changes, standardised by their statistics), and the class chosen (the
-    simplest within the band of the least mean). None under two families with changes."""
+    """The card's lines, and whether a class that learns won: each class's applied error with
+    each family held out in turn (trained on the others' long-hold changes, standardised by
+    their statistics), and the class chosen (the simplest within the band of the least mean).
+    None under two families with changes."""
     data = {}
     for path in sorted(glob.glob(os.path.join(traces, "held", "*.checks.jsonl"))):
         family = os.path.basename(path).split("__")[0]
@@ -156,4 +157,4 @@ def validate(traces, tie_band):
            f"{chosen} beats it: shipping it needs a memory output in the contract (corrector/1 has"
            " none)."),
     ]
-    return lines
+    return {"lines": lines, "learned": CLASSES[chosen] is not None}

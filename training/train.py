@@ -51,7 +51,8 @@ REPORTS = sorted(glob.glob(os.path.join(RESULTS, "*", "report.md")))
 
 def closed_loop(model_bytes):
     """The committed benchmarks' per-family tables of what the model earns, for those that
-    measured this model (their SHA-256 matches); else a line saying none has yet."""
+    measured this model (their SHA-256 matches), else a line saying none has yet; and the draws
+    pooled at full speed (`draws_table`'s summary, None where none were run)."""
     digest = hashlib.sha256(model_bytes).hexdigest()
     lines = []
     for path in REPORTS:
@@ -78,7 +79,7 @@ def closed_loop(model_bytes):
     lines += draws
     if not lines:
         return ["Not yet measured for this model: run `cargo xtask bench steer` (or `bench draws",
-                "--ablate`) and train again."]
+                "--ablate`) and train again."], None
     verdicts = [line for line in lines if line.startswith("Held-out")]
     met = sum(line.endswith("(MET).") for line in verdicts)
     if verdicts:
@@ -94,7 +95,7 @@ def closed_loop(model_bytes):
             "family's run-to-run spread in the reports above. `--model none` is the ablation.",
         ]
     if pooled is not None and pooled[4] >= 1:
-        seeds, rounds, geo, lo, hi = pooled
+        seeds, rounds, geo, lo, hi, _ = pooled
         said = "worse with the model" if lo > 1 else "not shown either way"
         lines += [
             f"On the generator's draws, act / act with `--model none` over {len(seeds)} draws ({len(set(seeds))} distinct:",
@@ -102,8 +103,47 @@ def closed_loop(model_bytes):
             f"{lo:.3f}-{hi:.3f}): {said}; the model earns its place there with an interval below 1",
             "over 24 draws or more.",
         ]
-    lines.append("")
-    return lines[:-1]
+    return lines, pooled
+
+
+def earned(pooled, chosen, held_memory):
+    """Whether the model has earned its place, on the terms it is held to: in closed loop, a 90%
+    interval of act / act with `--model none` below 1 over 24 draws or more, and credibly worse
+    on no draw class; offline, a class that conditions on the process ahead of the one whose
+    process inputs cancel; and what it was tried with."""
+    lines = ["## Has it earned its place", ""]
+    if pooled is None:
+        loop, helps = "not measured on the generator's draws yet", False
+    else:
+        seeds, rounds, geo, lo, hi, worse = pooled
+        helps = hi < 1 and len(seeds) >= 24
+        loop = (f"{geo:.3f}x over {len(seeds)} draws and {rounds} rounds (90% interval {lo:.3f}-{hi:.3f}): "
+                + ("below 1" if helps else "not below 1" if len(seeds) >= 24 else "fewer than 24 draws")
+                + "; credibly worse on " + (", ".join(worse) if worse else "no draw class"))
+    state = chosen in ("linear (ridge)", "MLP (dense 16 ReLU)")
+    memory_kept = bool(held_memory) and held_memory["learned"]
+    yes = helps and state
+    lines += [
+        f"- Closed loop, act / act with `--model none` at full speed: {loop}.",
+        f"- Offline: the class shipped is {chosen}; "
+        + ("it conditions on the process." if state else
+           "the process's state does not earn its place in any class tried (ridge, a dense"
+           " 16-unit network)."),
+        "- Memory: " + ("a learned correction beats the analytic model (Memory above)." if memory_kept else
+                        "no learned correction beats the analytic model (Memory above)."),
+        "",
+        ("It has." if yes else "It has not: no class earns its place on these terms.")
+        + " The embedded default is whichever measures best in closed loop: "
+        + ("this model" if pooled is not None and pooled[2] < 1 else "`--model none`")
+        + (f" ({pooled[2]:.3f}x, though not credibly)" if pooled is not None and not helps else "")
+        + ". `--model none` stays the ablation.",
+        "",
+        "Tried: four classes offline (none, ridge with and without the move times the process's",
+        "state, a dense 16-unit network) on three held-out views; a memory output on long-hold",
+        "recordings; in closed loop, the weight earned per process from its own moves",
+        "(policy/trust.rs), every correction recorded in the decision it moved.",
+    ]
+    return lines
 
 
 # Two-sided 90%: t at 0.95 for n - 1 degrees of freedom (xtask/src/bench/measure.rs, paired_ratio).
@@ -205,7 +245,10 @@ def draws_table(title, classes):
     verdict = ("too few rounds to say" if got is None else
                "below 1: the model helps" if got[2] < 1 else
                "above 1: the model does harm" if got[1] > 1 else "spans 1: not shown either way")
-    overall = None if got is None else (everything["draws"], len(everything["pairs"]), *got)
+    # Classes where the model is credibly worse: their interval wholly above 1.
+    worse = [cls for cls, c in sorted(classes.items())
+             if (k := paired_ratio(*zip(*c["pairs"])) if len(c["pairs"]) >= 2 else None) and k[1] > 1]
+    overall = None if got is None else (everything["draws"], len(everything["pairs"]), *got, worse)
     lines += ["", f"Over every draw, the 90% interval {verdict}."]
     # Rounds of one draw share the draw: taken as the unit, the draws give a wider interval.
     if len(everything["per_draw"]) >= 2:
@@ -571,7 +614,7 @@ def main():
                     for name in CLASSES if name != "none (the analytic model alone)") + ".",
     ]
     if held_memory:
-        lines += [""] + held_memory
+        lines += [""] + held_memory["lines"]
     else:
         lines += ["", "Fewer than two families with long-hold changes (`cargo xtask train --held` records them):",
                   "the memory output is not validated, and not shipped."]
@@ -589,7 +632,8 @@ def main():
         "generator; the committed reports that measured this model (by SHA-256):",
         "",
     ]
-    lines += closed_loop(model_bytes)
+    loop_lines, pooled = closed_loop(model_bytes)
+    lines += loop_lines + [""] + earned(pooled, chosen, held_memory)
     lines += [
         "",
         "## Traces",
