@@ -79,15 +79,14 @@ def closed_loop(model_bytes):
     lines += draws
     if not lines:
         return ["Not yet measured for this model: run `cargo xtask bench steer` (or `bench draws",
-                "--ablate`) and train again."], None
+                "--ablate`) and train again."], {"pooled": None, "verdicts": (0, 0)}
     verdicts = [line for line in lines if line.startswith("Held-out")]
     met = sum(line.endswith("(MET).") for line in verdicts)
     if verdicts:
         lines.append(f"Held-out verdicts met: {met} of {len(verdicts)}.")
     if met < len(verdicts):
         lines += [
-            f"The learned model has not earned its place in the closed loop: it meets {met} of the",
-            f"{len(verdicts)} held-out verdicts above (regret, and windows to converge). Why: the model",
+            f"Why {len(verdicts) - met} of the {len(verdicts)} held-out verdicts above are missed: the model",
             "gets no weight in a process until moves there bear its corrections out",
             "(policy/trust.rs), so the first moves, which convergence counts, are the analytic",
             "model's; its inputs see that a freeze was made, not its size (Limits below); and",
@@ -103,15 +102,16 @@ def closed_loop(model_bytes):
             f"{lo:.3f}-{hi:.3f}): {said}; the model earns its place there with an interval below 1",
             "over 24 draws or more.",
         ]
-    return lines, pooled
+    return lines, {"pooled": pooled, "verdicts": (met, len(verdicts))}
 
 
-def earned(pooled, chosen, held_memory):
+def earned(loop, chosen, held_memory):
     """Whether the model has earned its place, on the terms it is held to: in closed loop, a 90%
     interval of act / act with `--model none` below 1 over 24 draws or more, and credibly worse
     on no draw class; offline, a class that conditions on the process ahead of the one whose
     process inputs cancel; and what it was tried with."""
     lines = ["## Has it earned its place", ""]
+    pooled = loop["pooled"]
     if pooled is None:
         loop, helps = "not measured on the generator's draws yet", False
     else:
@@ -129,6 +129,8 @@ def earned(pooled, chosen, held_memory):
         + ("it conditions on the process." if state else
            "the process's state does not earn its place in any class tried (ridge, a dense"
            " 16-unit network)."),
+        "- Held-out families (third-party code from PyPI): {} of {} verdicts met (Closed loop above).".format(
+            *loop["verdicts"]),
         "- Memory: " + ("a learned correction beats the analytic model (Memory above)." if memory_kept else
                         "no learned correction beats the analytic model (Memory above)."),
         "",
@@ -632,8 +634,8 @@ def main():
         "generator; the committed reports that measured this model (by SHA-256):",
         "",
     ]
-    loop_lines, pooled = closed_loop(model_bytes)
-    lines += loop_lines + [""] + earned(pooled, chosen, held_memory)
+    loop_lines, loop = closed_loop(model_bytes)
+    lines += loop_lines + [""] + earned(loop, chosen, held_memory)
     lines += [
         "",
         "## Traces",
