@@ -105,13 +105,13 @@ def closed_loop(model_bytes):
     return lines, {"pooled": pooled, "verdicts": (met, len(verdicts))}
 
 
-def earned(loop, chosen, held_memory):
+def earned(closed, chosen, held_memory):
     """Whether the model has earned its place, on the terms it is held to: in closed loop, a 90%
     interval of act / act with `--model none` below 1 over 24 draws or more, and credibly worse
     on no draw class; offline, a class that conditions on the process ahead of the one whose
     process inputs cancel; and what it was tried with."""
     lines = ["## Has it earned its place", ""]
-    pooled = loop["pooled"]
+    pooled = closed["pooled"]
     if pooled is None:
         loop, helps = "not measured on the generator's draws yet", False
     else:
@@ -130,7 +130,7 @@ def earned(loop, chosen, held_memory):
            "the process's state does not earn its place in any class tried (ridge, a dense"
            " 16-unit network)."),
         "- Held-out families (third-party code from PyPI): {} of {} verdicts met (Closed loop above).".format(
-            *loop["verdicts"]),
+            *closed["verdicts"]),
         "- Memory: " + ("a learned correction beats the analytic model (Memory above)." if memory_kept else
                         "no learned correction beats the analytic model (Memory above)."),
         "",
