@@ -86,7 +86,7 @@ def closed_loop(model_bytes):
         lines.append(f"Held-out verdicts met: {met} of {len(verdicts)}.")
     if met < len(verdicts):
         lines += [
-            f"Why {len(verdicts) - met} of the {len(verdicts)} held-out verdicts above are missed: the model",
+            f"Why held-out verdicts above are missed ({len(verdicts) - met} of {len(verdicts)}): the model",
             "gets no weight in a process until moves there bear its corrections out",
             "(policy/trust.rs), so the first moves, which convergence counts, are the analytic",
             "model's; its inputs see that a freeze was made, not its size (Limits below); and",
