@@ -21,6 +21,7 @@ import numpy as np
 
 import records
 from features import FEATURES
+from tables import class_table
 
 # The agent's horizon (predict::HORIZON_S) in 0.5 s windows: no hold is read further.
 HORIZON_WINDOWS = 120
@@ -140,13 +141,8 @@ def validate(traces, tie_band):
         "Each family held out in turn (error in shares of RSS; the simplest class within "
         f"{tie_band:.0%} of the least mean is chosen):",
         "",
-        "| class | " + " | ".join(families) + " | mean |",
-        "|---|" + "---|" * (len(families) + 1),
     ]
-    for name in CLASSES:
-        mark = " (chosen)" if name == chosen else ""
-        lines.append(f"| {name}{mark} | " + " | ".join(f"{held[name][g]:.4f}" for g in families)
-                     + f" | {score[name]:.4f} |")
+    lines += class_table(CLASSES, families, lambda name, g: held[name][g], score.get, "mean", chosen, "chosen", 4)
     lines += [
         "",
         f"The analytic model under-predicted {int(under.sum())} of {len(y)} changes (RSS moved up more, or",

@@ -32,6 +32,7 @@ import memory  # noqa: E402
 import onnx  # noqa: E402
 import onnx_model  # noqa: E402
 import records  # noqa: E402
+from tables import class_table  # noqa: E402
 from features import FEATURES  # noqa: E402
 
 SEED = 20261124
@@ -572,9 +573,8 @@ def main():
 
     def fold_table(view, keys):
         """Each class's error on each fold held out, and the view's mean."""
-        return (["| class | " + " | ".join(keys) + " | mean |", "|---|" + "---|" * (len(keys) + 1)]
-                + [f"| {name} | " + " | ".join(f"{summary(folds[view][name][k]):.3f}" for k in keys)
-                   + f" | {view_error[name][view]:.3f} |" for name in CLASSES])
+        return class_table(CLASSES, keys, lambda name, k: summary(folds[view][name][k]),
+                           lambda name: view_error[name][view], "mean")
 
     lines += fold_table("families", families)
     if by_version["none (the analytic model alone)"]:
@@ -585,13 +585,9 @@ def main():
         f"The views and the score each class is judged by ({int(moved.sum())} transitions froze the heap or",
         "undid a freeze):",
         "",
-        "| class | " + " | ".join(view_names) + " | score |",
-        "|---|" + "---|" * (len(view_names) + 1),
     ]
-    for name in CLASSES:
-        mark = " (shipped)" if name == chosen else ""
-        lines.append(f"| {name}{mark} | " + " | ".join(f"{view_error[name][v]:.3f}" for v in view_names)
-                     + f" | {score[name]:.3f} |")
+    lines += class_table(CLASSES, view_names, lambda name, v: view_error[name][v], score.get, "score",
+                         chosen, "shipped")
     lines += [
         "",
         "Per output, mean over the views; the shipped class keeps an output's correction only",
