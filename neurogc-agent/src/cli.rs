@@ -70,12 +70,12 @@ pub struct Cli {
     #[arg(long)]
     pub json: bool,
 
-    /// Also write the --json stream to FILE
+    /// JSON lines to FILE; the live view stays
     ///
     /// FILE is created or truncated, never followed through a symbolic link; in a directory
-    /// other users can write (/tmp), only a new file or this user's own is written. The live
-    /// view stays on standard output
-    #[arg(short, long, value_name = "FILE", requires = "json")]
+    /// other users can write (/tmp), only a new file or this user's own is written. With or
+    /// without --json, the live view stays on standard output
+    #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
     #[command(flatten)]

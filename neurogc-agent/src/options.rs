@@ -61,9 +61,12 @@ impl Task {
     pub fn from_cli(cli: Cli) -> Result<Task> {
         match cli.sub {
             None => {
+                // `-o FILE` alone is `--json -o FILE`: the stream to its file, the live view on
+                // standard output (as its help says).
                 let output = match (cli.json, cli.output) {
-                    (false, _) => Output::View,
-                    (true, file) => Output::Json(file),
+                    (false, None) => Output::View,
+                    (_, Some(file)) => Output::Json(Some(file)),
+                    (true, None) => Output::Json(None),
                 };
                 observe(cli.target, output, cli.steer)
             }

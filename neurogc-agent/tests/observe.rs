@@ -245,6 +245,32 @@ fn a_windows_gc_share_is_the_pause_time_inside_it() {
 }
 
 #[test]
+fn output_alone_writes_the_stream_to_its_file_and_keeps_the_live_view() {
+    // `neurogc-agent -o FILE -- cmd`: --help says the live view stays on standard output, yet
+    // `-o` asked for --json too and exited 2 without it.
+    let py = python("debian-bookworm");
+    let dir =
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("output-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("stream.jsonl");
+    let target = py.command(&["--seconds", "1", "--manual", "3000"]);
+    let out = agent().arg("-o").arg(&file).args(["--duration", "120", "--"]).args(&target).output().unwrap();
+    let stream = std::fs::read_to_string(&file).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+    let lines = json_lines(&stream.lines().map(str::to_owned).collect::<Vec<_>>());
+    // The command's own output stays on standard output, beside the live view.
+    let own = json_lines(&stdout.lines().map(str::to_owned).collect::<Vec<_>>());
+    let errors = compare(&py.name, &lines, &report_of(&own), true);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(
+        stdout.lines().any(|l| l.contains("collections") && !l.starts_with('{')),
+        "no live view on standard output: {stdout}"
+    );
+}
+
+#[test]
 fn launch_mode_exits_with_the_commands_status() {
     // As `time` and `strace` do: `neurogc-agent -- pytest` in CI must fail when pytest fails.
     let mut errors = Vec::new();
