@@ -82,6 +82,30 @@ pub struct Cli {
     pub steer: SteerArgs,
 }
 
+impl Cli {
+    /// The command line, or clap's error and exit status 2. Where no process was given, clap
+    /// names `--pid` alone as required, with a usage that has it mandatory beside a command to
+    /// launch: the message says that either one will do.
+    pub fn parse_or_exit(args: impl IntoIterator<Item = OsString>) -> Cli {
+        Cli::try_parse_from(args).unwrap_or_else(|err| {
+            if err.kind() != clap::error::ErrorKind::MissingRequiredArgument {
+                err.exit()
+            }
+            // Rendered plain: the styled form would carry colour codes into a pipe.
+            let text = err
+                .render()
+                .to_string()
+                .replace(
+                    "  --pid <PID>\n",
+                    "  --pid <PID> (a running process), or -- COMMAND (one to start)\n",
+                )
+                .replace(" --pid <PID> [-- <COMMAND>...]", " (--pid <PID> | -- <COMMAND>...)");
+            crate::stderr::line(text.trim_end());
+            std::process::exit(crate::error::EXIT_USER)
+        })
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Sub {
     /// Record a process's collections, windows and decisions to a trace file

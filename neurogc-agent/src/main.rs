@@ -20,7 +20,6 @@ mod wait;
 use std::time::Instant;
 
 use anyhow::Result;
-use clap::Parser;
 
 use crate::{
     cli::Cli,
@@ -37,10 +36,14 @@ fn main() {
     if args.nth(1).as_deref() == Some(actuate::custodian::ARG.as_ref()) {
         actuate::custodian::serve(&args.next().unwrap_or_default().to_string_lossy());
     }
-    // `--all` is short for the `fleet` subcommand.
-    let args =
-        std::env::args_os().enumerate().map(|(i, a)| if i == 1 && a == "--all" { "fleet".into() } else { a });
-    let cli = Cli::parse_from(args);
+    // `--all` is short for the `fleet` subcommand, wherever it stands among the options (after
+    // another, clap offered "--allow-disable" for it).
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(i) = args.iter().take_while(|a| *a != "--").position(|a| a == "--all") {
+        args.remove(i);
+        args.insert(1, "fleet".into());
+    }
+    let cli = Cli::parse_or_exit(args);
     let task = Task::from_cli(cli);
     // The live view owns the terminal: log lines would tear it.
     let quiet = matches!(task, Ok(Task::Fleet(_, FleetOutput::Top(_))));

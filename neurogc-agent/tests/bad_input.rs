@@ -70,6 +70,35 @@ fn a_negative_number_is_out_of_range_not_a_flag() {
     }
 }
 
+#[test]
+fn no_process_given_names_both_ways_to_give_one() {
+    // clap named `--pid <PID>` alone as required, with a usage that made it look needed beside
+    // a command to launch.
+    for args in [&[][..], &["record", "-o", "t.ngc"], &["--mode", "observe"]] {
+        let out = agent().args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("-- COMMAND") && stderr.contains("(--pid <PID> | -- <COMMAND>...)"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains('\x1b') && out.stdout.is_empty(), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn all_is_the_fleet_wherever_it_stands() {
+    // The README's `neurogc-agent --all …`; after another option clap offered "--allow-disable".
+    let out = agent().args(["--mode", "observe", "--all"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("neurogc-agent fleet") && !stderr.contains("allow-disable"), "{stderr}");
+    let out = agent().args(["--metrics-addr", "nonsense", "--all"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("nonsense") && !stderr.contains("allow-disable"), "{stderr}");
+}
+
 /// Within pid_max, and not running in any test run.
 const NO_SUCH_PID: &str = "4194303";
 
