@@ -520,7 +520,7 @@ fn live_view_reads_thresholds_and_count_from_memory() {
         if let Some(wide) = stdout.lines().find(|l| l.chars().count() > 80) {
             errors.push(format!("{}: a line wider than 80 columns: {wide:?}", py.name));
         }
-        if !stdout.contains("neurogc summary (duration") {
+        if !stdout.contains("neurogc summary (ran ") {
             errors.push(format!("{}: no closing summary:\n{stdout}", py.name));
         }
         errors

@@ -445,7 +445,7 @@ impl Observer<'_> {
         let restored = self.steer.as_ref().and_then(Steering::restored);
         if self.cycle.dec.gc.pending() && (self.agg.collections() > 0 || self.cycle.dec.holding()) {
             tracing::warn!(
-                "the target exited before its GC state could be validated: generations and counts are the probe's arguments"
+                "the target exited before its GC state could be validated: each collection's generation and freed count are the probe's alone, unchecked"
             );
         }
         let elapsed_s = self.started.elapsed().as_secs_f64();

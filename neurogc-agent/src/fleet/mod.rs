@@ -165,12 +165,12 @@ pub async fn run(opts: Options, sinks: Vec<Box<dyn Sink>>, quit: mpsc::Unbounded
     fleet.detach_all();
     let why = match stopped {
         Stopped::Failed(err) => return Err(err),
-        Stopped::Duration => "duration",
-        Stopped::Signal(s) => s,
-        Stopped::Mode(()) => "quit",
+        Stopped::Duration => "at the end of --duration".to_owned(),
+        Stopped::Signal(s) => format!("by {s}"),
+        Stopped::Mode(()) => "on q".to_owned(),
     };
     tracing::info!(
-        "fleet stopped ({why}): detached from {}, {} lost",
+        "fleet stopped {why}: detached from {}, {} lost",
         crate::text::plural(n as u64, "process"),
         crate::text::plural(fleet.kernel.lost(), "event")
     );

@@ -78,7 +78,8 @@ impl GcStatus {
     }
 
     pub fn note(&self) -> Option<String> {
-        const FALLBACK: &str = "generation and collected counts are the probe's arguments";
+        const FALLBACK: &str =
+            "each collection's generation and freed count are the probe's alone, unchecked";
         match self {
             GcStatus::Unknown => Some(format!("GC state layout unknown for this build: {FALLBACK}")),
             GcStatus::Invalid(why) => Some(format!("GC state failed validation ({why}): {FALLBACK}")),

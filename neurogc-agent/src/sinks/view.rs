@@ -198,12 +198,27 @@ pub fn line(f: &Frame) -> String {
     text::fit(&fields, " | ", 9)
 }
 
+/// How a run ended, in words, from the summary record's `stopped` (its codes are for machines).
+fn ended(stopped: &str, elapsed_s: f64) -> String {
+    let after = format!("after {elapsed_s:.1} s");
+    match stopped {
+        "duration" => format!("ran {elapsed_s:.1} s, as --duration asked"),
+        "target-exited" => format!("the target exited {after}"),
+        "output-closed" => format!("its reader went away {after}"),
+        "act-failed" => format!("steering failed {after}"),
+        "failed" => format!("failed {after}"),
+        s if s.starts_with("SIG") => format!("stopped by {s} {after}"),
+        other => format!("{other} {after}"),
+    }
+}
+
 /// The closing table printed when the agent detaches (human output).
 pub fn summary(gens: &[GenSummary], stopped: &str, elapsed_s: f64, gc_share: f64, lost: u64) -> String {
     let total: u64 = gens.iter().map(|g| g.collections).sum();
     let mut s = text::wrap(
         &format!(
-            "neurogc summary ({stopped} after {elapsed_s:.1}s): {}, GC {:.2}% of wall time, lost events {lost}",
+            "neurogc summary ({}): {}, GC {:.2}% of wall time, lost events {lost}",
+            ended(stopped, elapsed_s),
             text::plural(total, "collection"),
             gc_share * 100.0
         ),
@@ -269,5 +284,18 @@ mod tests {
         assert!(rows[0].contains("1.0ms") && !rows[0].contains("µs"), "{s}");
         assert!(rows[1].split_whitespace().skip(4).all(|c| c == "-"), "{s}");
         assert!(!s.contains("0ns"), "{s}");
+    }
+
+    #[test]
+    fn the_summary_says_how_the_run_ended_in_words() {
+        // Its codes are the summary record's: "(target-exited after 26.5s)" read as a token.
+        for (code, words) in [
+            ("duration", "(ran 60.2 s, as --duration asked)"),
+            ("target-exited", "(the target exited after 60.2 s)"),
+            ("SIGINT", "(stopped by SIGINT after 60.2 s)"),
+        ] {
+            let s = summary(&[], code, 60.2, 0.0, 0);
+            assert!(s.starts_with(&format!("neurogc summary {words}")), "{s}");
+        }
     }
 }
