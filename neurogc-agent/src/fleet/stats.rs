@@ -78,13 +78,20 @@ impl Stats {
     }
 
     /// p99 pause since attach, µs (0 before the first collection).
+    /// The histograms answer with the top of a quantile's bucket (2 significant digits), which
+    /// may pass the longest pause itself: `top` showed "FULL P99 157.7ms MAX 157.6ms".
     pub fn p99_us(&self) -> u64 {
-        if self.collections == 0 { 0 } else { self.pauses.value_at_quantile(0.99) }
+        if self.collections == 0 { 0 } else { self.pauses.value_at_quantile(0.99).min(self.max_us()) }
     }
 
-    /// p99 of the full collections' pauses since attach, µs (0 before the first).
+    /// p99 of the full collections' pauses since attach, µs (0 before the first), no longer
+    /// than the longest pause (`p99_us`).
     pub fn full_p99_us(&self) -> u64 {
-        if self.full_pauses.is_empty() { 0 } else { self.full_pauses.value_at_quantile(0.99) }
+        if self.full_pauses.is_empty() {
+            0
+        } else {
+            self.full_pauses.value_at_quantile(0.99).min(self.max_us())
+        }
     }
 
     /// The longest pause since attach, µs.
@@ -127,6 +134,16 @@ mod tests {
 
     fn gc(ts_ns: u64, duration_ns: u64) -> Collection {
         collection(2, ts_ns, duration_ns)
+    }
+
+    #[test]
+    fn no_p99_is_longer_than_the_longest_pause() {
+        let mut s = Stats::default();
+        s.record(&collection(0, 0, 80_000));
+        s.record(&collection(2, 0, 157_600_000));
+        assert_eq!(s.max_us(), 157_600);
+        assert!(s.p99_us() <= 157_600 && s.full_p99_us() <= 157_600, "{} {}", s.p99_us(), s.full_p99_us());
+        assert!(s.full_p99_us() >= 156_000, "{}", s.full_p99_us());
     }
 
     #[test]
