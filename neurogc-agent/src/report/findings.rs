@@ -50,13 +50,13 @@ pub fn findings(r: &Report, a: &Analysis) -> Vec<Finding> {
         ));
     }
     if r.collections == 0 {
-        out.push(finding(
-            "no-collections",
-            Info,
+        let why = if r.trace.truncated.is_some() {
+            "No collection in the part of the trace that could be read."
+        } else {
             "No collection was recorded: the process allocated too few container objects to trigger one, or the \
              recording was too short."
-                .to_owned(),
-        ));
+        };
+        out.push(finding("no-collections", Info, why.to_owned()));
         return out;
     }
     let gen2 = &r.generations[2];

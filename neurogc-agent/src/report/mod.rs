@@ -146,7 +146,9 @@ pub const GEN_COLUMNS: [&str; 9] = ["gen", "count", "count %", "time %", "p50", 
 
 impl GenReport {
     pub fn cells(&self) -> [String; 9] {
-        let d = crate::sinks::view::duration;
+        // A generation that never ran has no pauses: "-", not "0ns".
+        let d =
+            |ns: u64| if self.collections == 0 { "-".to_owned() } else { crate::sinks::view::duration(ns) };
         [
             if self.r#gen < 0 { "?".to_owned() } else { self.r#gen.to_string() },
             self.collections.to_string(),
@@ -253,6 +255,11 @@ pub fn run(opts: &Options) -> Result<()> {
         out.write_all(text::render(&report).as_bytes())?;
     }
     out.flush()?;
+    // The report of what could be read is out; the exit status says it is not the whole run
+    // (with status 0, a script took a cut recording for a complete one).
+    if let Some(why) = &report.trace.truncated {
+        bail_user!("{} is incomplete: {why}; the report covers the part read", opts.trace.display());
+    }
     Ok(())
 }
 

@@ -37,6 +37,14 @@ pub fn render(r: &Report) -> String {
             text::wrap(&format!("model {} (digest {}, {})", m.source, m.digest, m.provider), 2)
         );
     }
+    // Said before any figure, which covers only the part read.
+    if let Some(why) = &r.trace.truncated {
+        let _ = writeln!(
+            s,
+            "{}",
+            text::wrap(&format!("INCOMPLETE: {why}; what follows covers the part read"), 2)
+        );
+    }
     let _ = writeln!(s);
     let _ = writeln!(s, "  span            {:.1} s", r.span_s);
     let _ = writeln!(s, "  collections     {} ({:.1}/s)", r.collections, r.collections_per_s);
@@ -77,7 +85,9 @@ pub fn render(r: &Report) -> String {
         let cells = g.cells();
         row(&mut s, &cells.each_ref().map(String::as_str));
     }
-    let _ = writeln!(s, "\npause histogram (all generations)");
+    if r.collections > 0 {
+        let _ = writeln!(s, "\npause histogram (all generations)");
+    }
     let peak = r.histogram.iter().map(|b| b.counts.iter().sum::<u64>()).max().unwrap_or(0).max(1);
     let first = r.histogram.iter().position(|b| b.counts.iter().sum::<u64>() > 0);
     let last = r.histogram.iter().rposition(|b| b.counts.iter().sum::<u64>() > 0);
