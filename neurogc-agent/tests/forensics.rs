@@ -900,6 +900,40 @@ fn outputs_are_never_written_through_links_or_into_other_users_files() {
 }
 
 /// The decisions `replay --json` makes on the recording `name` in tests/fixtures.
+#[test]
+fn replay_counts_changes_of_advice_not_the_windows_it_stands() {
+    // Advice repeats in every window's decision while it stands: replay said "would change the
+    // thresholds 59 times (59 of 60 decisions)" of advice that changed about ten times.
+    let changes = |decisions: &[Value]| {
+        let mut last = None;
+        let mut n = 0;
+        for d in decisions {
+            let now = (d["change"] == true).then(|| (d["thresholds"].clone(), d["freeze"].clone()));
+            n += usize::from(now.is_some() && now != last);
+            last = now;
+        }
+        n
+    };
+    let (recorded, _) = records(Path::new(&fixture("demo-advice.ngc")));
+    let recorded: Vec<Value> = recorded
+        .iter()
+        .filter(|r| matches!(r, Record::Decision(_)))
+        .map(|r| serde_json::to_value(r).unwrap())
+        .collect();
+    let standing = recorded.iter().filter(|d| d["change"] == true).count();
+    let (advised, replayed) = (changes(&recorded), changes(&replayed_decisions("demo-advice.ngc")));
+    assert!(advised < standing, "the fixture's advice stands over windows: {advised} of {standing}");
+    let out = agent().arg("replay").arg(fixture("demo-advice.ngc")).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
+    let times = |n: usize| match n {
+        0 => "never".to_owned(),
+        1 => "once".to_owned(),
+        n => format!("{n} times"),
+    };
+    let said = format!("would recommend a change {} (the recorded run: {})", times(replayed), times(advised));
+    assert!(text.contains(&said), "{said:?} not in {text}");
+}
+
 fn replayed_decisions(name: &str) -> Vec<Value> {
     replayed_decisions_of(Path::new(&fixture(name)))
 }

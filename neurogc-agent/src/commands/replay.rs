@@ -34,8 +34,9 @@ struct Row {
 struct Tally {
     windows: u64,
     identical: u64,
-    would_change: u64,
-    recorded_changes: u64,
+    /// How often the replayed and the recorded recommendations changed.
+    would: Recommendations,
+    recorded: Recommendations,
     recorded_decisions: u64,
     /// Windows with a recorded decision whose thresholds and freeze the replayed policy matched.
     agree: u64,
@@ -43,6 +44,28 @@ struct Tally {
     /// decided otherwise, or, for a recording made in act mode, where acting changed what came
     /// after.
     differ_at: Vec<f64>,
+}
+
+/// How often what a policy recommends changes. Advice repeats in every window's decision while
+/// it stands (`change` stays true while it differs from what is in force): counting those
+/// decisions, replay said "would change the thresholds 59 times (59 of 60 decisions)" of advice
+/// that changed about ten times.
+#[derive(Default)]
+struct Recommendations {
+    last: Option<([i64; 3], Option<bool>)>,
+    changes: u64,
+}
+
+impl Recommendations {
+    fn see(&mut self, d: &Decision) {
+        self.see_advice(d.change.then_some((d.thresholds, d.freeze)));
+    }
+
+    /// `now`: the thresholds and freeze recommended, None where the setting in force stands.
+    fn see_advice(&mut self, now: Option<([i64; 3], Option<bool>)>) {
+        self.changes += u64::from(now.is_some() && now != self.last);
+        self.last = now;
+    }
 }
 
 pub fn run(opts: &Options) -> Result<()> {
@@ -106,7 +129,7 @@ pub fn run(opts: &Options) -> Result<()> {
                 tally.identical += u64::from(window.features == recorded.features);
                 let in_force = window.sample.thresholds;
                 let would = steer.decide(&window, Instant::now())?;
-                tally.would_change += u64::from(would.change);
+                tally.would.see(&would);
                 if opts.json {
                     serde_json::to_writer(&mut out, &Record::Window(window))?;
                     writeln!(out)?;
@@ -129,16 +152,12 @@ pub fn run(opts: &Options) -> Result<()> {
     if !opts.json {
         let plural = crate::text::plural;
         let summary = format!(
-            "{}: {} recomputed identical to the recorded ones; the replayed policy would change the \
-             thresholds {} (the recorded run: {} of {}); the same decision as recorded in {} of {}",
+            "{}: {} recomputed identical to the recorded ones; the replayed policy would recommend \
+             a change {} (the recorded run: {}); the same decision as recorded in {} of {}",
             plural(tally.windows, "window"),
             tally.identical,
-            match tally.would_change {
-                1 => "once".to_owned(),
-                n => format!("{n} times"),
-            },
-            tally.recorded_changes,
-            plural(tally.recorded_decisions, "decision"),
+            times(tally.would.changes),
+            times(tally.recorded.changes),
             tally.agree,
             tally.recorded_decisions
         );
@@ -165,7 +184,7 @@ fn flush_row(out: &mut impl Write, row: Option<Row>, json: bool, tally: &mut Tal
     let differs = row.recorded.as_ref().is_some_and(|rec| !same_decision(rec, &row.would));
     if let Some(rec) = &row.recorded {
         tally.recorded_decisions += 1;
-        tally.recorded_changes += u64::from(rec.change);
+        tally.recorded.see(rec);
         tally.agree += u64::from(!differs);
     }
     if differs {
@@ -195,6 +214,15 @@ fn flush_row(out: &mut impl Write, row: Option<Row>, json: bool, tally: &mut Tal
     Ok(())
 }
 
+/// "never", "once", "3 times".
+fn times(n: u64) -> String {
+    match n {
+        0 => "never".to_owned(),
+        1 => "once".to_owned(),
+        n => format!("{n} times"),
+    }
+}
+
 /// Whether two decisions come to the same: the same thresholds, and the same done to the freeze.
 fn same_decision(a: &Decision, b: &Decision) -> bool {
     let freeze = |d: &Decision| d.change.then_some(d.freeze).flatten();
@@ -217,7 +245,18 @@ fn verdict(change: bool, thresholds: [i64; 3], freeze: Option<bool>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::verdict;
+    use super::{Recommendations, verdict};
+
+    #[test]
+    fn a_standing_advice_counts_once() {
+        let five = Some(([5000, 10, 10], Some(true)));
+        let mut r = Recommendations::default();
+        // Advised three windows running, dropped, advised again, then another.
+        for now in [five, five, five, None, five, Some(([700, 10, 10], Some(true)))] {
+            r.see_advice(now);
+        }
+        assert_eq!(r.changes, 3);
+    }
 
     #[test]
     fn a_decision_reads_with_its_freeze() {
