@@ -44,6 +44,30 @@ fn rich(s: &str) -> String {
     out
 }
 
+/// An axis tick as round values are written: "100 ms", "1 s", "2.5 ms", "0". The tables'
+/// durations keep their digits ("100.0ms"): on an axis those read as measurements.
+fn tick_duration(ns: f64) -> String {
+    let (v, unit) = match ns {
+        x if x <= 0.0 => return "0".to_owned(),
+        x if x < 1e3 => (x, "ns"),
+        x if x < 1e6 => (x / 1e3, "µs"),
+        x if x < 1e9 => (x / 1e6, "ms"),
+        x => (x / 1e9, "s"),
+    };
+    format!("{} {unit}", trimmed(v))
+}
+
+/// A share's tick: "5%", "0.25%", "0".
+fn tick_share(v: f64) -> String {
+    if v <= 0.0 { "0".to_owned() } else { format!("{}%", trimmed(v * 100.0)) }
+}
+
+/// At most two decimals, none that are trailing zeros.
+fn trimmed(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
 /// Round tick values from `lo` to `hi`, about `n` of them: steps of 1, 2, 2.5 or 5 times a power
 /// of ten, as people read axes (0, 50, 100 MiB, not 29, 59, 88, 117).
 fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
@@ -173,7 +197,7 @@ fn timeline_plot(s: &mut String, r: &Report, t: &Timeline) {
     svg_open(s, "Pauses over time, by generation (longest in each interval)");
     let max = t.buckets.iter().flat_map(|b| b.max_ns).max().unwrap_or(1).max(1) as f64 / 1e3;
     let p = Plot { x_max: r.span_s, y_lo: 1.0, y_hi: max * 1.5, log: true };
-    p.frame(s, |v| duration((v * 1e3) as u64), &time_axis(r));
+    p.frame(s, |v| tick_duration(v * 1e3), &time_axis(r));
     let width_s = t.width_ns as f64 / 1e9;
     for (i, b) in t.buckets.iter().enumerate() {
         let x = p.x((i as f64 + 0.5) * width_s);
@@ -216,7 +240,7 @@ fn histogram_plot(s: &mut String, r: &Report) {
     let bins = &r.histogram[first..=last];
     let peak = bins.iter().map(total).max().unwrap_or(1).max(1) as f64 / 1e6;
     let p = Plot { x_max: bins.len() as f64, y_lo: 0.0, y_hi: peak * 1.1, log: false };
-    p.frame_y(s, |v| duration((v * 1e6) as u64));
+    p.frame_y(s, |v| tick_duration(v * 1e6));
     x_axis_label(s, "pause length, up to");
     let bw = (W - PAD_L - PAD_R) / bins.len().max(1) as f64;
     for (i, b) in bins.iter().enumerate() {
@@ -435,7 +459,7 @@ th:first-child,td:first-child{{text-align:left}}svg text{{font-size:11px;fill:#4
         .collect();
     let one = |label, points| [Series { label, color: "#9467bd", points }];
     if !share.is_empty() {
-        line_plot(&mut s, r, "GC share of wall time", &one("GC share", share), (false, 1.0), pct);
+        line_plot(&mut s, r, "GC share of wall time", &one("GC share", share), (false, 1.0), tick_share);
     }
     let windows = thin(&a.windows, 1500);
     let rss: Vec<(f64, f64)> = windows.iter().map(|w| (w.end_s, w.rss_mib)).collect();
@@ -522,6 +546,14 @@ th:first-child,td:first-child{{text-align:left}}svg text{{font-size:11px;fill:#4
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ticks_read_as_round_values() {
+        // They read "100.0ms", "1.00s", "0.00%" and "0ns", as the tables' measurements do.
+        let got: Vec<String> = [1e8, 1e9, 2.5e6, 0.0, 500.0].into_iter().map(tick_duration).collect();
+        assert_eq!(got, ["100 ms", "1 s", "2.5 ms", "0", "500 ns"]);
+        assert_eq!([0.0, 0.05, 0.0025].map(tick_share), ["0", "5%", "0.25%"]);
+    }
 
     #[test]
     fn ticks_are_round() {
