@@ -36,10 +36,13 @@ fn main() {
     if args.nth(1).as_deref() == Some(actuate::custodian::ARG.as_ref()) {
         actuate::custodian::serve(&args.next().unwrap_or_default().to_string_lossy());
     }
-    // `--all` is short for the `fleet` subcommand, wherever it stands among the options (after
-    // another, clap offered "--allow-disable" for it).
+    // `--all` is short for the `fleet` subcommand, wherever it stands among the main command's
+    // options (after another, clap offered "--allow-disable" for it); a subcommand's are its own.
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some(i) = args.iter().take_while(|a| *a != "--").position(|a| a == "--all") {
+    let options_first = args.get(1).is_some_and(|a| a.as_encoded_bytes().starts_with(b"-"));
+    if let Some(i) =
+        args.iter().take_while(|a| *a != "--").position(|a| a == "--all").filter(|_| options_first)
+    {
         args.remove(i);
         args.insert(1, "fleet".into());
     }
