@@ -21,6 +21,7 @@ import numpy as np
 
 import records
 from features import FEATURES
+from linear import STATE_CANCELS, ridge, standardisation
 from tables import class_table
 
 # The agent's horizon (predict::HORIZON_S) in 0.5 s windows: no hold is read further.
@@ -60,16 +61,11 @@ def load(path):
             np.array(ys, np.float64), np.array(moved, np.float64).reshape(-1, 2))
 
 
-def fit_ridge(d, y, l2=3.0):
-    return np.linalg.solve(d.T @ d + l2 * np.eye(d.shape[1]), d.T @ y)
-
-
-INTERACTIONS = np.array([0.0 if "_x_" in n else 1.0 for n in FEATURES])
 # Candidates, simplest first (a tie goes to the simpler one); each maps the standardised
 # difference of the two rows to weights.
 CLASSES = {
     "none (the analytic model alone)": None,
-    "linear, state cancels": INTERACTIONS,
+    "linear, state cancels": STATE_CANCELS,
     "linear (ridge)": np.ones(len(FEATURES)),
 }
 
@@ -77,11 +73,6 @@ CLASSES = {
 def applied_error(w, d, y):
     """Mean |label - max(0, correction)| in shares of RSS (what the agent applies); 0 weights: none."""
     return float(np.mean(np.abs(y - np.maximum(0.0, d @ w))))
-
-
-def standardisation(x, f):
-    both = np.vstack([x, f])
-    return both.mean(0), both.std(0) + 1e-3
 
 
 def validate(traces, tie_band):
@@ -111,7 +102,7 @@ def validate(traces, tie_band):
         s = standardisation(xt, ft)[1]
         xv, fv, yv = data[fam][:3]
         for name, keep in CLASSES.items():
-            w = np.zeros(len(FEATURES)) if keep is None else fit_ridge((xt - ft) / s * keep, yt) * keep
+            w = np.zeros(len(FEATURES)) if keep is None else ridge((xt - ft) / s * keep, yt) * keep
             held[name][fam] = applied_error(w, (xv - fv) / s, yv)
     score = {name: float(np.mean(list(v.values()))) for name, v in held.items()}
     best = min(score.values())

@@ -32,6 +32,7 @@ import memory  # noqa: E402
 import onnx  # noqa: E402
 import onnx_model  # noqa: E402
 import records  # noqa: E402
+from linear import STATE_CANCELS, ridge, standardisation  # noqa: E402
 from tables import class_table  # noqa: E402
 from features import FEATURES  # noqa: E402
 
@@ -121,7 +122,7 @@ def earned(closed, chosen, held_memory):
         loop = (f"{geo:.3f}x over {len(seeds)} draws and {rounds} rounds (90% interval {lo:.3f}-{hi:.3f}): "
                 + ("below 1" if helps else "not below 1" if len(seeds) >= 24 else "fewer than 24 draws")
                 + "; credibly worse on " + (", ".join(worse) if worse else "no draw class"))
-    state = chosen in ("linear (ridge)", "MLP (dense 16 ReLU)")
+    state = chosen in CONDITIONS_ON_STATE
     memory_kept = bool(held_memory) and held_memory["learned"]
     yes = helps and state
     lines += [
@@ -230,33 +231,37 @@ def draws_tables(digest):
 def draws_table(title, classes):
     """One table of act against `--model none` per draw class, and over every draw: the draws,
     the rounds and the paired ratio with its interval (None under two rounds)."""
-    def ratio(pairs):
-        got = paired_ratio([a for a, _ in pairs], [b for _, b in pairs])
+    def pair(pairs):
+        return paired_ratio([a for a, _ in pairs], [b for _, b in pairs])
+
+    def ratio(got):
         return "too few rounds" if got is None else f"{got[0]:.3f}x ({got[1]:.3f}-{got[2]:.3f})"
 
     everything = {k: [] for k in DRAW_TALLIES}
     for c in classes.values():
         for k in everything:
             everything[k] += c[k]
+    rows = sorted(classes.items()) + [("all", everything)]
+    # Each row's ratio, computed once: the table, the verdict and the classes credibly worse.
+    paired = {cls: pair(c["pairs"]) for cls, c in rows}
     lines = [f"{title} (act / act with `--model none`, paired round by round; 90% interval):", "",
              "| draw class | draws | rounds | act / model none | without the alike draws | alike draws |",
              "|---|---|---|---|---|---|"]
-    for cls, c in sorted(classes.items()) + [("all", everything)]:
-        lines.append(f"| {cls} | {len(c['draws'])} | {len(c['pairs'])} | {ratio(c['pairs'])} | "
-                     f"{ratio(c['differ'])} | {', '.join(map(str, c['alike'])) or 'none'} |")
-    got = paired_ratio(*zip(*everything["pairs"])) if len(everything["pairs"]) >= 2 else None
+    for cls, c in rows:
+        lines.append(f"| {cls} | {len(c['draws'])} | {len(c['pairs'])} | {ratio(paired[cls])} | "
+                     f"{ratio(pair(c['differ']))} | {', '.join(map(str, c['alike'])) or 'none'} |")
+    got = paired["all"]
     verdict = ("too few rounds to say" if got is None else
                "below 1: the model helps" if got[2] < 1 else
                "above 1: the model does harm" if got[1] > 1 else "spans 1: not shown either way")
     # Classes where the model is credibly worse: their interval wholly above 1.
-    worse = [cls for cls, c in sorted(classes.items())
-             if (k := paired_ratio(*zip(*c["pairs"])) if len(c["pairs"]) >= 2 else None) and k[1] > 1]
+    worse = [cls for cls, _ in rows[:-1] if paired[cls] and paired[cls][1] > 1]
     overall = None if got is None else (everything["draws"], len(everything["pairs"]), *got, worse)
     lines += ["", f"Over every draw, the 90% interval {verdict}."]
     # Rounds of one draw share the draw: taken as the unit, the draws give a wider interval.
     if len(everything["per_draw"]) >= 2:
-        lines[-1] += (f" With each draw's rounds averaged first (the draw as the unit): {ratio(everything['per_draw'])};"
-                      f" without the alike draws, {ratio(everything['per_draw_differ'])}.")
+        lines[-1] += (f" With each draw's rounds averaged first (the draw as the unit): {ratio(pair(everything['per_draw']))};"
+                      f" without the alike draws, {ratio(pair(everything['per_draw_differ']))}.")
     return lines + [""], overall
 
 
@@ -313,21 +318,13 @@ def fit_linear(x, f, y, l2=3.0):
         rows = ~np.isnan(y[:, k])
         if rows.sum() < 20:
             continue
-        a, t = d[rows], y[rows, k]
-        w[:, k] = np.linalg.solve(a.T @ a + l2 * np.eye(a.shape[1]), a.T @ t)
+        w[:, k] = ridge(d[rows], y[rows, k], l2)
     return [(w, np.zeros(4))]
-
-
-# The move times the process's state: without them the state cancels in a linear model's
-# difference (the class shipped before them), kept as a candidate to show what they earn.
-INTERACTIONS = [i for i, name in enumerate(FEATURES) if "_x_" in name]
 
 
 def fit_linear_state_cancels(x, f, y):
     """Ridge on the difference of the two rows without the interactions: the state cancels."""
-    keep = np.ones(x.shape[1])
-    keep[INTERACTIONS] = 0.0
-    return fit_linear(x * keep, f * keep, y)
+    return fit_linear(x * STATE_CANCELS, f * STATE_CANCELS, y)
 
 
 def forward(params, x):
@@ -400,14 +397,11 @@ CLASSES = {
 }
 
 
+# The classes whose correction of a move depends on the process's state.
+CONDITIONS_ON_STATE = ("linear (ridge)", "MLP (dense 16 ReLU)")
+
 # A class more complex than another must have a held-out error lower by more than this share.
 TIE_BAND = 0.01
-
-
-def standardisation(x, f):
-    """Mean and spread of the inputs, over both rows of every transition given."""
-    both = np.vstack([x, f])
-    return both.mean(0), both.std(0) + 1e-3
 
 
 def summary(errs):
@@ -526,7 +520,7 @@ def main():
         "the move (ln threshold ratios, the freeze) times the process's state (allocation rate,",
         "young garbage, old generation, pending share): a linear model's difference keeps them,",
         "so it predicts the same move differently in different processes"
-        + ("." if chosen in ("linear (ridge)", "MLP (dense 16 ReLU)") else
+        + ("." if chosen in CONDITIONS_ON_STATE else
            f". The class shipped ({chosen}) does not use them: it corrects each move alike in every process."),
         "",
         "## Contract",
