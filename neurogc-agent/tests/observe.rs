@@ -315,10 +315,16 @@ fn launch_mode_exits_with_the_commands_status() {
     assert!(errors.is_empty(), "\n{}", errors.join("\n"));
 }
 
-/// Launches, with `extra`, a command that collects, sleeps 3 s and exits 3, with the agent's
-/// standard output (`Out`) or standard error closed by its reader at once: how the agent ended,
-/// and after how long.
-fn launched_with_a_stream_closed(extra: &[&str], closed: Closed) -> (std::process::ExitStatus, Duration) {
+/// A command that collects, sleeps 3 s and exits 3: windows are shown before it ends.
+const SLEEPS_THEN_EXITS_3: &str = "import gc, sys, time; gc.collect(); time.sleep(3); sys.exit(3)";
+
+/// Launches, with `extra`, the Python `code`, with the agent's standard output (`Out`) or
+/// standard error closed by its reader at once: how the agent ended, and after how long.
+fn launched_with_a_stream_closed(
+    extra: &[&str],
+    code: &str,
+    closed: Closed,
+) -> (std::process::ExitStatus, Duration) {
     let py = python("debian-bookworm-3.11");
     let started = Instant::now();
     let (stdout, stderr) = match closed {
@@ -329,7 +335,7 @@ fn launched_with_a_stream_closed(extra: &[&str], closed: Closed) -> (std::proces
         .args(extra)
         .args(["--duration", "120", "--"])
         .args(&py.argv)
-        .args(["-c", "import gc, sys, time; gc.collect(); time.sleep(3); sys.exit(3)"])
+        .args(["-c", code])
         .stdout(stdout)
         .stderr(stderr)
         .spawn()
@@ -344,6 +350,23 @@ enum Closed {
 }
 
 #[test]
+fn launch_mode_keeps_the_commands_status_when_its_summary_is_the_first_line_unread() {
+    // A command that ends before the first window: the summary is the first write to the
+    // closed output (`neurogc-agent -- cmd | true`), and it ended "error: Broken pipe", exit 1.
+    let quick = "import gc, sys; gc.collect(); sys.exit(3)";
+    let errors: Vec<String> = [&[][..], &["--json"][..]]
+        .into_iter()
+        .filter_map(|extra| {
+            let (status, _) = launched_with_a_stream_closed(extra, quick, Closed::Out);
+            (status.code() != Some(3)).then(|| {
+                format!("{extra:?}: agent exited {status:?} with standard output closed, expected 3")
+            })
+        })
+        .collect();
+    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
+}
+
+#[test]
 fn launch_mode_keeps_the_commands_status_when_standard_error_is_closed() {
     // `neurogc-agent --mode act -- cmd 2>&1 | head -1`: the reader goes away after one line,
     // and every later log line or last word fails to write. The agent ends as the command
@@ -351,7 +374,7 @@ fn launch_mode_keeps_the_commands_status_when_standard_error_is_closed() {
     let errors: Vec<String> = [&["--mode", "act"][..], &["--mode", "act", "--json"][..]]
         .into_iter()
         .filter_map(|extra| {
-            let (status, _) = launched_with_a_stream_closed(extra, Closed::Err);
+            let (status, _) = launched_with_a_stream_closed(extra, SLEEPS_THEN_EXITS_3, Closed::Err);
             (status.code() != Some(3))
                 .then(|| format!("{extra:?}: agent exited {status:?} with standard error closed, expected 3"))
         })
@@ -367,7 +390,7 @@ fn launch_mode_waits_for_its_command_when_standard_output_is_closed() {
     let errors: Vec<String> = [&[][..], &["--mode", "act"][..], &["--json"][..]]
         .into_iter()
         .filter_map(|extra| {
-            let (status, took) = launched_with_a_stream_closed(extra, Closed::Out);
+            let (status, took) = launched_with_a_stream_closed(extra, SLEEPS_THEN_EXITS_3, Closed::Out);
             (status.code() != Some(3) || took < Duration::from_secs(3)).then(|| {
                 format!(
                     "{extra:?}: agent exited {status:?} after {took:?} with standard output closed, \

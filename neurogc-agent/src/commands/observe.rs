@@ -167,7 +167,12 @@ pub async fn run(
     drop(probes);
     let finished = obs.finish_actuator().await;
     let launched = obs.launched.take();
-    let summarised = obs.summarise(&stop, lost, unpaired);
+    // A reader that went away before the summary (a command that ended before the first
+    // window, `| true`) ends nothing either: the run's status stands, as for a window's write.
+    let summarised = match obs.summarise(&stop, lost, unpaired) {
+        Err(err) if crate::error::output_closed(&err) => Ok(()),
+        r => r,
+    };
     match stop {
         Stop::ActFailed(why, true) => Err(anyhow::Error::new(crate::error::UserError(why))),
         Stop::ActFailed(why, false) => Err(anyhow::anyhow!(why)),
