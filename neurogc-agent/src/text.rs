@@ -31,7 +31,8 @@ pub fn fit(fields: &[String], sep: &str, indent: usize) -> String {
     fit_from(String::new(), fields, sep, indent)
 }
 
-fn fit_from(first: String, fields: &[String], sep: &str, indent: usize) -> String {
+/// As [`fit`], the fields following `first` (a table row's figures) on its line.
+pub fn fit_from(first: String, fields: &[String], sep: &str, indent: usize) -> String {
     let pad = " ".repeat(indent);
     let mut lines: Vec<String> = vec![first];
     for field in fields.iter().filter(|f| !f.is_empty()) {
@@ -84,31 +85,9 @@ pub fn block(sentence: &str, indent: usize) -> String {
     fit_from(" ".repeat(indent), &[sentence.to_owned()], "", indent)
 }
 
-/// The end of `s` in at most `room` characters, cut at its start with "…" where it is longer:
-/// a method's own name is at its end ("…Parser._add_token").
-pub fn tail(s: &str, room: usize) -> String {
-    let n = s.chars().count();
-    if n <= room {
-        return s.to_owned();
-    }
-    if room == 0 {
-        return String::new();
-    }
-    let kept: String = s.chars().skip(n - (room - 1)).collect();
-    format!("…{kept}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_tail_keeps_the_end_within_its_room() {
-        assert_eq!(tail("Parser._add_token", 40), "Parser._add_token");
-        assert_eq!(tail("Parser._add_token", 10), "…add_token");
-        assert_eq!(tail("Parser._add_token", 10).chars().count(), 10);
-        assert_eq!(tail("abc", 0), "");
-    }
 
     #[test]
     fn nouns_are_counted_as_english_counts_them() {

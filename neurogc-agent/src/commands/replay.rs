@@ -19,6 +19,7 @@ use crate::{
     options::ReplayOptions as Options,
     session::features::{self, Windower},
     steering::actuate::ActuatorKind,
+    steering::advice::Turns,
     steering::steer::{Mode, Steering},
 };
 
@@ -35,8 +36,8 @@ struct Tally {
     windows: u64,
     identical: u64,
     /// How often the replayed and the recorded recommendations changed.
-    would: Recommendations,
-    recorded: Recommendations,
+    would: Turns,
+    recorded: Turns,
     recorded_decisions: u64,
     /// Windows with a recorded decision whose thresholds and freeze the replayed policy matched.
     agree: u64,
@@ -44,28 +45,6 @@ struct Tally {
     /// decided otherwise, or, for a recording made in act mode, where acting changed what came
     /// after.
     differ_at: Vec<f64>,
-}
-
-/// How often what a policy recommends changes. Advice repeats in every window's decision while
-/// it stands (`change` stays true while it differs from what is in force): counting those
-/// decisions, replay said "would change the thresholds 59 times (59 of 60 decisions)" of advice
-/// that changed about ten times.
-#[derive(Default)]
-struct Recommendations {
-    last: Option<([i64; 3], Option<bool>)>,
-    changes: u64,
-}
-
-impl Recommendations {
-    fn see(&mut self, d: &Decision) {
-        self.see_advice(d.change.then_some((d.thresholds, d.freeze)));
-    }
-
-    /// `now`: the thresholds and freeze recommended, None where the setting in force stands.
-    fn see_advice(&mut self, now: Option<([i64; 3], Option<bool>)>) {
-        self.changes += u64::from(now.is_some() && now != self.last);
-        self.last = now;
-    }
 }
 
 pub fn run(opts: &Options) -> Result<()> {
@@ -245,18 +224,7 @@ fn verdict(change: bool, thresholds: [i64; 3], freeze: Option<bool>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{Recommendations, verdict};
-
-    #[test]
-    fn a_standing_advice_counts_once() {
-        let five = Some(([5000, 10, 10], Some(true)));
-        let mut r = Recommendations::default();
-        // Advised three windows running, dropped, advised again, then another.
-        for now in [five, five, five, None, five, Some(([700, 10, 10], Some(true)))] {
-            r.see_advice(now);
-        }
-        assert_eq!(r.changes, 3);
-    }
+    use super::verdict;
 
     #[test]
     fn a_decision_reads_with_its_freeze() {

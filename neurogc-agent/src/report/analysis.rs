@@ -194,7 +194,7 @@ pub struct Analysis {
     neurogc_set: Vec<(u64, [i64; 3])>,
     /// Where the features the report uses sit in this trace's windows (from its attach record).
     at: FeatureAt,
-    pub decisions: u64,
+    pub decisions: Decisions,
     /// What the learned model did to the decisions, where they say (`Decision::model`).
     pub model: Option<ModelTally>,
     pub actuations: u64,
@@ -210,6 +210,87 @@ pub struct Analysis {
     running: Running,
     /// Every thread a collection halted (`threads` records), up to `MAX_HALTED_TIDS`.
     halted_tids: std::collections::HashSet<u32>,
+}
+
+/// What advise or act mode decided over the trace: every window's decision counted, each
+/// change of what was decided kept (advice stands in every window's decision while it holds),
+/// and the advice standing at the end. A report that did not show it advised raising
+/// threshold0 on a recording whose advice was to keep 700 and freeze.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Decisions {
+    /// Windows decided.
+    pub count: u64,
+    /// Times what was decided changed: the advice (advise mode), a move (act mode).
+    pub changes: u64,
+    /// Those changes in order, the first `MAX_MOVES` of them.
+    pub moves: Vec<DecisionMove>,
+    /// Advise mode: what the agent recommended at exit, from its summary; where the trace
+    /// has none (cut, or still being written), the advice its last decision stood on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recommendation: Option<String>,
+    #[serde(skip)]
+    turns: crate::steering::advice::Turns,
+    #[serde(skip)]
+    last: Option<(f64, neurogc_trace::Decision)>,
+}
+
+/// A change of what was decided.
+#[derive(Debug, Clone, Serialize)]
+pub struct DecisionMove {
+    /// When (s into the trace).
+    pub at_s: f64,
+    /// "700/10/10 -> 5000/10/10 + collect, freeze".
+    pub what: String,
+    pub reason: String,
+}
+
+/// The changes of decision a report keeps (a recording's advice turns a few times a minute
+/// at most; memory stays bounded whatever the trace holds).
+const MAX_MOVES: usize = 1000;
+
+impl Decisions {
+    fn add(&mut self, at_s: f64, d: &neurogc_trace::Decision) {
+        self.count += 1;
+        if self.turns.see(d) && self.moves.len() < MAX_MOVES {
+            self.moves.push(DecisionMove {
+                at_s,
+                what: d.what.clone().unwrap_or_else(|| crate::sinks::view::thresholds(d.thresholds)),
+                reason: d.reason.clone(),
+            });
+        }
+        self.changes = self.turns.changes;
+        self.last = Some((at_s, d.clone()));
+    }
+
+    /// "the advice changed 2 times in 66 windows".
+    pub fn turned(&self) -> String {
+        format!(
+            "the advice changed {} in {}",
+            crate::text::plural(self.changes, "time"),
+            crate::text::plural(self.count, "window")
+        )
+    }
+
+    /// Once the trace is read: the recommendation, the summary's or, without one, the last
+    /// decision's (advise mode only: act mode's decisions were carried out, not advice).
+    pub fn finish(&mut self, mode: &str, summary: Option<&neurogc_trace::Summary>) {
+        let said = summary.and_then(|s| s.policy.as_ref()).and_then(|p| p.recommendation.clone());
+        self.recommendation = said.or_else(|| {
+            let (at_s, d) = self.last.as_ref().filter(|_| mode == "advise")?;
+            Some(match (&d.what, d.change) {
+                (Some(what), true) => format!(
+                    "recommendation (its last decision, at +{at_s:.1} s; the recording ends before the \
+                     agent's own): {what}\nwhy: {}",
+                    d.reason
+                ),
+                _ => format!(
+                    "recommendation (its last decision, at +{at_s:.1} s; the recording ends before the \
+                     agent's own): keep the application's own settings\nwhy: {}",
+                    d.reason
+                ),
+            })
+        });
+    }
 }
 
 /// The learned model's part in a trace's decisions.
@@ -301,7 +382,7 @@ impl Analysis {
             windows_dropped: 0,
             neurogc_set: Vec::new(),
             at: FeatureAt::default(),
-            decisions: 0,
+            decisions: Decisions::default(),
             model: None,
             actuations: 0,
             freezes: Vec::new(),
@@ -330,9 +411,9 @@ impl Analysis {
             Record::Gc(c) => self.collection(c),
             Record::Window(w) => self.window(w),
             Record::Decision(d) => {
-                self.decisions += 1;
+                let at_s = d.ts_ns.saturating_sub(self.start_ns) as f64 / 1e9;
+                self.decisions.add(at_s, d);
                 if let Some(m) = &d.model {
-                    let at_s = d.ts_ns.saturating_sub(self.start_ns) as f64 / 1e9;
                     self.model.get_or_insert_with(ModelTally::default).add(at_s, m);
                 }
             }

@@ -26,6 +26,10 @@ fn finding(id: &'static str, severity: Severity, text: String) -> Finding {
     Finding { id, severity, text }
 }
 
+/// What a finding says where the recording holds advise mode's recommendation: that one, not
+/// another of the report's own.
+const RECORDED: &str = "what advise mode recommended for this run is under \"recorded advice\"";
+
 /// A change's effect is measured when both sides have windows and the side before had GC.
 fn measured(c: &super::ThresholdChange) -> bool {
     c.before.seconds > 0.0 && c.after.seconds > 0.0 && c.before.gc_share > 0.0
@@ -66,6 +70,7 @@ pub fn findings(r: &Report, a: &Analysis) -> Vec<Finding> {
     {
         let froze_before = r.attach.sample.freeze_count.is_some_and(|n| n > 0);
         let advice = match r.freezes.iter().find(|f| f.event == "frozen") {
+            None if r.decisions.recommendation.is_some() => RECORDED.to_owned(),
             Some(f) => format!(
                 "neurogc froze {} objects at +{:.1} s to move long-lived objects out of their way",
                 f.count.unwrap_or(0),
@@ -248,6 +253,16 @@ fn gc_share(r: &Report, a: &Analysis) -> Finding {
             if c.after.gc_share < c.before.gc_share { "cut it only a little" } else { "did not cut it" },
             pct(c.before.gc_share),
             pct(c.after.gc_share)
+        ),
+        // The recording holds advise mode's own answer: the report points to it rather than
+        // give another (it said "raise threshold0" where the advice was to keep 700 and freeze).
+        None if r.decisions.recommendation.is_some() => RECORDED.to_owned(),
+        // Full collections take most of the time: how often young ones run is not the cost (a
+        // language server's gen2 was 91% of its pause time, and the report said raise threshold0).
+        None if r.generations[2].share_of_pause_time >= 0.5 => format!(
+            "full collections are {} of that, which raising threshold0 does not cut; `neurogc-agent \
+             --mode advise` weighs what would",
+            pct(r.generations[2].share_of_pause_time)
         ),
         None => {
             let first = a.windows.iter().find_map(|w| w.thresholds).or(r.attach.sample.thresholds);

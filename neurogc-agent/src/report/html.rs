@@ -343,18 +343,52 @@ fn line_plot(
     s.push_str("</svg>");
 }
 
+/// Changes of advice the page lists, the latest.
+const ADVICE_ROWS: usize = 20;
+
+/// Advise mode's recommendation as the recording holds it, and the changes of advice before it.
+fn recorded_advice(s: &mut String, r: &Report) {
+    let Some(rec) = &r.decisions.recommendation else { return };
+    let d = &r.decisions;
+    let _ = write!(s, "<h2>Recorded advice</h2><p>{}.</p><pre>{}</pre>", esc(&d.turned()), esc(rec));
+    if d.moves.is_empty() {
+        return;
+    }
+    let shown = &d.moves[d.moves.len().saturating_sub(ADVICE_ROWS)..];
+    let _ = write!(
+        s,
+        "<details><summary>{} of advice</summary><table class=\"left\"><tr><th>at</th><th>advice</th><th>why</th></tr>",
+        if shown.len() < d.moves.len() {
+            format!("the last {} changes", shown.len())
+        } else {
+            "changes".to_owned()
+        }
+    );
+    for m in shown {
+        let _ = write!(
+            s,
+            "<tr><td>+{:.1} s</td><td>{}</td><td>{}</td></tr>",
+            m.at_s,
+            esc(&m.what),
+            esc(&m.reason)
+        );
+    }
+    s.push_str("</table></details>");
+}
+
 /// Where collections started: the report's sites table.
 fn sites_table(s: &mut String, r: &Report) {
     s.push_str(
-        "<h2>Where collections started</h2><p><small>The innermost Python frame of each collection's stack;          ≈allocs/s: threshold0 net allocations for each young collection a site started (- where it started          none).</small></p><table><tr><th>site</th><th>collections</th><th>gen2</th><th>pause</th><th>p99</th>\
+        "<h2>Where collections started</h2><p><small>The innermost Python frame of each collection's stack; \
+         ≈allocs/s: threshold0 net allocations for each young collection a site started (- where it started \
+         none).</small></p><table><tr><th>site</th><th>collections</th><th>gen2</th><th>pause</th><th>p99</th>\
          <th>≈allocs/s</th></tr>",
     );
-    let short = super::sites::short_names(r.sites.iter().map(|site| site.file.as_str()));
     for site in &r.sites {
         let at = if site.file.is_empty() {
             esc(&site.name)
         } else {
-            format!("{} <small>({}:{})</small>", esc(&site.name), esc(&short[site.file.as_str()]), site.line)
+            format!("{} <small>({}:{})</small>", esc(&site.name), esc(&site.short_file), site.line)
         };
         let _ = write!(
             s,
@@ -388,7 +422,8 @@ li.Warning{{border-left:4px solid #e6a100;padding-left:6px;margin:4px 0}}li.Crit
 li.Info{{border-left:4px solid #9ab;padding-left:6px;margin:4px 0}}.sev{{font-size:11px;text-transform:uppercase;color:#666;margin-right:6px}}
 code{{background:#f3f3f3;padding:0 3px;border-radius:3px}}.fg g.hit rect{{fill:#b300ff}}.fg g{{cursor:pointer}}
 table{{border-collapse:collapse;margin:8px 0}}td,th{{padding:3px 10px;border-bottom:1px solid #ddd;text-align:right}}
-th:first-child,td:first-child{{text-align:left}}svg text{{font-size:11px;fill:#444}}.change{{fill:#2ca02c}}
+th:first-child,td:first-child,table.left td{{text-align:left}}pre{{white-space:pre-wrap;background:#f7f7f7;padding:8px}}
+svg text{{font-size:11px;fill:#444}}.change{{fill:#2ca02c}}
 .kpi{{display:inline-block;margin:0 24px 8px 0}}.kpi b{{display:block;font-size:22px}}h2{{font-size:16px;margin-top:28px}}
 .flame .fg{{display:none;margin-top:8px}}.flame svg text{{font-size:11px;fill:#222}}
 #fg-all:checked~.fg-all,#fg-g0:checked~.fg-g0,#fg-g1:checked~.fg-g1,#fg-g2:checked~.fg-g2{{display:block}}
@@ -426,7 +461,9 @@ th:first-child,td:first-child{{text-align:left}}svg text{{font-size:11px;fill:#4
             rich(&f.text)
         );
     }
-    s.push_str("</ul><h2>Pauses by generation</h2><table><tr>");
+    s.push_str("</ul>");
+    recorded_advice(&mut s, r);
+    s.push_str("<h2>Pauses by generation</h2><table><tr>");
     for c in super::GEN_COLUMNS {
         let _ = write!(s, "<th>{c}</th>");
     }
@@ -564,12 +601,7 @@ mod tests {
     }
 
     #[test]
-    fn code_in_backticks_is_set_as_code_and_frames_keep_their_names() {
+    fn code_in_backticks_is_set_as_code() {
         assert_eq!(rich("run `neurogc-agent <x>` now"), "run <code>neurogc-agent &lt;x&gt;</code> now");
-        assert_eq!(
-            flame::short_frame("Value.__mul__ (/w/venv/micrograd/engine.py:12)"),
-            "Value.__mul__ (engine.py:12)"
-        );
-        assert_eq!(flame::short_frame("[truncated]"), "[truncated]");
     }
 }

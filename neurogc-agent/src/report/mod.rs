@@ -65,7 +65,8 @@ pub struct Report {
     pub stacks: StackCoverage,
     pub findings: Vec<Finding>,
     pub windows: u64,
-    pub decisions: u64,
+    /// What advise or act mode decided, and the advice standing at the end.
+    pub decisions: analysis::Decisions,
     /// What the learned model did to the decisions (absent: they do not say, `--model none`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<analysis::ModelTally>,
@@ -231,6 +232,8 @@ pub fn run(opts: &Options) -> Result<()> {
     if let Some(p) = perfetto {
         p.finish()?;
     }
+    let mode = analysis.attach.as_ref().map(|a| a.mode.clone()).unwrap_or_default();
+    analysis.decisions.finish(&mode, analysis.summary.as_ref());
     let info = TraceInfo {
         path: opts.trace.display().to_string(),
         encoding: if reader.is_recording() { "recording" } else { "json-lines" },
@@ -329,7 +332,7 @@ fn build(a: &Analysis, trace: TraceInfo) -> Report {
         stacks: StackCoverage { with: a.stacks.with, without: a.stacks.without },
         findings: Vec::new(),
         windows: a.windows.len() as u64 + a.windows_dropped,
-        decisions: a.decisions,
+        decisions: a.decisions.clone(),
         model: a.model.clone(),
         actuations: a.actuations,
     };

@@ -83,6 +83,9 @@ pub struct Stacks {
     /// Collections with no stack (a build whose stacks are not read, an older recording).
     pub without: u64,
     pub with: u64,
+    /// Each file by the shortest tail of its path that tells it apart from every other file in
+    /// the trace (`short_names`), made once the trace is read.
+    short: std::cell::OnceCell<HashMap<String, String>>,
 }
 
 /// A site: where collections started, with what they cost.
@@ -100,6 +103,10 @@ pub struct Site {
     /// for the threshold0 then in force); None where none of them was young with threshold0
     /// known (full collections and gc.collect() calls say nothing of allocations).
     pub allocations: Option<u64>,
+    /// `file` by the shortest tail of its path that tells it apart from every other file in the
+    /// trace, as the page's stacks name it too (--json keeps the whole path).
+    #[serde(skip)]
+    pub short_file: String,
 }
 
 impl Site {
@@ -157,6 +164,31 @@ impl Stacks {
         site.hist[bucket(c.duration_ns)] += 1;
     }
 
+    /// Every file of the trace by its shortest telling tail (`short_names`).
+    pub fn short_files(&self) -> &HashMap<String, String> {
+        self.short.get_or_init(|| {
+            short_names(self.frames.values().map(|f| f.file.as_str()))
+                .into_iter()
+                .map(|(f, short)| (f.to_owned(), short))
+                .collect()
+        })
+    }
+
+    /// A frame's label with its file by its shortest telling tail: `parso/parser.py:79` and
+    /// `python/parser.py:79` are two places, where the file's own name made them look one.
+    pub fn short_label(&self, label: &str) -> String {
+        let split = label
+            .rsplit_once(" (")
+            .and_then(|(name, at)| Some((name, at.strip_suffix(')')?.rsplit_once(':')?)));
+        match split {
+            Some((name, (file, line))) => {
+                let file = self.short_files().get(file).map_or(file, String::as_str);
+                format!("{name} ({file}:{line})")
+            }
+            None => label.to_owned(),
+        }
+    }
+
     fn name(&self, frame: u32) -> (String, String, u32) {
         match self.frames.get(&frame) {
             Some(f) => (f.name.clone(), f.file.clone(), f.line),
@@ -192,9 +224,11 @@ impl Stacks {
                     seen += u64::from(c);
                     seen >= rank.max(1)
                 });
+                let short_file = self.short_files().get(&file).cloned().unwrap_or_default();
                 Site {
                     name,
                     file,
+                    short_file,
                     line,
                     collections: agg.w.collections,
                     pause_ns: agg.w.pause_ns,
@@ -217,7 +251,8 @@ impl Stacks {
     }
 
     /// The innermost frames of stack `id`, innermost first, each "name (file:line)" with the
-    /// file's own name (an HTML table's cell); None for a stack not in the trace.
+    /// file by its shortest telling tail (an HTML table's cell); None for a stack not in the
+    /// trace.
     pub fn innermost(&self, id: u32, n: usize) -> Option<Vec<String>> {
         let s = self.stacks.get(&id)?;
         Some(
@@ -226,7 +261,8 @@ impl Stacks {
                 .take(n)
                 .map(|&f| {
                     let (name, file, line) = self.name(f);
-                    crate::session::stacks::label(&name, &file, line)
+                    let file = self.short_files().get(&file).cloned().unwrap_or(file);
+                    label(&name, &file, line)
                 })
                 .collect(),
         )

@@ -11,6 +11,11 @@ fn bound(ns: u64) -> String {
     if ns == u64::MAX { "longer".to_owned() } else { format!("≤ {}", duration(ns)) }
 }
 
+/// Each line of `text` indented by two spaces.
+fn indented(text: &str) -> String {
+    text.lines().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n")
+}
+
 pub fn render(r: &Report) -> String {
     let mut s = String::new();
     let a = &r.attach;
@@ -119,12 +124,11 @@ pub fn render(r: &Report) -> String {
             "  {:>8} {:>5} {:>8} {:>8} {:>9}  site",
             "count", "gen2", "pause", "p99", "≈allocs/s"
         );
-        // Files by the shortest tail of their path that tells them apart; --json and --folded
-        // carry the whole path.
-        let short = super::sites::short_names(r.sites.iter().map(|site| site.file.as_str()));
+        // Files by the shortest tail of their path that tells them apart in the trace; --json
+        // and --folded carry the whole path.
         for site in &r.sites {
             let row = format!(
-                "  {:>8} {:>5} {:>8} {:>8} {:>9}  ",
+                "  {:>8} {:>5} {:>8} {:>8} {:>9} ",
                 site.total_collections(),
                 site.collections[2],
                 duration(site.total_pause_ns()),
@@ -132,14 +136,17 @@ pub fn render(r: &Report) -> String {
                 site.allocations.map_or("-".to_owned(), |a| crate::sinks::view::count(a as f64 / r.span_s)),
             );
             let at = if site.file.is_empty() {
-                site.name.clone()
+                String::new()
             } else {
-                format!(" ({}:{})", short[site.file.as_str()], site.line)
+                format!("({}:{})", site.short_file, site.line)
             };
-            let name = if site.file.is_empty() { String::new() } else { site.name.clone() };
-            // One line each: a name too long for the room left is cut at its start.
-            let room = text::WIDTH.saturating_sub(row.chars().count() + at.chars().count());
-            let _ = writeln!(s, "{row}{}{at}", text::tail(&name, room));
+            // A name and place too long for the room left go on under the column, whole: cut,
+            // "…ode.__init__" was no name, and a frozen module's place left none at all.
+            // Under the site column where they fit, else as far right as they do.
+            let column = row.chars().count() + 1;
+            let longest = site.name.chars().count().max(at.chars().count());
+            let indent = column.min(text::WIDTH.saturating_sub(longest)).max(4);
+            let _ = writeln!(s, "{}", text::fit_from(row, &[site.name.clone(), at], " ", indent));
         }
         let _ = writeln!(
             s,
@@ -202,6 +209,10 @@ pub fn render(r: &Report) -> String {
     }
     for f in &r.findings {
         let _ = writeln!(s, "{}", text::wrap(&format!("  • {}", f.text), 4));
+    }
+    if let Some(rec) = &r.decisions.recommendation {
+        let _ = writeln!(s, "\nrecorded advice ({})", r.decisions.turned());
+        let _ = writeln!(s, "{}", text::wrap_lines(&indented(rec), 4));
     }
     s
 }

@@ -73,9 +73,45 @@ impl Advice {
     }
 }
 
+/// How often what a policy decides changes, over decision records. Advice repeats in every
+/// window's decision while it stands (`change` stays true while it differs from what is in
+/// force): counting those decisions, replay said "would change the thresholds 59 times (59 of
+/// 60 decisions)" of advice that changed about ten times. In act mode a move is one decision.
+#[derive(Debug, Default, Clone)]
+pub struct Turns {
+    last: Option<([i64; 3], Option<bool>)>,
+    pub changes: u64,
+}
+
+impl Turns {
+    /// Whether `d` changes what is decided (its move is new).
+    pub fn see(&mut self, d: &neurogc_trace::Decision) -> bool {
+        self.see_advice(d.change.then_some((d.thresholds, d.freeze)))
+    }
+
+    /// `now`: the thresholds and freeze decided, None where the setting in force stands.
+    fn see_advice(&mut self, now: Option<([i64; 3], Option<bool>)>) -> bool {
+        let turned = now.is_some() && now != self.last;
+        self.changes += u64::from(turned);
+        self.last = now;
+        turned
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_standing_advice_counts_once() {
+        let five = Some(([5000, 10, 10], Some(true)));
+        let mut r = Turns::default();
+        // Advised three windows running, dropped, advised again, then another.
+        for now in [five, five, five, None, five, Some(([700, 10, 10], Some(true)))] {
+            r.see_advice(now);
+        }
+        assert_eq!(r.changes, 3);
+    }
 
     const FREEZE_5K: Move =
         Move { thresholds: [5000, 20, 10], from: [700, 10, 10], freeze: true, collect: false };

@@ -1,6 +1,7 @@
 //! The page's flame graphs of pause time by Python stack: outermost frame on top, one per
 //! generation and one for all, with hover, click-to-zoom and search in a small inline script.
 use super::*;
+use crate::report::sites::Stacks;
 
 /// A flame graph node: a frame, the weight of every stack through it, and its callees.
 #[derive(Default)]
@@ -25,31 +26,22 @@ const FLAME_ROW: f64 = 17.0;
 const FLAME_MIN_PX: f64 = 0.05;
 const FLAME_SHOWN_PX: f64 = 0.5;
 
-/// "name (/long/path/file.py:12)" as "name (file.py:12)": the graph's labels keep the function.
-pub(super) fn short_frame(label: &str) -> String {
-    match label.rsplit_once(" (") {
-        Some((name, at)) => {
-            let file = at.rsplit('/').next().unwrap_or(at);
-            format!("{name} ({file}")
-        }
-        None => label.to_owned(),
-    }
-}
-
 /// A warm colour per frame name, the same in every graph of the page.
 fn flame_color(name: &str) -> String {
     let h = name.bytes().fold(2166136261u32, |h, b| (h ^ u32::from(b)).wrapping_mul(16777619));
     format!("hsl({},{}%,{}%)", 10 + h % 45, 70 + (h >> 8) % 25, 52 + (h >> 16) % 12)
 }
 
-fn flame_rows(s: &mut String, node: &FlameNode, total: u64, x: f64, depth: usize) {
+/// The frames of `node`'s callees from `x` on, at `depth`; each labelled with its file by the
+/// shortest tail of its path that tells it apart (`Stacks::short_label`), its whole path on hover.
+fn flame_rows(s: &mut String, stacks: &Stacks, node: &FlameNode, total: u64, x: f64, depth: usize) {
     let mut x = x;
     for (name, child) in &node.children {
         let w = child.value as f64 / total as f64 * W;
         if w >= FLAME_MIN_PX {
             let y = depth as f64 * FLAME_ROW;
             let pct = 100.0 * child.value as f64 / total as f64;
-            let short = short_frame(name);
+            let short = stacks.short_label(name);
             let _ = write!(
                 s,
                 r#"<g data-x="{x:.3}" data-w="{w:.3}" data-n="{}"><title>{} — {pct:.1}%</title><rect x="{x:.1}" y="{y:.1}" width="{w:.2}" height="{}" fill="{}" rx="2"/><text x="{:.1}" y="{:.1}">{}</text></g>"#,
@@ -61,7 +53,7 @@ fn flame_rows(s: &mut String, node: &FlameNode, total: u64, x: f64, depth: usize
                 y + 12.0,
                 esc(&fitted(&short, w))
             );
-            flame_rows(s, child, total, x, depth + 1);
+            flame_rows(s, stacks, child, total, x, depth + 1);
         }
         x += w;
     }
@@ -155,7 +147,7 @@ pub(super) fn flame_graphs(s: &mut String, a: &Analysis) {
             s,
             r#"<svg viewBox="0 0 {W} {height}" width="100%" data-width="{W}" overflow="hidden" role="img">"#
         );
-        flame_rows(s, &root, root.value, 0.0, 0);
+        flame_rows(s, &a.stacks, &root, root.value, 0.0, 0);
         s.push_str("</svg></div>");
     }
     s.push_str("</div>");
