@@ -179,7 +179,7 @@ fn flush_row(out: &mut impl Write, row: Option<Row>, json: bool, tally: &mut Tal
     // learned model did to it.
     writeln!(
         out,
-        "{:>8.1}s  {:<14} {:<24} {}{}\n{}",
+        "{:>7.1} s  {:<14} {:<24} {}{}\n{}",
         row.at_s,
         row.in_force.map_or("unknown".to_owned(), crate::sinks::view::thresholds),
         row.recorded.as_ref().map_or("(observe: none)".to_owned(), verdict),

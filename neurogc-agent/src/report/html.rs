@@ -367,7 +367,7 @@ fn recorded_advice(s: &mut String, r: &Report) {
     for m in shown {
         let _ = write!(
             s,
-            "<tr><td>+{:.1} s</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>+{:.1} s</td><td>{}</td><td class=\"w\">{}</td></tr>",
             m.at_s,
             esc(&m.what),
             esc(&m.reason)
@@ -392,7 +392,7 @@ fn sites_table(s: &mut String, r: &Report) {
         };
         let _ = write!(
             s,
-            "<tr><td title=\"{}\">{at}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td class=\"w\" title=\"{}\">{at}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&site.file),
             site.total_collections(),
             site.collections[2],
@@ -427,6 +427,9 @@ svg text{{font-size:11px;fill:#444}}.change{{fill:#2ca02c}}
 .kpi{{display:inline-block;margin:0 24px 8px 0}}.kpi b{{display:block;font-size:22px}}h2{{font-size:16px;margin-top:28px}}
 .flame .fg{{display:none;margin-top:8px}}.flame svg text{{font-size:11px;fill:#222}}
 #fg-all:checked~.fg-all,#fg-g0:checked~.fg-g0,#fg-g1:checked~.fg-g1,#fg-g2:checked~.fg-g2{{display:block}}
+td{{white-space:nowrap}}td.w{{white-space:normal}}
+@media (max-width:1100px){{svg text,.flame svg text{{font-size:13px}}}}
+@media (max-width:900px){{svg text,.flame svg text{{font-size:14px}}}}
 </style></head><body><h1>GC pause report</h1><p>pid {} · CPython {} · {} probes · {} mode{} · {}{}</p>"#,
         esc(&r.trace.path),
         at.pid,
@@ -535,7 +538,7 @@ svg text{{font-size:11px;fill:#444}}.change{{fill:#2ca02c}}
                 .map_or("-".to_owned(), |frames| esc(&frames.join(" ← ")));
             let _ = write!(
                 s,
-                "<tr><td>{}</td><td>{}</td><td>+{:.3} s</td><td>{}</td><td>{}</td><td style=\"text-align:left\">{stack}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>+{:.3} s</td><td>{}</td><td>{}</td><td class=\"w\" style=\"text-align:left\">{stack}</td></tr>",
                 duration(p.duration_ns),
                 p.r#gen,
                 p.at_s,
@@ -561,7 +564,7 @@ svg text{{font-size:11px;fill:#444}}.change{{fill:#2ca02c}}
         for c in &r.threshold_changes {
             let _ = write!(
                 s,
-                "<tr><td>+{:.1} s</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>+{:.1} s</td><td>{}</td><td>{}</td><td>{}</td><td class=\"w\">{}</td></tr>",
                 c.at_s,
                 thresholds(c.from),
                 thresholds(c.to),

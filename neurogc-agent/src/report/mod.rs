@@ -147,7 +147,7 @@ pub const GEN_COLUMNS: [&str; 9] = ["gen", "count", "count %", "time %", "p50", 
 
 impl GenReport {
     pub fn cells(&self) -> [String; 9] {
-        // A generation that never ran has no pauses: "-", not "0ns".
+        // A generation that never ran has no pauses: "-", not "0 ns".
         let d =
             |ns: u64| if self.collections == 0 { "-".to_owned() } else { crate::sinks::view::duration(ns) };
         [

@@ -78,10 +78,10 @@ pub fn render(r: &Report) -> String {
     }
     let _ = writeln!(s);
     let row = |s: &mut String, cells: &[&str]| {
-        // 77 columns: durations are at most 7 characters ("296.5ms").
-        let _ = write!(s, "  {:<4} {:>9} {:>7} {:>7}", cells[0], cells[1], cells[2], cells[3]);
+        // 80 columns: durations are at most 8 characters ("296.5 ms"), and two spaces apart.
+        let _ = write!(s, "  {:<3} {:>8} {:>7} {:>7}", cells[0], cells[1], cells[2], cells[3]);
         for c in &cells[4..] {
-            let _ = write!(s, " {c:>8}");
+            let _ = write!(s, " {c:>9}");
         }
         s.push('\n');
     };
@@ -121,14 +121,14 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(s, "\nwhere collections started (innermost Python frame)");
         let _ = writeln!(
             s,
-            "  {:>8} {:>5} {:>8} {:>8} {:>9}  site",
+            "  {:>8} {:>5} {:>9} {:>9} {:>9}  site",
             "count", "gen2", "pause", "p99", "≈allocs/s"
         );
         // Files by the shortest tail of their path that tells them apart in the trace; --json
         // and --folded carry the whole path.
         for site in &r.sites {
             let row = format!(
-                "  {:>8} {:>5} {:>8} {:>8} {:>9} ",
+                "  {:>8} {:>5} {:>9} {:>9} {:>9} ",
                 site.total_collections(),
                 site.collections[2],
                 duration(site.total_pause_ns()),

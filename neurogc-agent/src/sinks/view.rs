@@ -29,14 +29,15 @@ pub struct Frame<'a> {
     pub decision: Option<&'a str>,
 }
 
-/// A pause in the unit that reads best, picked after rounding: 999.7 µs is "1.0ms", not
-/// "1000µs".
+/// A pause in the unit that reads best, picked after rounding: 999.7 µs is "1.0 ms", not
+/// "1000 µs". A space before the unit, as everywhere else the agent writes one (advice said
+/// "45.3 ms" where the tables said "45.3ms").
 pub fn duration(ns: u64) -> String {
     match ns {
-        0..1_000 => format!("{ns}ns"),
-        1_000..999_500 => format!("{:.0}µs", ns as f64 / 1e3),
-        999_500..999_950_000 => format!("{:.1}ms", ns as f64 / 1e6),
-        _ => format!("{:.2}s", ns as f64 / 1e9),
+        0..1_000 => format!("{ns} ns"),
+        1_000..999_500 => format!("{:.0} µs", ns as f64 / 1e3),
+        999_500..999_950_000 => format!("{:.1} ms", ns as f64 / 1e6),
+        _ => format!("{:.2} s", ns as f64 / 1e9),
     }
 }
 
@@ -118,7 +119,7 @@ pub fn screen(f: &Frame) -> String {
         format!("pid {} {}", f.pid, f.name),
         format!("CPython {}", f.python),
         f.probe.to_owned(),
-        format!("{:.0}s", f.elapsed_s),
+        format!("{:.0} s", f.elapsed_s),
     ];
     let title = text::fit(&title, " · ", 2).replacen("neurogc", "\x1b[1mneurogc\x1b[0m", 1);
     let _ = writeln!(s, "{title}");
@@ -166,13 +167,13 @@ pub fn screen(f: &Frame) -> String {
         let _ = writeln!(s, "?    {:>8} {:>10}  (generation unknown)", "", f.agg.unknown_gen.collections);
     }
     let _ =
-        writeln!(s, "\npauses since attach · rates over the last {:.1}s · Ctrl-C to detach", f.interval_s);
+        writeln!(s, "\npauses since attach · rates over the last {:.1} s · Ctrl-C to detach", f.interval_s);
     s
 }
 
 /// One refresh as fields, fitted to 80 columns (a wrapped refresh is indented under its time).
 pub fn line(f: &Frame) -> String {
-    let mut fields = vec![format!("{:>7.1}s", f.elapsed_s)];
+    let mut fields = vec![format!("{:>6.1} s", f.elapsed_s)];
     for (g, t) in f.agg.gens.iter().enumerate() {
         let rate = f.interval_collections[g] as f64 / f.interval_s.max(1e-9);
         let mut field = format!("gen{g} {} ({}/s)", t.collections, count(rate));
@@ -232,7 +233,7 @@ pub fn summary(gens: &[GenSummary], stopped: &str, elapsed_s: f64, gc_share: f64
     );
     for g in gens {
         let label = if g.r#gen < 0 { "?".to_owned() } else { g.r#gen.to_string() };
-        // A generation that never ran has no pauses, not pauses of 0ns.
+        // A generation that never ran has no pauses, not pauses of 0 ns.
         let duration = |ns| if g.collections == 0 { "-".to_owned() } else { duration(ns) };
         let _ = writeln!(
             s,
@@ -256,14 +257,14 @@ mod tests {
 
     #[test]
     fn durations_read_naturally() {
-        assert_eq!(duration(850), "850ns");
-        assert_eq!(duration(38_400), "38µs");
-        assert_eq!(duration(999_499), "999µs");
-        assert_eq!(duration(999_700), "1.0ms");
-        assert_eq!(duration(999_949_000), "999.9ms");
-        assert_eq!(duration(999_960_000), "1.00s");
-        assert_eq!(duration(1_250_000), "1.2ms");
-        assert_eq!(duration(2_500_000_000), "2.50s");
+        assert_eq!(duration(850), "850 ns");
+        assert_eq!(duration(38_400), "38 µs");
+        assert_eq!(duration(999_499), "999 µs");
+        assert_eq!(duration(999_700), "1.0 ms");
+        assert_eq!(duration(999_949_000), "999.9 ms");
+        assert_eq!(duration(999_960_000), "1.00 s");
+        assert_eq!(duration(1_250_000), "1.2 ms");
+        assert_eq!(duration(2_500_000_000), "2.50 s");
         assert_eq!(count(700.0), "700");
         assert_eq!(count(277_100.0), "277.1k");
         assert_eq!(count(7_769_865.0), "7.77M");
@@ -281,9 +282,9 @@ mod tests {
         };
         let s = summary(&[generation(0, 3, 999_700), generation(2, 0, 0)], "detached", 1.0, 0.01, 0);
         let rows: Vec<&str> = s.lines().skip_while(|l| !l.starts_with("GEN")).skip(1).collect();
-        assert!(rows[0].contains("1.0ms") && !rows[0].contains("µs"), "{s}");
+        assert!(rows[0].contains("1.0 ms") && !rows[0].contains("µs"), "{s}");
         assert!(rows[1].split_whitespace().skip(4).all(|c| c == "-"), "{s}");
-        assert!(!s.contains("0ns"), "{s}");
+        assert!(!s.contains("0 ns"), "{s}");
     }
 
     #[test]

@@ -71,14 +71,42 @@ fn fitted(name: &str, w: f64) -> String {
     }
 }
 
-/// Rows of frames wide enough to see at first (`FLAME_SHOWN_PX`).
-fn flame_depth(node: &FlameNode, total: u64) -> usize {
-    node.children
-        .values()
-        .filter(|c| c.value as f64 / total as f64 * W >= FLAME_SHOWN_PX)
-        .map(|c| 1 + flame_depth(c, total))
-        .max()
-        .unwrap_or(0)
+/// How much of the graph's width the frames wide enough to see (`FLAME_SHOWN_PX`) cover, row
+/// by row from the outermost.
+fn coverage(node: &FlameNode, total: u64, depth: usize, rows: &mut Vec<f64>) {
+    for c in node.children.values() {
+        let w = c.value as f64 / total as f64;
+        if w * W >= FLAME_SHOWN_PX {
+            if rows.len() <= depth {
+                rows.resize(depth + 1, 0.0);
+            }
+            rows[depth] += w;
+            coverage(c, total, depth + 1, rows);
+        }
+    }
+}
+
+/// The least share of the graph's area its frames cover at first.
+const FLAME_FILLED: f64 = 0.8;
+
+/// Rows drawn at first: as many as keep `FLAME_FILLED` of the area covered. A few deep import
+/// stacks among shallow ones left half the graph blank; a click on a frame draws its stacks to
+/// their depth (`FLAME_SCRIPT`).
+/// Returns the rows drawn and the rows there are.
+fn flame_depth(node: &FlameNode, total: u64) -> (usize, usize) {
+    let mut rows = Vec::new();
+    coverage(node, total, 0, &mut rows);
+    // A frame's box is a row less the gap under it.
+    let boxed = (FLAME_ROW - 1.0) / FLAME_ROW;
+    let mut covered = 0.0;
+    let mut depth = 1;
+    for (d, c) in rows.iter().enumerate() {
+        covered += c;
+        if covered * boxed / (d + 1) as f64 >= FLAME_FILLED {
+            depth = d + 1;
+        }
+    }
+    (depth, rows.len().max(1))
 }
 
 /// Click a frame to zoom to it, double-click to zoom out; the search box marks the frames
@@ -86,20 +114,28 @@ fn flame_depth(node: &FlameNode, total: u64) -> usize {
 /// `data-x`/`data-w` (the graph's own units).
 const FLAME_SCRIPT: &str = r#"<script>
 for (const svg of document.querySelectorAll('.fg svg')) {
-  const W = +svg.dataset.width, frames = [...svg.querySelectorAll('g[data-x]')];
-  const zoom = (x0, w0) => {
+  const W = +svg.dataset.width, H = +svg.dataset.height, ROW = +svg.dataset.row, frames = [...svg.querySelectorAll('g[data-x]')];
+  // Labels fit by the font's size as drawn (the page sets it larger in narrow windows).
+  const zoom = (x0, w0, whole) => {
+    const t0 = frames.length && frames[0].querySelector('text');
+    const ch = t0 ? 0.59 * parseFloat(getComputedStyle(t0).fontSize) : 6.5;
+    let deepest = 0;
     for (const g of frames) {
       const x = (+g.dataset.x - x0) / w0 * W, w = +g.dataset.w / w0 * W;
       const r = g.querySelector('rect'), t = g.querySelector('text');
       g.style.display = x + w <= 0.01 || x >= W - 0.01 ? 'none' : '';
       r.setAttribute('x', x); r.setAttribute('width', Math.max(w, 0));
       t.setAttribute('x', x + 3);
-      const n = g.dataset.n, fits = Math.floor((w - 6) / 6.5);
+      const n = g.dataset.n, fits = Math.floor((w - 6) / ch);
       t.textContent = fits < 3 ? '' : n.length > fits ? n.slice(0, fits - 1) + '…' : n;
+      if (!g.style.display && w >= 0.5) deepest = Math.max(deepest, +r.getAttribute('y') + ROW);
     }
+    // Zoomed in, a frame's stacks are drawn to their depth; zoomed out, as at first.
+    svg.setAttribute('viewBox', `0 0 ${W} ${whole ? H : Math.max(deepest, ROW)}`);
   };
-  frames.forEach(g => g.addEventListener('click', () => zoom(+g.dataset.x, +g.dataset.w)));
-  svg.addEventListener('dblclick', () => zoom(0, W));
+  frames.forEach(g => g.addEventListener('click', () => zoom(+g.dataset.x, +g.dataset.w, false)));
+  svg.addEventListener('dblclick', () => zoom(0, W, true));
+  zoom(0, W, true);
 }
 for (const box of document.querySelectorAll('.flame input[type=search]')) {
   box.addEventListener('input', () => {
@@ -142,10 +178,18 @@ pub(super) fn flame_graphs(s: &mut String, a: &Analysis) {
             let _ = write!(s, "<p>No {label} collection with a stack.</p></div>");
             continue;
         }
-        let height = (flame_depth(&root, root.value) as f64 * FLAME_ROW).max(FLAME_ROW);
+        let (depth, levels) = flame_depth(&root, root.value);
+        let height = depth as f64 * FLAME_ROW;
+        if depth < levels {
+            let _ = write!(
+                s,
+                "<p><small>The outer {depth} of {levels} levels, where frames fill most of the width: \
+                 click a frame to see the stacks under it.</small></p>"
+            );
+        }
         let _ = write!(
             s,
-            r#"<svg viewBox="0 0 {W} {height}" width="100%" data-width="{W}" overflow="hidden" role="img">"#
+            r#"<svg viewBox="0 0 {W} {height}" width="100%" data-width="{W}" data-height="{height}" data-row="{FLAME_ROW}" overflow="hidden" role="img">"#
         );
         flame_rows(s, &a.stacks, &root, root.value, 0.0, 0);
         s.push_str("</svg></div>");
