@@ -544,10 +544,39 @@ fn top_lists_python_processes_and_quits_on_q() {
         "3.11.2",
         "FULL P99",
         "HISTORY",
-        "longest pause (s)",
+        "longest",
+        "↑↓ chart",
     ] {
         assert!(raw.contains(needle), "{needle:?} not drawn: {raw:?}");
     }
+}
+
+#[test]
+fn fleet_and_top_end_quietly_when_their_reader_goes_away() {
+    // `neurogc-agent fleet 2>&1 | head -1`: every log line after the first meets a pipe with
+    // no reader (here, the first too). The agent runs its course and ends 0, with no panic.
+    let mut fleet = agent()
+        .args(["fleet", "--duration", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop((fleet.stdout.take(), fleet.stderr.take()));
+    let status = wait_exit(&mut fleet, 30, "fleet with its output closed");
+    assert_eq!(status.code(), Some(0), "fleet ended {status:?}");
+    // `top | head -1`: its output is no terminal, which it needs: the usage error, said once,
+    // and exit 2 (not a panic), with standard error read or closed alike.
+    let out = agent().arg("top").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut out = out;
+    drop(out.stdout.take());
+    let out = out.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("top draws on a terminal") && stderr.lines().count() == 1, "{stderr}");
+    let mut top = agent().arg("top").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    drop((top.stdout.take(), top.stderr.take()));
+    let status = wait_exit(&mut top, 30, "top with its output closed");
+    assert_eq!(status.code(), Some(2), "top ended {status:?}");
 }
 
 /// A process that execs a new program is re-resolved: its old probes go (the kernel drops its

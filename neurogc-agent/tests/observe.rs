@@ -403,6 +403,86 @@ fn launch_mode_waits_for_its_command_when_standard_output_is_closed() {
 }
 
 #[test]
+fn record_goes_on_when_its_live_views_reader_goes_away() {
+    // `neurogc-agent record -o t.ngc -- cmd | head -1`: the live view's reader goes away, but
+    // the recording is what was asked for. It stopped there (1 s of a 2.3 s run, no summary);
+    // it now goes on to the command's end, every collection the command counted in it, and
+    // ends with the command's status.
+    let py = python("debian-bookworm-3.11");
+    let dir =
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("record-pipe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (trace, counted) = (dir.join("t.ngc"), dir.join("counted"));
+    let code = r#"
+import gc, os, sys, time
+kept = []
+for i in range(200_000):
+    kept.append([i])
+time.sleep(1.5)
+for i in range(200_000):
+    kept.append([i])
+gc.collect()
+# Every collection since start-up; no finalisation's after it.
+open(sys.argv[1], "w").write(str(sum(s["collections"] for s in gc.get_stats())))
+os._exit(3)
+"#;
+    let mut child = agent()
+        .args(["record", "-o"])
+        .arg(&trace)
+        .args(["--mode", "observe", "--duration", "120", "--"])
+        .args(&py.argv)
+        .args(["-c", code])
+        .arg(&counted)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let status = wait_exit(&mut child, 60, "record with its live view closed");
+    assert_eq!(status.code(), Some(3), "record ended {status:?}");
+    let out = agent().args(["report", "--json"]).arg(&trace).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let counted: u64 = std::fs::read_to_string(&counted).unwrap().trim().parse().unwrap();
+    assert_eq!(report["summary"]["stopped"], "target-exited", "{}", report["summary"]);
+    assert_eq!(report["summary"]["target_exit_status"], 3);
+    assert_eq!(
+        report["collections"].as_u64(),
+        Some(counted),
+        "the recording against the command's own count"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_attached_agent_stops_quietly_when_its_reader_goes_away() {
+    // `neurogc-agent --pid P | head -1` (and with --json, and advise mode): the reader goes
+    // away at once. The agent detaches and ends 0, the target runs on untouched.
+    let py = python("debian-bookworm-3.11");
+    let mut target = spawn(&py.command(&["--wait", "--seconds", "1", "--manual", "5000"]));
+    let mut target_out = Lines::new(target.stdout.take().unwrap());
+    target_out.wait_for("ready", 30, &py.name);
+    let pid = interpreter_pid(&target, &py);
+    for extra in [&[][..], &["--json"][..], &["--mode", "advise"][..]] {
+        let started = Instant::now();
+        let mut child = agent()
+            .args(["--pid", &pid.to_string(), "--duration", "60"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let status = wait_exit(&mut child, 30, &format!("agent {extra:?} with its output closed"));
+        assert_eq!(status.code(), Some(0), "{extra:?}: ended {status:?}");
+        assert!(started.elapsed() < Duration::from_secs(20), "{extra:?}: took {:?}", started.elapsed());
+        assert!(target.try_wait().unwrap().is_none(), "{extra:?}: the target ended");
+    }
+    let _ = target.kill();
+    let _ = target.wait();
+}
+
+#[test]
 fn attach_to_a_running_process_in_its_own_pid_and_mount_namespace() {
     for_each_python(|py| {
         let mut target = spawn(&py.container_command(&["--wait", "--seconds", "1", "--manual", "5000"]));

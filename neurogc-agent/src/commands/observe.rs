@@ -325,11 +325,7 @@ impl Observer<'_> {
             .advice
             .recommendation()
             .unwrap_or_else(|| "recommendation: none yet, no window has been decided".to_owned());
-        let mut shown = false;
-        for sink in &mut self.sinks {
-            shown |= sink.note(&text)?;
-        }
-        if !shown {
+        if !each_sink(&mut self.sinks, |s| s.note(&text))? {
             crate::stderr::line(crate::text::wrap_lines(&text, 2));
         }
         Ok(())
@@ -369,7 +365,7 @@ impl Observer<'_> {
                     s.collection_ended(collection);
                 }
             }
-            sinks.iter_mut().try_for_each(|s| s.record(&rec))
+            each_sink(sinks, |s| s.record(&rec).map(|()| true)).map(drop)
         })?;
         self.flush_records()
     }
@@ -443,7 +439,7 @@ impl Observer<'_> {
             trigger: trigger.as_deref(),
             decision: decision.as_deref(),
         };
-        self.sinks.iter_mut().try_for_each(|s| s.window(&shown))
+        each_sink(&mut self.sinks, |s| s.window(&shown).map(|()| true)).map(drop)
     }
 
     fn summarise(mut self, stop: &Stop, lost: u64, unpaired: u64) -> Result<()> {
@@ -492,10 +488,8 @@ impl Observer<'_> {
             Stop::TargetExited(Some(ended)) => Some(ended),
             _ => None,
         };
-        let mut shown = false;
-        for sink in &mut self.sinks {
-            shown |= sink.summary(&summary, lost, ended.map(|e| e.describe()).as_deref())?;
-        }
+        let described = ended.map(|e| e.describe());
+        let shown = each_sink(&mut self.sinks, |s| s.summary(&summary, lost, described.as_deref()))?;
         if !shown
             && let Some(ended) = ended
             && ended.status() != 0
@@ -507,14 +501,39 @@ impl Observer<'_> {
         if !matches!(stop, Stop::Failed(_)) {
             self.emit(&Record::Summary(summary))?;
         }
-        Ok(self.sinks.iter_mut().try_for_each(|s| s.close())?)
+        Ok(each_sink(&mut self.sinks, |s| s.close().map(|()| true)).map(drop)?)
     }
 
     fn emit(&mut self, record: &Record) -> io::Result<()> {
-        self.sinks.iter_mut().try_for_each(|s| s.record(record))
+        each_sink(&mut self.sinks, |s| s.record(record).map(|()| true)).map(drop)
     }
 
     fn flush_records(&mut self) -> io::Result<()> {
-        self.sinks.iter_mut().try_for_each(|s| s.flush())
+        each_sink(&mut self.sinks, |s| s.flush().map(|()| true)).map(drop)
     }
+}
+
+/// Calls `f` on every sink, and says whether any answered true. A sink whose reader went away
+/// (`| head -1`) is dropped and the run goes on for the others: `record`'s file outlives its live
+/// view (it stopped recording when the view's pipe closed, and held no summary). Only where no
+/// sink is left does the closed output end the run, as a filter's does.
+fn each_sink(
+    sinks: &mut Vec<Box<dyn TargetSink>>,
+    mut f: impl FnMut(&mut dyn TargetSink) -> io::Result<bool>,
+) -> io::Result<bool> {
+    let mut any = false;
+    let mut i = 0;
+    while i < sinks.len() {
+        match f(sinks[i].as_mut()) {
+            Ok(said) => {
+                any |= said;
+                i += 1;
+            }
+            Err(err) if err.kind() == io::ErrorKind::BrokenPipe && sinks.len() > 1 => {
+                sinks.remove(i);
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(any)
 }
