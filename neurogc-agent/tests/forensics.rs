@@ -353,13 +353,17 @@ fn screenshot(html: &Path, shot: &Path, height: u32) -> (Vec<u8>, usize) {
     screenshot_at(html, shot, 1000, height)
 }
 
-/// The same in a window `width` pixels wide.
-fn screenshot_at(html: &Path, shot: &Path, width: u32, height: u32) -> (Vec<u8>, usize) {
-    let chromium = ["chromium-headless-shell", "chromium"]
+/// Headless Chromium's command.
+fn chromium() -> &'static str {
+    ["chromium-headless-shell", "chromium"]
         .into_iter()
         .find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
-        .expect("headless Chromium (apt install chromium-headless-shell; .ci/run installs it)");
-    let run = Command::new(chromium)
+        .expect("headless Chromium (apt install chromium-headless-shell; .ci/run installs it)")
+}
+
+/// The same in a window `width` pixels wide.
+fn screenshot_at(html: &Path, shot: &Path, width: u32, height: u32) -> (Vec<u8>, usize) {
+    let run = Command::new(chromium())
         .args([
             "--no-sandbox",
             "--disable-gpu",
@@ -417,11 +421,7 @@ window.addEventListener('load', () => {
     let page = std::fs::read_to_string(html).unwrap().replace("</body>", &format!("{MEASURE}</body>"));
     let measured = html.with_extension(format!("seen-{width}.html"));
     std::fs::write(&measured, page).unwrap();
-    let chromium = ["chromium-headless-shell", "chromium"]
-        .into_iter()
-        .find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
-        .expect("headless Chromium (apt install chromium-headless-shell; .ci/run installs it)");
-    let run = Command::new(chromium)
+    let run = Command::new(chromium())
         .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
         .arg(format!("--window-size={width},2000"))
         .arg(format!("file://{}", measured.display()))
@@ -597,13 +597,24 @@ fn report_of(name: &str, code: &str) -> Value {
 
 /// The same, with `env` set for the interpreter.
 fn report_of_in(name: &str, code: &str, env: &[(&str, &Path)]) -> Value {
-    let py = python("debian-bookworm-3.11");
     let dir = scratch(name);
     let trace = dir.join("t.ngc");
+    record(&trace, &["--mode", "observe", "--interval", "0.25"], code, env);
+    let (report, rep) = report_json(&trace, &[]);
+    assert!(rep.status.success(), "{}", String::from_utf8_lossy(&rep.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+    report
+}
+
+/// Records the Python `code` into `trace` (3.11, launch mode, `args` before the command; a
+/// minute at most), with `env` set for the interpreter.
+fn record(trace: &Path, args: &[&str], code: &str, env: &[(&str, &Path)]) {
+    let py = python("debian-bookworm-3.11");
     let out = agent()
         .args(["record", "-o"])
-        .arg(&trace)
-        .args(["--mode", "observe", "--interval", "0.25", "--duration", "60", "--"])
+        .arg(trace)
+        .args(args)
+        .args(["--duration", "60", "--"])
         .args(&py.argv)
         .args(["-c", code])
         .envs(env.iter().copied())
@@ -611,10 +622,6 @@ fn report_of_in(name: &str, code: &str, env: &[(&str, &Path)]) -> Value {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let (report, rep) = report_json(&trace, &[]);
-    assert!(rep.status.success(), "{}", String::from_utf8_lossy(&rep.stderr));
-    let _ = std::fs::remove_dir_all(&dir);
-    report
 }
 
 /// The held-out families' third-party packages from PyPI (`cargo xtask test` installs them and
@@ -719,18 +726,7 @@ fn files_of_one_name_are_told_apart_and_no_name_is_cut() {
     let site = held_out_site();
     let dir = scratch("one-name");
     let (trace, html, folded) = (dir.join("t.ngc"), dir.join("t.html"), dir.join("t.folded"));
-    let py = python("debian-bookworm-3.11");
-    let out = agent()
-        .args(["record", "-o"])
-        .arg(&trace)
-        .args(["--mode", "observe", "--interval", "0.25", "--duration", "60", "--"])
-        .args(&py.argv)
-        .args(["-c", ONE_NAME])
-        .env("PYTHONPATH", &site)
-        .stdout(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    record(&trace, &["--mode", "observe", "--interval", "0.25"], ONE_NAME, &[("PYTHONPATH", &site)]);
     let (report, rep) =
         report_json(&trace, &["--html", html.to_str().unwrap(), "--folded", folded.to_str().unwrap()]);
     assert!(rep.status.success(), "{}", String::from_utf8_lossy(&rep.stderr));
@@ -1109,17 +1105,8 @@ fn a_report_shows_the_recorded_advice_and_no_finding_contradicts_it() {
     assert!(page.contains("<h2>Recorded advice</h2>") && page.contains("700/10/10 + collect, freeze"));
     // A recording with the agent's summary: its recommendation, word for word.
     let trace = dir.join("advise.ngc");
-    let py = python("debian-bookworm-3.11");
-    let out = agent()
-        .args(["record", "-o"])
-        .arg(&trace)
-        .args(["--mode", "advise", "--interval", "0.5", "--duration", "60", "--"])
-        .args(&py.argv)
-        .args(["-c", &format!("{CHURN}cache = [[i] * 8 for i in range(300_000)]\nchurn(4)\n")])
-        .stdout(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let code = format!("{CHURN}cache = [[i] * 8 for i in range(300_000)]\nchurn(4)\n");
+    record(&trace, &["--mode", "advise", "--interval", "0.5"], &code, &[]);
     let (report, text, page) = reported_advice(&trace, &dir);
     let said = report["summary"]["policy"]["recommendation"].as_str().expect("the summary's recommendation");
     assert_eq!(report["decisions"]["recommendation"].as_str(), Some(said));

@@ -244,14 +244,20 @@ fn a_windows_gc_share_is_the_pause_time_inside_it() {
     });
 }
 
+/// A folder of this test run's own, `name`.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir =
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 #[test]
 fn output_alone_writes_the_stream_to_its_file_and_keeps_the_live_view() {
     // `neurogc-agent -o FILE -- cmd`: --help says the live view stays on standard output, yet
     // `-o` asked for --json too and exited 2 without it.
     let py = python("debian-bookworm");
-    let dir =
-        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("output-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("output");
     let file = dir.join("stream.jsonl");
     let target = py.command(&["--seconds", "1", "--manual", "3000"]);
     let out = agent().arg("-o").arg(&file).args(["--duration", "120", "--"]).args(&target).output().unwrap();
@@ -409,9 +415,7 @@ fn record_goes_on_when_its_live_views_reader_goes_away() {
     // it now goes on to the command's end, every collection the command counted in it, and
     // ends with the command's status.
     let py = python("debian-bookworm-3.11");
-    let dir =
-        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("record-pipe-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("record-pipe");
     let (trace, counted) = (dir.join("t.ngc"), dir.join("counted"));
     let code = r#"
 import gc, os, sys, time
