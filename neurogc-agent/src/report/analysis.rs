@@ -277,18 +277,15 @@ impl Decisions {
         let said = summary.and_then(|s| s.policy.as_ref()).and_then(|p| p.recommendation.clone());
         self.recommendation = said.or_else(|| {
             let (at_s, d) = self.last.as_ref().filter(|_| mode == "advise")?;
-            Some(match (&d.what, d.change) {
-                (Some(what), true) => format!(
-                    "recommendation (its last decision, at +{at_s:.1} s; the recording ends before the \
-                     agent's own): {what}\nwhy: {}",
-                    d.reason
-                ),
-                _ => format!(
-                    "recommendation (its last decision, at +{at_s:.1} s; the recording ends before the \
-                     agent's own): keep the application's own settings\nwhy: {}",
-                    d.reason
-                ),
-            })
+            let what = match (&d.what, d.change) {
+                (Some(what), true) => what.as_str(),
+                _ => "keep the application's own settings",
+            };
+            Some(format!(
+                "recommendation (its last decision, at +{at_s:.1} s; the recording ends before the \
+                 agent's own): {what}\nwhy: {}",
+                d.reason
+            ))
         });
     }
 }
