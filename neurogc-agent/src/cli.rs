@@ -230,6 +230,15 @@ pub struct TargetArgs {
     #[arg(long, value_enum, default_value_t = CliProbe::Auto, hide_short_help = true)]
     pub probe: CliProbe,
 
+    /// What collections free, one collection every SECS (1 to 3600; off by default)
+    ///
+    /// A garbage census: every SECS seconds, the types of the objects one collection frees
+    /// (4096 at most), their count and bytes, as a `census` record (3.8-3.15, not free-threaded
+    /// builds). Each census costs the target a trap per cycle it breaks until the probes are
+    /// closed, about 0.1 s per probe (docs/census.md)
+    #[arg(long, value_name = "SECS", value_parser = secs(1.0, 3600.0), hide_short_help = true)]
+    pub census: Option<f64>,
+
     /// Start this command and observe it from its first collection
     ///
     /// A CPython interpreter and its arguments, started by the agent and observed from its

@@ -50,6 +50,8 @@ pub struct Options {
     pub output: Output,
     pub duration: Option<f64>,
     pub interval: f64,
+    /// The garbage census's period (`--census`).
+    pub census: Option<Duration>,
     pub mode: Mode,
     pub actuator: ActuatorKind,
     pub policy: Policy,
@@ -116,6 +118,7 @@ fn observe(target: TargetArgs, output: Output, steer: SteerArgs) -> Result<Task>
         output,
         duration: target.duration,
         interval: target.interval,
+        census: target.census.map(Duration::from_secs_f64),
         mode: match steer.mode {
             CliMode::Observe => Mode::Observe,
             CliMode::Advise => Mode::Advise,

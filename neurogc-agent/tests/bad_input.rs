@@ -116,8 +116,9 @@ fn assert_refused(args: &[&str], mention: &str) {
 
 #[test]
 fn every_numeric_flag_is_range_checked() {
-    let cases: [(&str, &[&str]); 9] = [
+    let cases: [(&str, &[&str]); 10] = [
         ("--interval", &["0", "-1", "1e300", "1e-10", "nan", "inf", "3601", "x", ""]),
+        ("--census", &["0", "0.5", "-1", "3601", "nan", "inf", "x", ""]),
         ("--duration", &["0", "-5", "1e300", "nan", "-inf", "31536001"]),
         ("--pid", &["0", "-1", "4194305", "99999999999", "x", "1.5"]),
         ("--memory-budget", &["0", "-1%", "1001%", "nan", "inf", "1e300", "8MiB", "2TiB", "5MB", "x%"]),
@@ -151,6 +152,7 @@ fn any_value_of_a_numeric_flag_ends_cleanly() {
         &["0", "1", "7", "9", "-", "+", ".", "e", "E", "inf", "nan", ",", " ", "x", "00000000000000000000"];
     let flags = [
         "--interval",
+        "--census",
         "--duration",
         "--memory-budget",
         "--pause-budget",

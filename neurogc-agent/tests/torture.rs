@@ -126,6 +126,8 @@ fn trial(py: &Python, rng: &mut Rng, c: &mut Counts, freeze: bool) {
         .args(["--model", &fixture(model), "--model-weight", "full"])
         // Budgets that freeze at once: every trial also covers a freeze and its undo.
         .args(["--pause-budget", "2ms", "--gc-budget", "off", "--freeze-after", "0"])
+        // A garbage census armed every second: one is often in flight when the agent dies.
+        .args(["--census", "1"])
         .env("NEUROGC_LOG", "debug")
         .stdout(Stdio::from(write))
         .stderr(Stdio::from(write2))

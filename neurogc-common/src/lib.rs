@@ -268,6 +268,57 @@ pub mod counter {
 /// 100 ms drain period this is 3× headroom.
 pub const RING_BYTES: u32 = 1 << 23;
 
+/// Garbage census (`census_clear`): objects one census walks at most. The verifier follows each
+/// step of the walk, so this bounds the program's size as well as the pause it adds.
+pub const CENSUS_MAX_OBJECTS: u32 = 4096;
+/// Distinct (process, type) pairs tallied at once.
+pub const CENSUS_MAX_TYPES: u32 = 4096;
+/// The census ring: one small record per census.
+pub const CENSUS_RING_BYTES: u32 = 1 << 12;
+
+/// A census the agent armed for one of a process's collections: the next to begin after
+/// `armed_ns` (`bpf_ktime_get_ns`) that frees anything with a probed `tp_clear`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CensusArm {
+    pub armed_ns: u64,
+}
+
+/// A type among a census's garbage, per process.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CensusKey {
+    pub pid: u32,
+    pub _pad: u32,
+    /// The type object's address.
+    pub ty: u64,
+}
+
+/// How many of a type's objects the census walked, and their `ob_size` summed (items, for
+/// types whose objects have them: the agent multiplies by the type's item size).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CensusCount {
+    pub objects: u64,
+    pub items: u64,
+}
+
+/// A census done: its types are in `CENSUS_TYPES` under `pid`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CensusDone {
+    /// `bpf_ktime_get_ns()` when the collection walked began.
+    pub start_ns: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub arg_gen: i64,
+    /// Objects walked.
+    pub walked: u32,
+    /// 1: the walk reached the end of the garbage; 0: it stopped at `CENSUS_MAX_OBJECTS`, or
+    /// at a link it could not read.
+    pub complete: u32,
+}
+
 #[cfg(feature = "user")]
 mod pod {
     use super::*;
@@ -276,6 +327,10 @@ mod pod {
     unsafe impl aya::Pod for TargetConfig {}
     unsafe impl aya::Pod for GlobalConfig {}
     unsafe impl aya::Pod for ExecEvent {}
+    unsafe impl aya::Pod for CensusArm {}
+    unsafe impl aya::Pod for CensusKey {}
+    unsafe impl aya::Pod for CensusCount {}
+    unsafe impl aya::Pod for CensusDone {}
 }
 
 #[cfg(test)]

@@ -9,7 +9,8 @@ use aya_ebpf::{
     programs::{ProbeContext, RawTracePointContext, RetProbeContext},
 };
 use neurogc_common::{
-    ARG_CONST, ARG_MEM, ARG_REG, ArgSpec, EVENT_HAS_STATS, EXEC_RING_BYTES, ExecEvent, FRAME_INSTR_MASK,
+    ARG_CONST, ARG_MEM, ARG_REG, ArgSpec, CENSUS_MAX_OBJECTS, CENSUS_MAX_TYPES, CENSUS_RING_BYTES, CensusArm,
+    CensusCount, CensusDone, CensusKey, EVENT_HAS_STATS, EXEC_RING_BYTES, ExecEvent, FRAME_INSTR_MASK,
     FRAME_OWNER_SHIFT, FRAME_READ_BYTES, GcEvent, GenStats, GlobalConfig, MAX_FRAMES, MAX_RUNNING_TIDS,
     MAX_TARGETS, MAX_THREADS_WALKED, NUM_GENERATIONS, RING_BYTES, RING_COUNTERS_AT, RING_RECORD_BYTES,
     RUNNING_UNKNOWN, RawFrame, StackLocator, StatsLocator, TargetConfig, counter, stack, tstate_via,
@@ -390,6 +391,8 @@ fn read_stats(loc: &StatsLocator) -> Option<[GenStats; NUM_GENERATIONS]> {
 
 /// `pt_regs` index of %rdi (x86-64), the first integer argument at a function's entry.
 const REG_RDI: u32 = 14;
+/// `pt_regs` index of %rsp.
+const REG_RSP: u32 = 19;
 
 #[inline(always)]
 fn read_reg(regs: *mut pt_regs, index: u32) -> u64 {
@@ -443,4 +446,103 @@ fn bump(index: u32) {
 #[panic_handler]
 fn panic(_info: &core::panic::PanicInfo) -> ! {
     loop {}
+}
+
+/// Censuses armed, by process (`CensusArm`); the census program takes its entry.
+#[map]
+static CENSUS_ARMED: HashMap<u32, CensusArm> = HashMap::with_max_entries(MAX_TARGETS, 0);
+
+/// What the censuses walked, per (process, type); the agent reads and removes its process's.
+#[map]
+static CENSUS_TYPES: HashMap<CensusKey, CensusCount> = HashMap::with_max_entries(CENSUS_MAX_TYPES, 0);
+
+/// One record per census done, waking the agent at once: it detaches the census probes, whose
+/// every hit costs the target a trap.
+#[map]
+static CENSUS_RING: RingBuf = RingBuf::with_byte_size(CENSUS_RING_BYTES, 0);
+
+/// Where a census's walk is (`census_step`).
+#[repr(C)]
+struct Walk {
+    op: u64,
+    sp: u64,
+    tgid: u32,
+    walked: u32,
+    complete: u32,
+}
+
+/// One object of a census's walk: its type tallied, then on to the next (1 stops the loop).
+#[inline(never)]
+unsafe extern "C" fn census_step(_index: u64, walk: *mut core::ffi::c_void) -> i64 {
+    // SAFETY: bpf_loop hands back the pointer it was given, to the caller's `Walk`.
+    let walk = unsafe { &mut *walk.cast::<Walk>() };
+    // SAFETY (every read below): bpf_probe_read_user faults safely on a bad address.
+    let read = |addr: u64| unsafe { bpf_probe_read_user(addr as *const u64) }.ok();
+    let op = walk.op;
+    let Some(ty) = read(op.wrapping_add(8)) else { return 1 };
+    let key = CensusKey { pid: walk.tgid, _pad: 0, ty };
+    // ob_size: a value for every object, meaningful only where the type has items.
+    let items = read(op.wrapping_add(16)).unwrap_or(0);
+    match CENSUS_TYPES.get_ptr_mut(&key) {
+        // SAFETY: pointer from the map lookup; a race between CPUs only loses a count.
+        Some(c) => unsafe {
+            (*c).objects += 1;
+            (*c).items = (*c).items.wrapping_add(items);
+        },
+        None => {
+            let _ = CENSUS_TYPES.insert(&key, &CensusCount { objects: 1, items }, BPF_ANY as u64);
+        }
+    }
+    walk.walked += 1;
+    let Some(next) = read(op.wrapping_sub(16)) else { return 1 };
+    let next = next & !3;
+    // The list's head is on this thread's stack, above the frames of the clear.
+    if next >= walk.sp && next < walk.sp.wrapping_add(1 << 23) {
+        walk.complete = 1;
+        return 1;
+    }
+    walk.op = next.wrapping_add(16);
+    0
+}
+
+/// A garbage census: a uprobe on `tp_clear` functions, attached only while a census is armed.
+/// The collector clears the first object left in its list of garbage again and again (each
+/// clear frees the rest of that cycle), so at the first clear of a collection the list is
+/// whole: from the object being cleared, the `PyGC_Head` links (16 bytes before each object)
+/// run through every object the collection frees, back to the list's head, a local of the
+/// collector's on this thread's stack. Each object's type is tallied; nothing is written to
+/// the target, and the walk is bounded (`CENSUS_MAX_OBJECTS`).
+#[uprobe]
+pub fn census_clear(ctx: ProbeContext) -> u32 {
+    let Some((tgid, tid, _)) = traced() else { return 0 };
+    // SAFETY: pointers from map lookups, valid for this program run; only read.
+    let Some(arm) = (unsafe { CENSUS_ARMED.get(&tgid) }) else { return 0 };
+    let Some(inflight) = (unsafe { INFLIGHT.get(&tid) }) else { return 0 };
+    // A collection begun before the census was armed may have freed part of its list already.
+    if inflight.start_ns < arm.armed_ns {
+        return 0;
+    }
+    let (start_ns, arg_gen) = (inflight.start_ns, inflight.arg_gen);
+    let _ = CENSUS_ARMED.remove(&tgid);
+    let mut walk = Walk {
+        op: read_reg(ctx.regs, REG_RDI),
+        sp: read_reg(ctx.regs, REG_RSP),
+        tgid,
+        walked: 0,
+        complete: 0,
+    };
+    // bpf_loop: the verifier checks the step once, not once per object.
+    // SAFETY: a helper call with a static callback and a pointer to our own stack.
+    unsafe {
+        aya_ebpf::helpers::bpf_loop(
+            CENSUS_MAX_OBJECTS,
+            census_step as *mut core::ffi::c_void,
+            (&raw mut walk).cast(),
+            0,
+        );
+    }
+    let Walk { walked, complete, .. } = walk;
+    let done = CensusDone { start_ns, pid: tgid, tid, arg_gen, walked, complete };
+    let _ = CENSUS_RING.output::<CensusDone>(&done, BPF_RB_FORCE_WAKEUP as u64);
+    0
 }

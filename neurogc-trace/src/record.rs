@@ -33,12 +33,42 @@ pub enum Record {
     /// Threads a free-threaded collection halted (`Collection::halted`), written once per
     /// stream before its first use.
     Threads(ThreadsDef),
+    /// What one sampled collection freed, by type (`--census`).
+    Census(Census),
 }
 
 /// The `"type"` of each variant above, in order: a reader skips records of any other type (a
 /// newer agent's) and refuses a known type it cannot parse.
-pub const TAGS: [&str; 9] =
-    ["attach", "gc", "window", "decision", "actuation", "summary", "frame", "stack", "threads"];
+pub const TAGS: [&str; 10] =
+    ["attach", "gc", "window", "decision", "actuation", "summary", "frame", "stack", "threads", "census"];
+
+/// The garbage one collection freed, by type: the objects in its list of garbage as the
+/// collector began to free them (`--census`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Census {
+    /// When the collection began (ns since the Unix epoch).
+    pub ts_ns: u64,
+    pub tid: u32,
+    /// The generation the collector was asked for (-1: its own choice, 3.13+).
+    pub arg_gen: i64,
+    /// Objects walked.
+    pub objects: u64,
+    /// The walk reached the end of the garbage (false: it stopped at its bound, and the types
+    /// are those of the first `objects`).
+    pub complete: bool,
+    /// Most objects first.
+    pub types: Vec<CensusType>,
+}
+
+/// A type among a census's garbage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CensusType {
+    /// The type's name as it gives it (`tp_name`: "Tok", "function", "collections.OrderedDict").
+    pub name: String,
+    pub objects: u64,
+    /// Basic size plus items, summed.
+    pub bytes: u64,
+}
 
 /// A set of threads, interned: `id` is unique in its stream.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -82,6 +82,7 @@ pub fn run(opts: Options, started: Instant) -> Result<Option<launch::Ended>> {
         sinks,
         duration: opts.duration.map(Duration::from_secs_f64),
         interval: Duration::from_secs_f64(opts.interval),
+        census: opts.census,
         attach_ms,
     };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;

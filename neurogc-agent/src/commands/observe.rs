@@ -21,6 +21,7 @@ use crate::{
     kernel::probes::{Probes, ring_fd},
     session::GcStatus,
     session::aggregate::Aggregate,
+    session::census::{self, Census},
     session::cycle::{Cycle, Detail},
     session::drive::{Driven, Stopped, drive},
     session::events::{self, Clock},
@@ -39,6 +40,8 @@ pub struct Options {
     pub sinks: Vec<Box<dyn TargetSink>>,
     pub duration: Option<Duration>,
     pub interval: Duration,
+    /// The garbage census's period (`--census`).
+    pub census: Option<Duration>,
     /// Milliseconds from agent start to probes armed.
     pub attach_ms: f64,
 }
@@ -61,11 +64,15 @@ struct Observer<'a> {
     launched: Option<Launched>,
     exit_watch: AsyncFd<OwnedFd>,
     sigusr1: Signal,
+    /// The garbage census (`--census`), and its ring's fd to wait on.
+    census: Option<(Census, AsyncFd<OwnedFd>)>,
 }
 
 /// What one target's loop waits on besides the ring buffer and the window.
 enum Own {
     Actuation(crate::steering::actuate::Event),
+    /// A census is done.
+    Census,
     /// SIGUSR1: advise mode's recommendation, now.
     Recommend,
     Exited,
@@ -150,7 +157,11 @@ pub async fn run(
         launched,
         exit_watch,
         sigusr1,
+        census: None,
     };
+    if let Some(every) = opts.census {
+        obs.start_census(every);
+    }
     obs.start_actuator()?;
     let attach = obs.attach_record(first, age_s, &opts);
     // A failed first write ends the run as a failed later one would (`| head -0` closes the
@@ -160,6 +171,9 @@ pub async fn run(
         Err(err) => Stop::from(Stopped::Failed(err.into())),
     };
     // Whatever the kernel already produced belongs to the run; then disarm before summarising.
+    if let Some((census, _)) = obs.census.as_mut() {
+        census.stop();
+    }
     let _ = obs.drain_ring();
     let _ = obs.release_held();
     let probes = obs.probes.take().expect("disarmed only here");
@@ -193,6 +207,7 @@ impl Driven for Observer<'_> {
     async fn next(&mut self) -> Own {
         tokio::select! {
             Some(ev) = next_event(&mut self.events) => Own::Actuation(ev),
+            () = census_done(&self.census) => Own::Census,
             _ = self.sigusr1.recv() => Own::Recommend,
             _ = self.exit_watch.readable() => Own::Exited,
         }
@@ -208,6 +223,7 @@ impl Driven for Observer<'_> {
                 r.map(|()| None)
             }
             Own::Recommend => Ok(self.recommend_now().map(|()| None)?),
+            Own::Census => Ok(self.census_read().map(|()| None)?),
             Own::Exited => Ok(Some(Stop::TargetExited(self.launched.as_ref().and_then(|l| l.reap())))),
         }
     }
@@ -218,6 +234,17 @@ impl Driven for Observer<'_> {
 
     fn window(&mut self) -> Result<()> {
         self.tick()
+    }
+}
+
+/// A census's record in its ring (its readiness cleared), or never without a census.
+async fn census_done(census: &Option<(Census, AsyncFd<OwnedFd>)>) {
+    match census {
+        Some((_, fd)) => match fd.readable().await {
+            Ok(mut ready) => ready.clear_ready(),
+            Err(_) => std::future::pending().await,
+        },
+        None => std::future::pending().await,
     }
 }
 
@@ -280,6 +307,41 @@ fn decision_line(steer: &Steering, window: &Window) -> Option<String> {
 }
 
 impl Observer<'_> {
+    /// The garbage census, where this build can have one; said and left out where it cannot.
+    fn start_census(&mut self, every: Duration) {
+        if let Some(why) = census::unsupported(self.plan) {
+            tracing::warn!("--census: {why}");
+            return;
+        }
+        let Some(probes) = self.probes.as_mut() else { return };
+        let started = Census::new(&mut probes.kernel, self.plan, every)
+            .and_then(|c| Ok((readable(ring_fd(c.ring())?)?, c)));
+        match started {
+            Ok((fd, c)) => self.census = Some((c, fd)),
+            Err(err) => tracing::warn!("--census: no census: {err:#}"),
+        }
+    }
+
+    /// Each window: a census armed when one is due. One that cannot be is said, and stops.
+    fn census_tick(&mut self) {
+        let (Some((census, _)), Some(probes)) = (self.census.as_mut(), self.probes.as_ref()) else { return };
+        if let Err(err) = census.tick(&probes.kernel, self.cycle.dec.gc.state()) {
+            tracing::warn!("--census: stopped: {err:#}");
+            self.census = None;
+        }
+    }
+
+    /// A census done: its records, named.
+    fn census_read(&mut self) -> io::Result<()> {
+        let Some((census, _)) = self.census.as_mut() else { return Ok(()) };
+        let clock = self.clock;
+        let records = census.read(|ns| clock.to_unix_ns(ns));
+        for rec in records {
+            self.emit(&Record::Census(rec))?;
+        }
+        self.flush_records()
+    }
+
     /// Act mode: the actuator starts once the GC state is settled (proven, or known to be
     /// unusable): the interpreter is up by then, and the memory actuator has its layout.
     fn start_actuator(&mut self) -> Result<()> {
@@ -406,6 +468,7 @@ impl Observer<'_> {
             self.release_held()?;
         }
         let trigger = self.cycle.close_window();
+        self.census_tick();
         self.start_actuator()?;
         self.explain_wait()?;
         // The decision's latency runs from the window's sample: not the actuator's one-off start

@@ -26,7 +26,7 @@ pub struct Kernel {
     pub ring: RingBuf<MapData>,
     counters: PerCpuArray<MapData, u64>,
     targets: HashMap<MapData, u32, TargetConfig>,
-    ebpf: Ebpf,
+    pub(super) ebpf: Ebpf,
 }
 
 /// One process's probes. Hand it back to [`Kernel::disarm`]; dropped otherwise, its perf events

@@ -445,6 +445,8 @@ impl Analysis {
                     }
                 }
             }
+            // Not in the report yet (README, "Limits").
+            Record::Census(_) => {}
         }
     }
 

@@ -24,7 +24,12 @@ impl Clock {
     }
 
     pub fn now_unix_ns(self) -> u64 {
-        self.to_unix_ns(clock_ns(nix::time::ClockId::CLOCK_MONOTONIC) as u64)
+        self.to_unix_ns(Clock::now_monotonic_ns())
+    }
+
+    /// CLOCK_MONOTONIC, the eBPF programs' `bpf_ktime_get_ns`.
+    pub fn now_monotonic_ns() -> u64 {
+        clock_ns(nix::time::ClockId::CLOCK_MONOTONIC) as u64
     }
 
     pub fn to_unix_ns(self, monotonic_ns: u64) -> u64 {

@@ -3,6 +3,7 @@
 //! trusted, so events are held (in order) until it is proven or refuted: each is decoded the same
 //! way whatever the timing.
 pub mod aggregate;
+pub mod census;
 pub mod cycle;
 pub mod drive;
 pub mod events;

@@ -1,0 +1,110 @@
+//! The garbage census's kernel side (`census_clear` in the eBPF object): loaded on first use,
+//! its uprobes attached to the target's `tp_clear` functions only while a census is armed, and
+//! closed as soon as the census's record arrives. Every hit of a `tp_clear` probe costs the
+//! target a trap (about 0.8 µs, one per cycle broken: shared/notes), so the probes are never
+//! left on: a census costs its one walk and the traps until the agent has closed them.
+use std::{os::fd::AsFd, path::Path};
+
+use anyhow::{Context, Result};
+use aya::{
+    maps::{HashMap, MapData, RingBuf},
+    programs::UProbe,
+};
+use neurogc_common::{CensusArm, CensusCount, CensusKey};
+
+use crate::kernel::{
+    perf_uprobe::{self, UprobeLink},
+    probes::Kernel,
+};
+
+pub struct CensusProbe {
+    armed: HashMap<MapData, u32, CensusArm>,
+    types: HashMap<MapData, CensusKey, CensusCount>,
+    /// One `CensusDone` per census.
+    pub ring: RingBuf<MapData>,
+    /// The uprobes of the census armed now (none between censuses).
+    links: Vec<UprobeLink>,
+}
+
+impl Kernel {
+    /// Loads the census program and takes its maps.
+    pub fn census(&mut self) -> Result<CensusProbe> {
+        let prog: &mut UProbe = self
+            .ebpf
+            .program_mut("census_clear")
+            .context("eBPF program census_clear missing from the object")?
+            .try_into()?;
+        prog.load().context("loading eBPF program census_clear")?;
+        let mut map = |name: &str| self.ebpf.take_map(name).with_context(|| format!("{name} map missing"));
+        Ok(CensusProbe {
+            armed: HashMap::try_from(map("CENSUS_ARMED")?)?,
+            types: HashMap::try_from(map("CENSUS_TYPES")?)?,
+            ring: RingBuf::try_from(map("CENSUS_RING")?)?,
+            links: Vec::new(),
+        })
+    }
+
+    /// The census program's uprobes at `offsets` in `file`, for `pid` only.
+    fn census_links(&self, file: &Path, offsets: &[u64], pid: i32) -> Result<Vec<UprobeLink>> {
+        let prog: &UProbe =
+            self.ebpf.program("census_clear").context("eBPF program census_clear missing")?.try_into()?;
+        let fd = prog.fd()?.as_fd();
+        offsets.iter().map(|&offset| perf_uprobe::attach(fd, file, offset, 0, pid, false)).collect()
+    }
+}
+
+impl CensusProbe {
+    /// Arms a census of `pid`'s next collection (one begun from now): the entry first, then the
+    /// probes on its `tp_clear` functions (`offsets` in `file`).
+    pub fn arm(&mut self, kernel: &Kernel, pid: i32, file: &Path, offsets: &[u64]) -> Result<()> {
+        let arm = CensusArm { armed_ns: crate::session::events::Clock::now_monotonic_ns() };
+        self.armed.insert(pid as u32, arm, 0).context("arming a census (CENSUS_ARMED)")?;
+        match kernel.census_links(file, offsets, pid) {
+            Ok(links) => {
+                self.links = links;
+                Ok(())
+            }
+            Err(err) => {
+                let _ = self.armed.remove(&(pid as u32));
+                Err(err)
+            }
+        }
+    }
+
+    /// Whether a census is armed (its probes attached).
+    pub fn armed(&self) -> bool {
+        !self.links.is_empty()
+    }
+
+    /// Closes the probes and drops the arming, census done or not. Each close takes about 0.1 s
+    /// here, and the kernel takes them one at a time; until its turn a probe's breakpoint
+    /// stays, and every cycle the target breaks there pays a trap (closed on the loop's thread,
+    /// a census a second cost a cycle-heavy loop 30%, and the loop waited 0.5 s). They are
+    /// closed on a thread of their own, in the order they were attached: the busiest first.
+    pub fn disarm(&mut self, pid: i32) {
+        let _ = self.armed.remove(&(pid as u32));
+        let links = std::mem::take(&mut self.links);
+        if links.is_empty() {
+            return;
+        }
+        // Without a thread to be had, the closure is dropped here: closed on this one, waiting.
+        let _ = std::thread::Builder::new().name("census-close".into()).spawn(move || {
+            for link in links {
+                drop(link);
+            }
+        });
+    }
+
+    /// `pid`'s tallies (type address, count), taken out of the map.
+    pub fn take(&mut self, pid: i32) -> Vec<(u64, CensusCount)> {
+        let keys: Vec<CensusKey> =
+            self.types.keys().filter_map(Result::ok).filter(|k| k.pid == pid as u32).collect();
+        keys.into_iter()
+            .filter_map(|k| {
+                let count = self.types.get(&k, 0).ok();
+                let _ = self.types.remove(&k);
+                Some((k.ty, count?))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,283 @@
+//! The garbage census (`--census SECS`): every SECS, what one collection frees, by type. The
+//! kernel walks the collection's list of garbage at its first `tp_clear` (`census_clear`); this
+//! side picks the `tp_clear` functions to probe, arms and closes the probes around one
+//! collection, and names what was walked: each type's `tp_name`, objects, and bytes (basic size
+//! plus items), read from the target while it lives.
+//!
+//! Where the probes go, only ever at a function's first instruction (a breakpoint elsewhere
+//! would corrupt the target's code): the `tp_clear` of dicts, lists, functions, cells and bound
+//! methods, read from the interpreter's exported type objects, and `subtype_clear`, the one of
+//! Python classes' instances: named by `.symtab` where the file has one, else read from the
+//! types of live instances in the collector's own lists, and taken only where three classes
+//! agree on it (`subtype_clear_of`). A collection whose garbage holds none of them is not
+//! censused.
+use std::{
+    collections::BTreeMap,
+    path::PathBuf,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result};
+use neurogc_common::{CensusCount, CensusDone};
+use neurogc_trace::{Census as CensusRecord, CensusType};
+
+use crate::{
+    interp::{AttachPlan, elf::Elf, layout::GcState},
+    kernel::{census::CensusProbe, probes::Kernel},
+    memory::{read_bytes, read_u64},
+};
+
+/// `PyTypeObject` offsets on the builds censused (3.8-3.15, not free-threaded): the first part
+/// of the type object has kept its layout since 3.8.
+const OB_TYPE: u64 = 8;
+const TP_NAME: u64 = 24;
+const TP_BASICSIZE: u64 = 32;
+const TP_ITEMSIZE: u64 = 40;
+const TP_FLAGS: u64 = 168;
+const TP_CLEAR: u64 = 192;
+/// `Py_TPFLAGS_HEAPTYPE`: a type made at run time (a Python class).
+const HEAPTYPE: u64 = 1 << 9;
+/// The collector's list heads (`PyGC_Head` and two ints) follow one another 24 bytes apart.
+const GENERATION_STRIDE: u64 = 24;
+/// Objects read from each list while looking for Python classes' `tp_clear`.
+const LIST_READ: usize = 20_000;
+/// Classes that must agree on their `tp_clear` before it is probed.
+const AGREE: usize = 3;
+
+/// Exported types whose `tp_clear` the census probes from the start.
+const BUILTIN_TYPES: [&str; 5] =
+    ["PyDict_Type", "PyList_Type", "PyFunction_Type", "PyCell_Type", "PyMethod_Type"];
+
+/// Longest type name read.
+const MAX_NAME: usize = 256;
+
+pub struct Census {
+    every: Duration,
+    probe: CensusProbe,
+    pid: i32,
+    /// The interpreter file, by its descriptor's name (`_held`).
+    file: PathBuf,
+    _held: std::fs::File,
+    elf: Elf,
+    bias: u64,
+    /// File offsets of the `tp_clear` functions probed, with how many objects the last census
+    /// met of the types they clear: the probes are attached, and closed, busiest first.
+    clears: BTreeMap<u64, u64>,
+    /// `subtype_clear`'s run-time address, once known.
+    subtype_clear: Option<u64>,
+    /// `PyType_Type`'s run-time address: a Python class is an instance of it.
+    type_type: Option<u64>,
+    /// The interpreter's `.text`, at run time: where a `tp_clear` must lie.
+    text: std::ops::Range<u64>,
+    next_at: Instant,
+}
+
+/// Why a build cannot be censused, or None.
+pub fn unsupported(plan: &AttachPlan) -> Option<String> {
+    plan.interpreter.free_threaded.then(|| {
+        "a free-threaded build keeps its garbage in no list the census can walk: not censused".to_owned()
+    })
+}
+
+impl Census {
+    pub fn new(kernel: &mut Kernel, plan: &AttachPlan, every: Duration) -> Result<Census> {
+        // The interpreter file as mapped now (a map_files name lasts only as long as its
+        // mapping's bounds, which the loader changes), held open: its /proc/self/fd name stays
+        // the same inode for every probe attached later.
+        let mapped = crate::interp::candidates(plan.pid)?
+            .into_iter()
+            .find(|m| m.path == plan.file)
+            .with_context(|| format!("{} is no longer mapped", plan.file.display()))?;
+        let held = std::fs::File::open(&mapped.open_path)
+            .with_context(|| format!("opening {}", mapped.open_path.display()))?;
+        let file = PathBuf::from(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&held)));
+        let elf = Elf::open(&file)?;
+        let mut census = Census {
+            every,
+            probe: kernel.census()?,
+            pid: plan.pid,
+            file,
+            _held: held,
+            elf,
+            bias: plan.bias,
+            clears: BTreeMap::new(),
+            subtype_clear: None,
+            type_type: None,
+            text: 0..0,
+            next_at: Instant::now() + every,
+        };
+        let bias = census.bias;
+        census.text = census.elf.section_range(".text").map_or(0..0, |r| r.start + bias..r.end + bias);
+        census.type_type = census.elf.symbol_address("PyType_Type").map(|a| a + bias);
+        for name in BUILTIN_TYPES {
+            if let Some(addr) = census.elf.symbol_address(name)
+                && let Ok(clear) = read_u64(census.pid, addr + bias + TP_CLEAR)
+            {
+                census.learn_function(clear, 0);
+            }
+        }
+        if let Some(addr) = census.elf.symbol_address("subtype_clear") {
+            census.subtype_clear = Some(addr + bias);
+            census.learn_function(addr + bias, 0);
+        }
+        Ok(census)
+    }
+
+    /// The census's ring, for the loop to wait on.
+    pub fn ring(&self) -> &aya::maps::RingBuf<aya::maps::MapData> {
+        &self.probe.ring
+    }
+
+    /// Each window: a census is armed when one is due and none is. `gc`: the collector's
+    /// state once located, where Python classes' `tp_clear` is looked for until found.
+    pub fn tick(&mut self, kernel: &Kernel, gc: Option<GcState>) -> Result<()> {
+        if self.probe.armed() || Instant::now() < self.next_at {
+            return Ok(());
+        }
+        if self.subtype_clear.is_none()
+            && let Some(gc) = gc
+        {
+            self.subtype_clear = self.subtype_clear_of(&gc);
+            if let Some(clear) = self.subtype_clear {
+                self.learn_function(clear, 0);
+            }
+        }
+        if self.clears.is_empty() {
+            return Ok(());
+        }
+        let mut clears: Vec<(u64, u64)> = self.clears.iter().map(|(&o, &w)| (o, w)).collect();
+        clears.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let offsets: Vec<u64> = clears.into_iter().map(|(o, _)| o).collect();
+        tracing::debug!("census armed: tp_clear at {offsets:x?} in {}", self.file.display());
+        self.probe.arm(kernel, self.pid, &self.file, &offsets)
+    }
+
+    /// The census ring has records: the probes are closed first (each hit costs the target a
+    /// trap), then what was walked is named. The records to emit.
+    pub fn read(&mut self, to_unix_ns: impl Fn(u64) -> u64) -> Vec<CensusRecord> {
+        let mut done = Vec::new();
+        while let Some(item) = self.probe.ring.next() {
+            if let Some(d) = crate::session::events::read::<CensusDone>(&item) {
+                done.push(d);
+            }
+        }
+        if done.is_empty() {
+            return Vec::new();
+        }
+        self.probe.disarm(self.pid);
+        self.next_at = Instant::now() + self.every;
+        let tallies = self.probe.take(self.pid);
+        done.into_iter()
+            .map(|d| CensusRecord {
+                ts_ns: to_unix_ns(d.start_ns),
+                tid: d.tid,
+                arg_gen: d.arg_gen,
+                objects: u64::from(d.walked),
+                complete: d.complete == 1,
+                types: self.name(&tallies),
+            })
+            .collect()
+    }
+
+    /// Closes the probes (the agent is stopping).
+    pub fn stop(&mut self) {
+        self.probe.disarm(self.pid);
+    }
+
+    /// Each type walked, named and sized, most objects first; the `tp_clear` of each learned,
+    /// weighed by its objects.
+    fn name(&mut self, tallies: &[(u64, CensusCount)]) -> Vec<CensusType> {
+        for w in self.clears.values_mut() {
+            *w = 0;
+        }
+        let mut types: Vec<CensusType> = tallies
+            .iter()
+            .map(|&(ty, count)| {
+                self.weigh(ty, count.objects);
+                let word = |off: u64| read_u64(self.pid, ty.wrapping_add(off)).unwrap_or(0);
+                let (basic, item) = (word(TP_BASICSIZE), word(TP_ITEMSIZE));
+                let bytes = count.objects.saturating_mul(basic).saturating_add(if item > 0 {
+                    count.items.saturating_mul(item)
+                } else {
+                    0
+                });
+                CensusType { name: self.type_name(ty), objects: count.objects, bytes }
+            })
+            .collect();
+        types.sort_by(|a, b| b.objects.cmp(&a.objects).then(a.name.cmp(&b.name)));
+        types
+    }
+
+    /// A type's `tp_name`, or its address where it cannot be read (the type was garbage too).
+    fn type_name(&self, ty: u64) -> String {
+        let name = read_u64(self.pid, ty.wrapping_add(TP_NAME))
+            .and_then(|at| read_bytes(self.pid, at, MAX_NAME))
+            .ok()
+            .and_then(|b| {
+                let end = b.iter().position(|&c| c == 0)?;
+                String::from_utf8(b[..end].to_vec()).ok()
+            });
+        name.unwrap_or_else(|| format!("[type at {ty:#x}]"))
+    }
+
+    /// The census's objects of type `ty` count for the probe on its `tp_clear`, where probed.
+    fn weigh(&mut self, ty: u64, objects: u64) {
+        if let Ok(clear) = read_u64(self.pid, ty.wrapping_add(TP_CLEAR))
+            && let Some(offset) = self.offset_of(clear)
+            && let Some(w) = self.clears.get_mut(&offset)
+        {
+            *w = w.saturating_add(objects);
+        }
+    }
+
+    /// A `tp_clear` to probe (run-time address), where it lies in the interpreter's code.
+    fn learn_function(&mut self, addr: u64, objects: u64) {
+        if let Some(offset) = self.offset_of(addr) {
+            let w = self.clears.entry(offset).or_default();
+            *w = w.saturating_add(objects);
+        }
+    }
+
+    fn offset_of(&self, addr: u64) -> Option<u64> {
+        if !self.text.contains(&addr) {
+            return None;
+        }
+        self.elf.file_offset(addr.wrapping_sub(self.bias))
+    }
+
+    /// Python classes' `tp_clear` (`subtype_clear`), from live instances in the collector's
+    /// lists: the `tp_clear` of heap types that are instances of `type` itself, taken where
+    /// `AGREE` of them share it. Read while the target runs, a list can change under the
+    /// reader: each link is read once, a stale one ends that list, and a value read from a
+    /// type that was freed meanwhile would not be shared by three.
+    fn subtype_clear_of(&self, gc: &GcState) -> Option<u64> {
+        let type_type = self.type_type?;
+        // Every address here is the target's, read as it changes: none is trusted to add up.
+        let read = |addr: u64, off: u64| read_u64(self.pid, addr.wrapping_add(off)).ok();
+        let mut seen: BTreeMap<u64, std::collections::BTreeSet<u64>> = BTreeMap::new();
+        for g in 0..3 {
+            let head = gc.address.wrapping_add(gc.generations).wrapping_add(g * GENERATION_STRIDE);
+            let mut node = read(head, 0)? & !3;
+            for _ in 0..LIST_READ {
+                if node == head || node == 0 {
+                    break;
+                }
+                let ty = read(node, 16 + OB_TYPE).unwrap_or(0);
+                if ty != 0
+                    && read(ty, OB_TYPE) == Some(type_type)
+                    && read(ty, TP_FLAGS).is_some_and(|f| f & HEAPTYPE != 0)
+                    && let Some(clear) = read(ty, TP_CLEAR).filter(|c| self.text.contains(c))
+                {
+                    let types = seen.entry(clear).or_default();
+                    types.insert(ty);
+                    if types.len() >= AGREE {
+                        return Some(clear);
+                    }
+                }
+                let Some(next) = read(node, 0) else { break };
+                node = next & !3;
+            }
+        }
+        None
+    }
+}

@@ -1,0 +1,126 @@
+//! The garbage census against real interpreters (3.8–3.15, USDT and symbol builds, chroot
+//! containers): what it says a collection freed is what the workload's own collector keeps
+//! with gc.DEBUG_SAVEALL, type by type; a free-threaded build says why it has no census.
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::*;
+use serde_json::Value;
+
+/// The census's stream of `target` (observe mode, a census a second), and the truth line the
+/// workload printed; or what went wrong.
+fn censused(
+    py: &Python,
+    target: &[String],
+    env: &[(&str, &std::path::Path)],
+) -> Result<(Vec<Value>, String), String> {
+    let out = agent()
+        .args(["--census", "1", "--mode", "observe", "--json", "--duration", "120", "--"])
+        .args(target)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    if !out.status.success() {
+        return Err(format!("{}: agent exited {:?}: {stderr}", py.name, out.status));
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines = json_lines(&stdout.lines().map(str::to_owned).collect::<Vec<_>>());
+    Ok((lines.into_iter().filter(|l| l["type"] == "census").collect(), stderr))
+}
+
+/// The workload's truth line (with --json the command's own output is on standard error).
+fn truth(stderr: &str) -> Option<BTreeMap<String, f64>> {
+    let line = stderr
+        .lines()
+        .find_map(|l| serde_json::from_str::<Value>(l).ok().filter(|v| v.get("truth").is_some()))?;
+    Some(line["truth"].as_object()?.iter().map(|(k, v)| (k.clone(), v.as_f64().unwrap_or(0.0))).collect())
+}
+
+/// Where the census's shares differ from the truth's by more than 5 points.
+fn differences(name: &str, truth: &BTreeMap<String, f64>, seen: &BTreeMap<String, f64>) -> Vec<String> {
+    truth
+        .iter()
+        .filter_map(|(kind, &want)| {
+            let got = seen.get(kind).copied().unwrap_or(0.0);
+            ((want - got).abs() > 0.05).then(|| {
+                format!(
+                    "{name}: {kind} {:.1}% of the garbage, the census read {:.1}%",
+                    want * 100.0,
+                    got * 100.0
+                )
+            })
+        })
+        .collect()
+}
+
+/// Share of the objects each type is, over every census of a stream.
+fn shares(censuses: &[&Value]) -> BTreeMap<String, f64> {
+    let mut counts: BTreeMap<String, f64> = BTreeMap::new();
+    for c in censuses {
+        for t in c["types"].as_array().unwrap() {
+            *counts.entry(t["name"].as_str().unwrap().to_owned()).or_default() +=
+                t["objects"].as_f64().unwrap();
+        }
+    }
+    let total: f64 = counts.values().sum();
+    counts.values_mut().for_each(|v| *v /= total.max(1.0));
+    counts
+}
+
+#[test]
+fn the_census_reads_a_known_mix_of_cycles_as_the_collector_frees_it() {
+    for_each_python(|py| {
+        let mut target = py.argv.clone();
+        target.extend([py.script("garbage_mix.py"), "3".to_owned()]);
+        let (censuses, stderr) = match censused(py, &target, &[]) {
+            Ok(c) => c,
+            Err(e) => return vec![e],
+        };
+        let censuses: Vec<&Value> = censuses.iter().collect();
+        if py.free_threaded {
+            return match (censuses.is_empty(), stderr.contains("free-threaded build keeps its garbage")) {
+                (true, true) => Vec::new(),
+                _ => vec![format!("{}: {} censuses, stderr {stderr}", py.name, censuses.len())],
+            };
+        }
+        let Some(truth) = truth(&stderr) else {
+            return vec![format!("{}: no truth line: {stderr}", py.name)];
+        };
+        if censuses.is_empty() {
+            return vec![format!("{}: no census in the stream: {stderr}", py.name)];
+        }
+        let mut errors = differences(&py.name, &truth, &shares(&censuses));
+        // A young collection of this mix is a few hundred objects: walked to its end.
+        if !censuses.iter().any(|c| c["complete"] == true) {
+            errors.push(format!("{}: no census walked its collection's garbage to the end", py.name));
+        }
+        if !errors.is_empty() {
+            errors.push(format!("{}: censuses {censuses:?}", py.name));
+        }
+        errors
+    });
+}
+
+#[test]
+fn the_census_names_a_pypi_training_loops_garbage_as_debug_saveall_does() {
+    // micrograd: its garbage is each operation's Value, the closure that refers back to it (a
+    // function, its cells and their tuple) and the set of its inputs.
+    let py = python("debian-bookworm-3.11");
+    let site = std::path::PathBuf::from(
+        std::env::var("NEUROGC_HELDOUT_SITE")
+            .expect("NEUROGC_HELDOUT_SITE names the held-out packages' folder (cargo xtask test sets it)"),
+    );
+    let mut target = py.argv.clone();
+    target.extend([py.script("garbage_micrograd.py"), "4".to_owned()]);
+    let (censuses, stderr) =
+        censused(&py, &target, &[("PYTHONPATH", &site)]).unwrap_or_else(|e| panic!("{e}"));
+    let truth = truth(&stderr).unwrap_or_else(|| panic!("no truth line: {stderr}"));
+    assert!(!censuses.is_empty(), "no census: {stderr}");
+    let seen = shares(&censuses.iter().collect::<Vec<_>>());
+    let top = |m: &BTreeMap<String, f64>| m.iter().max_by(|a, b| a.1.total_cmp(b.1)).map(|(k, _)| k.clone());
+    assert_eq!(top(&seen), top(&truth), "census {seen:?}, truth {truth:?}");
+    let errors = differences("micrograd", &truth, &seen);
+    assert!(errors.is_empty(), "{errors:?}\ncensus {seen:?}\ntruth {truth:?}");
+}
