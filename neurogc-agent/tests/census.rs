@@ -124,3 +124,46 @@ fn the_census_names_a_pypi_training_loops_garbage_as_debug_saveall_does() {
     let errors = differences("micrograd", &truth, &seen);
     assert!(errors.is_empty(), "{errors:?}\ncensus {seen:?}\ntruth {truth:?}");
 }
+
+#[test]
+fn the_report_tells_what_the_collector_freed_and_what_to_do_about_it() {
+    // A recording with censuses: the report's table, its HTML, and the finding that names the
+    // type most of the garbage is.
+    let py = python("debian-bookworm-3.11");
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("census-report-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (trace, html) = (dir.join("t.ngc"), dir.join("t.html"));
+    let out = agent()
+        .args(["record", "-o"])
+        .arg(&trace)
+        .args(["--census", "1", "--mode", "observe", "--duration", "60", "--"])
+        .args(&py.argv)
+        .args([py.script("garbage_mix.py"), "3".to_owned()])
+        .stdout(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json = agent().args(["report", "--json", "--html"]).arg(&html).arg(&trace).output().unwrap();
+    assert!(json.status.success(), "{}", String::from_utf8_lossy(&json.stderr));
+    let report: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let census = &report["census"];
+    assert!(census["censuses"].as_u64() >= Some(1), "{census}");
+    assert_eq!(census["types"][0]["name"], "Tok", "{census}");
+    let finding = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "garbage-type")
+        .unwrap_or_else(|| panic!("no garbage-type finding: {}", report["findings"]));
+    assert!(finding["text"].as_str().unwrap().starts_with("`Tok` objects are"), "{finding}");
+    let text = agent().arg("report").arg(&trace).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("what the collector freed") && text.contains(" Tok (gen"), "{text}");
+    if let Some(wide) = text.lines().find(|l| l.chars().count() > 80) {
+        panic!("a line wider than 80 columns: {wide:?}");
+    }
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<h2>What the collector freed</h2>") && page.contains("<td class=\"w\">Tok</td>"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

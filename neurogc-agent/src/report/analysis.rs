@@ -201,6 +201,8 @@ pub struct Analysis {
     /// Bounded like the windows: a freeze is at most one per window.
     pub freezes: Vec<Freeze>,
     pub stacks: super::sites::Stacks,
+    /// What the collector freed (`census` records).
+    pub census: super::census::Tally,
     /// What each full collection found dead, in order (bounded like the windows): the findings
     /// use its median, as a few large ones make the mean say little.
     pub full_found: Vec<i64>,
@@ -384,6 +386,7 @@ impl Analysis {
             actuations: 0,
             freezes: Vec::new(),
             stacks: Default::default(),
+            census: Default::default(),
             full_found: Vec::new(),
             running: Running::default(),
             halted_tids: Default::default(),
@@ -445,8 +448,7 @@ impl Analysis {
                     }
                 }
             }
-            // Not in the report yet (README, "Limits").
-            Record::Census(_) => {}
+            Record::Census(c) => self.census.add(c),
         }
     }
 

@@ -97,6 +97,9 @@ pub fn findings(r: &Report, a: &Analysis) -> Vec<Finding> {
     if r.gc_share >= 0.02 {
         out.push(gc_share(r, a));
     }
+    if let Some(f) = garbage(r) {
+        out.push(f);
+    }
     if let Some(w) = &r.worst_minute
         && w.gc_share >= 0.05
         && w.gc_share >= 3.0 * r.gc_share
@@ -216,6 +219,31 @@ fn rss_growth(a: &Analysis) -> Option<Finding> {
     ))
 }
 
+/// One type the bulk of what the collector freed (`--census`): the cycles through it are what
+/// the collector spends its time on, and making them acyclic removes that cost, where tuning
+/// only moves it. Which attribute closes the cycle the census does not tell yet.
+fn garbage(r: &Report) -> Option<Finding> {
+    let c = r.census.as_ref()?;
+    let top = c.types.first().filter(|t| t.share_of_objects >= 0.4)?;
+    let others: Vec<&str> = c.types.iter().skip(1).take(2).map(|t| t.name.as_str()).collect();
+    let severity = if r.gc_share >= 0.02 { Severity::Warning } else { Severity::Info };
+    Some(finding(
+        "garbage-type",
+        severity,
+        format!(
+            "`{}` objects are {} of what the collector freed in {} ({} of the bytes{}): cycles \
+             through them are what it walks. Where they refer back to each other (a parent, a \
+             closure over itself), a weakref or a `del` once done lets reference counting free them, \
+             and the collections they cause go with them.",
+            top.name,
+            pct(top.share_of_objects),
+            crate::text::plural(c.censuses, "census"),
+            pct(top.share_of_bytes),
+            if others.is_empty() { String::new() } else { format!("; then {}", others.join(", ")) }
+        ),
+    ))
+}
+
 /// The middle value (the lower of the two middle ones).
 fn median(values: &[i64]) -> Option<i64> {
     let mut v = values.to_vec();
@@ -257,6 +285,13 @@ fn gc_share(r: &Report, a: &Analysis) -> Finding {
         // The recording holds advise mode's own answer: the report points to it rather than
         // give another (it said "raise threshold0" where the advice was to keep 700 and freeze).
         None if r.decisions.recommendation.is_some() => RECORDED.to_owned(),
+        // One type is most of what it frees: removing those cycles removes the cost, where a
+        // threshold only moves it.
+        None if garbage(r).is_some() => {
+            "most of what it frees is one type's cycles (below): removing them removes the cost, where \
+             tuning only moves it"
+                .to_owned()
+        }
         // Full collections take most of the time: how often young ones run is not the cost (a
         // language server's gen2 was 91% of its pause time, and the report said raise threshold0).
         None if r.generations[2].share_of_pause_time >= 0.5 => format!(

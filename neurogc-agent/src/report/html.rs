@@ -376,6 +376,31 @@ fn recorded_advice(s: &mut String, r: &Report) {
     s.push_str("</table></details>");
 }
 
+/// What the collector freed: the censuses' table.
+fn census_table(s: &mut String, c: &super::census::CensusReport) {
+    let _ = write!(
+        s,
+        "<h2>What the collector freed</h2><p><small>{}: {} walked, {} to the end of its \
+         collection's garbage (<code>--census</code>).</small></p><table><tr><th>type</th>\
+         <th>objects</th><th>bytes</th><th>count</th><th>freed in</th></tr>",
+        esc(&crate::text::plural(c.censuses, "census")),
+        esc(&crate::text::plural(c.objects, "object")),
+        c.complete
+    );
+    for t in &c.types {
+        let _ = write!(
+            s,
+            "<tr><td class=\"w\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&t.name),
+            pct(t.share_of_objects),
+            pct(t.share_of_bytes),
+            t.objects,
+            super::census::generations(&t.generations)
+        );
+    }
+    s.push_str("</table>");
+}
+
 /// Where collections started: the report's sites table.
 fn sites_table(s: &mut String, r: &Report) {
     s.push_str(
@@ -485,6 +510,9 @@ td{{white-space:nowrap}}td.w{{white-space:normal}}
     }
     if !r.sites.is_empty() {
         sites_table(&mut s, r);
+    }
+    if let Some(c) = &r.census {
+        census_table(&mut s, c);
     }
     if a.stacks.with > 0 {
         flame_graphs(&mut s, a);

@@ -3,6 +3,7 @@
 //! events as it goes); the [`Report`] built from it is printed as text or JSON, and drawn as
 //! HTML with --html.
 mod analysis;
+mod census;
 mod findings;
 mod html;
 mod perfetto;
@@ -61,6 +62,9 @@ pub struct Report {
     /// Where collections started: the innermost Python frame of their stacks, most collections
     /// first (empty for a trace without stacks).
     pub sites: Vec<sites::Site>,
+    /// What the collector freed, by type, where the trace has `census` records (`--census`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub census: Option<census::CensusReport>,
     /// Collections with a stack, and without one.
     pub stacks: StackCoverage,
     pub findings: Vec<Finding>,
@@ -329,6 +333,7 @@ fn build(a: &Analysis, trace: TraceInfo) -> Report {
         threshold_changes: changes(a),
         freezes: a.freezes.clone(),
         sites: a.stacks.top_sites(TOP_SITES),
+        census: a.census.report(),
         stacks: StackCoverage { with: a.stacks.with, without: a.stacks.without },
         findings: Vec::new(),
         windows: a.windows.len() as u64 + a.windows_dropped,

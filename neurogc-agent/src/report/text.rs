@@ -11,6 +11,23 @@ fn bound(ns: u64) -> String {
     if ns == u64::MAX { "longer".to_owned() } else { format!("≤ {}", duration(ns)) }
 }
 
+/// What the collector freed, as the censuses read it.
+fn census_table(s: &mut String, c: &super::census::CensusReport) {
+    let _ = writeln!(
+        s,
+        "\nwhat the collector freed ({}, {}, {} walked to the end)",
+        text::plural(c.censuses, "census"),
+        text::plural(c.objects, "object"),
+        c.complete
+    );
+    let _ = writeln!(s, "  {:>8} {:>8} {:>10}  type (freed in)", "objects", "bytes", "count");
+    for t in &c.types {
+        let row = format!("  {:>8} {:>8} {:>10} ", pct(t.share_of_objects), pct(t.share_of_bytes), t.objects);
+        let gens = format!("({})", super::census::generations(&t.generations));
+        let _ = writeln!(s, "{}", text::fit_from(row, &[t.name.clone(), gens], " ", 32));
+    }
+}
+
 /// Each line of `text` indented by two spaces.
 fn indented(text: &str) -> String {
     text.lines().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n")
@@ -167,6 +184,9 @@ pub fn render(r: &Report) -> String {
                 )
             );
         }
+    }
+    if let Some(c) = &r.census {
+        census_table(&mut s, c);
     }
     if !r.allocation.is_empty() {
         let _ = writeln!(s, "\nallocation rate and RSS over time");
