@@ -314,8 +314,9 @@ pub struct CensusDone {
     pub arg_gen: i64,
     /// Objects walked.
     pub walked: u32,
-    /// 1: the walk reached the end of the garbage; 0: it stopped at `CENSUS_MAX_OBJECTS`, or
-    /// at a link it could not read.
+    /// 1: the walk ran from the first object of the garbage to its end; 0: it began further in
+    /// (a clear the census does not probe came first), or stopped at `CENSUS_MAX_OBJECTS` or at
+    /// a link it could not read.
     pub complete: u32,
 }
 

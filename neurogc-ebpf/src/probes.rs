@@ -542,6 +542,15 @@ pub fn census_clear(ctx: ProbeContext) -> u32 {
         );
     }
     let Walk { walked, complete, .. } = walk;
+    // Whole only from the list's first object: where an object whose `tp_clear` is not probed
+    // came first, its clear has freed its cycle already, and what is left is a sample.
+    let first = unsafe { bpf_probe_read_user(read_reg(ctx.regs, REG_RDI).wrapping_sub(8) as *const u64) }
+        .is_ok_and(|prev| {
+            let prev = prev & !3;
+            let sp = read_reg(ctx.regs, REG_RSP);
+            prev >= sp && prev < sp.wrapping_add(1 << 23)
+        });
+    let complete = complete & u32::from(first);
     let done = CensusDone { start_ns, pid: tgid, tid, arg_gen, walked, complete };
     let _ = CENSUS_RING.output::<CensusDone>(&done, BPF_RB_FORCE_WAKEUP as u64);
     0

@@ -53,8 +53,9 @@ pub struct Census {
     pub arg_gen: i64,
     /// Objects walked.
     pub objects: u64,
-    /// The walk reached the end of the garbage (false: it stopped at its bound, and the types
-    /// are those of the first `objects`).
+    /// The walk ran over the whole of the garbage, from its first object to its end (false:
+    /// the types are a sample: a clear the census does not probe came first, or the walk
+    /// stopped at its bound).
     pub complete: bool,
     /// Most objects first.
     pub types: Vec<CensusType>,

@@ -65,6 +65,8 @@ pub struct Census {
     clears: BTreeMap<u64, u64>,
     /// `subtype_clear`'s run-time address, once known.
     subtype_clear: Option<u64>,
+    /// The builtins' `tp_clear` have been read (`BUILTIN_TYPES`).
+    builtins_read: bool,
     /// `PyType_Type`'s run-time address: a Python class is an instance of it.
     type_type: Option<u64>,
     /// The interpreter's `.text`, at run time: where a `tp_clear` must lie.
@@ -102,6 +104,7 @@ impl Census {
             bias: plan.bias,
             clears: BTreeMap::new(),
             subtype_clear: None,
+            builtins_read: false,
             type_type: None,
             text: 0..0,
             next_at: Instant::now() + every,
@@ -109,13 +112,6 @@ impl Census {
         let bias = census.bias;
         census.text = census.elf.section_range(".text").map_or(0..0, |r| r.start + bias..r.end + bias);
         census.type_type = census.elf.symbol_address("PyType_Type").map(|a| a + bias);
-        for name in BUILTIN_TYPES {
-            if let Some(addr) = census.elf.symbol_address(name)
-                && let Ok(clear) = read_u64(census.pid, addr + bias + TP_CLEAR)
-            {
-                census.learn_function(clear, 0);
-            }
-        }
         if let Some(addr) = census.elf.symbol_address("subtype_clear") {
             census.subtype_clear = Some(addr + bias);
             census.learn_function(addr + bias, 0);
@@ -134,12 +130,25 @@ impl Census {
         if self.probe.armed() || Instant::now() < self.next_at {
             return Ok(());
         }
-        if self.subtype_clear.is_none()
-            && let Some(gc) = gc
-        {
-            self.subtype_clear = self.subtype_clear_of(&gc);
-            if let Some(clear) = self.subtype_clear {
-                self.learn_function(clear, 0);
+        // Read once the collector is located, the interpreter is up: a launched one's type
+        // objects may not have been relocated yet when the agent starts (an unrelocated
+        // pointer lies outside `.text`, and is not probed).
+        if let Some(gc) = gc {
+            if !self.builtins_read {
+                self.builtins_read = true;
+                for name in BUILTIN_TYPES {
+                    if let Some(addr) = self.elf.symbol_address(name)
+                        && let Ok(clear) = read_u64(self.pid, addr.wrapping_add(self.bias + TP_CLEAR))
+                    {
+                        self.learn_function(clear, 0);
+                    }
+                }
+            }
+            if self.subtype_clear.is_none() {
+                self.subtype_clear = self.subtype_clear_of(&gc);
+                if let Some(clear) = self.subtype_clear {
+                    self.learn_function(clear, 0);
+                }
             }
         }
         if self.clears.is_empty() {
