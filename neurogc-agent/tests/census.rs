@@ -172,3 +172,23 @@ fn the_report_tells_what_the_collector_freed_and_what_to_do_about_it() {
     assert!(page.contains("<h2>What the collector freed</h2>") && page.contains("<td class=\"w\">Tok</td>"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_live_view_shows_the_last_census() {
+    // Standard output a pipe: one line per window, the census's in the window after it.
+    let py = python("debian-bookworm-3.11");
+    let out = agent()
+        .args(["--census", "1", "--mode", "observe", "--duration", "60", "--"])
+        .args(&py.argv)
+        .args([py.script("garbage_mix.py"), "3".to_owned()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let shown: Vec<&str> = stdout.lines().filter(|l| l.contains("garbage (gen")).collect();
+    assert!(
+        !shown.is_empty() && shown.iter().all(|l| l.contains("objects") && l.contains("Tok ")),
+        "{stdout}"
+    );
+    assert!(stdout.lines().all(|l| l.chars().count() <= 80), "{stdout}");
+}

@@ -25,6 +25,9 @@ pub struct LiveView {
     started: Instant,
     /// A recommendation asked for (SIGUSR1), shown under the screen for this many windows more.
     pinned: Option<(String, u32)>,
+    /// The last garbage census, in words (`view::garbage`): on the screen until the next; on
+    /// a line-per-window output, in the window after it only.
+    garbage: Option<(String, bool)>,
 }
 
 /// Windows a recommendation asked for stays on the redrawn screen: long enough to read and copy.
@@ -41,11 +44,19 @@ impl LiveView {
             probe: plan.source.to_string(),
             started: Instant::now(),
             pinned: None,
+            garbage: None,
         }
     }
 }
 
 impl TargetSink for LiveView {
+    fn record(&mut self, rec: &neurogc_trace::Record) -> io::Result<()> {
+        if let neurogc_trace::Record::Census(c) = rec {
+            self.garbage = Some((view::garbage(c), true));
+        }
+        Ok(())
+    }
+
     /// Shows `text` now: on a redrawn screen, under it for the next windows; one line per
     /// window otherwise, at once.
     fn note(&mut self, text: &str) -> io::Result<bool> {
@@ -71,6 +82,13 @@ impl TargetSink for LiveView {
             (Some(d), Some(p)) => Some(format!("{d}\n{p}")),
             (d, p) => d.or(p).map(str::to_owned),
         };
+        let garbage = match &mut self.garbage {
+            Some((words, fresh)) if self.tty || *fresh => {
+                *fresh = false;
+                Some(words.clone())
+            }
+            _ => None,
+        };
         let frame = view::Frame {
             pid: self.pid,
             name: &self.name,
@@ -89,6 +107,7 @@ impl TargetSink for LiveView {
             lost,
             note,
             trigger,
+            garbage: garbage.as_deref(),
             decision: decision.as_deref(),
         };
         let text = if self.tty { view::screen(&frame) } else { view::line(&frame) + "\n" };

@@ -25,8 +25,24 @@ pub struct Frame<'a> {
     pub note: Option<&'a str>,
     /// Where most of the last window's collections started (builds whose stacks are read).
     pub trigger: Option<&'a str>,
+    /// What the last garbage census found (`--census`, `garbage`).
+    pub garbage: Option<&'a str>,
     /// The last decision of advise/act mode.
     pub decision: Option<&'a str>,
+}
+
+/// A census in one line: "garbage (gen0, 775 objects): Tok 60% · Node 10% · cell 10%".
+pub fn garbage(c: &neurogc_trace::Census) -> String {
+    let total = c.types.iter().map(|t| t.objects).sum::<u64>().max(1);
+    let generation = if c.arg_gen < 0 { "auto".to_owned() } else { format!("gen{}", c.arg_gen) };
+    let types: Vec<String> = c
+        .types
+        .iter()
+        .take(4)
+        .map(|t| format!("{} {:.0}%", t.name, t.objects as f64 * 100.0 / total as f64))
+        .collect();
+    let sample = if c.complete { "" } else { ", a sample" };
+    format!("garbage ({generation}, {}{sample}): {}", text::plural(c.objects, "object"), types.join(" · "))
 }
 
 /// A pause in the unit that reads best, picked after rounding: 999.7 µs is "1.0 ms", not
@@ -133,6 +149,9 @@ pub fn screen(f: &Frame) -> String {
     if let Some(trigger) = f.trigger {
         let _ = writeln!(s, "{}", text::wrap(trigger, 2));
     }
+    if let Some(garbage) = f.garbage {
+        let _ = writeln!(s, "{}", text::wrap(garbage, 2));
+    }
     if let Some(note) = f.note {
         let _ = writeln!(s, "\x1b[33m{}\x1b[0m", text::wrap(note, 2));
     }
@@ -193,6 +212,7 @@ pub fn line(f: &Frame) -> String {
     fields.push(settings_text(f));
     fields.push(format!("lost {}", f.lost));
     fields.extend(f.trigger.map(str::to_owned));
+    fields.extend(f.garbage.map(str::to_owned));
     if let Some(decision) = f.decision {
         fields.extend(decision.lines().map(str::to_owned));
     }
@@ -254,6 +274,22 @@ pub fn summary(gens: &[GenSummary], stopped: &str, elapsed_s: f64, gc_share: f64
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_census_reads_as_one_line_of_shares() {
+        let t = |name: &str, objects| neurogc_trace::CensusType { name: name.into(), objects, bytes: 0 };
+        let mut c = neurogc_trace::Census {
+            ts_ns: 0,
+            tid: 1,
+            arg_gen: 0,
+            objects: 100,
+            complete: true,
+            types: vec![t("Tok", 60), t("Node", 10), t("cell", 10), t("function", 10), t("tuple", 10)],
+        };
+        assert_eq!(garbage(&c), "garbage (gen0, 100 objects): Tok 60% · Node 10% · cell 10% · function 10%");
+        (c.arg_gen, c.complete) = (-1, false);
+        assert!(garbage(&c).starts_with("garbage (auto, 100 objects, a sample): Tok 60%"), "{}", garbage(&c));
+    }
 
     #[test]
     fn durations_read_naturally() {
