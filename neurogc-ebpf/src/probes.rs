@@ -544,6 +544,7 @@ pub fn census_clear(ctx: ProbeContext) -> u32 {
     let Walk { walked, complete, .. } = walk;
     // Whole only from the list's first object: where an object whose `tp_clear` is not probed
     // came first, its clear has freed its cycle already, and what is left is a sample.
+    // SAFETY: bpf_probe_read_user faults safely on a bad address.
     let first = unsafe { bpf_probe_read_user(read_reg(ctx.regs, REG_RDI).wrapping_sub(8) as *const u64) }
         .is_ok_and(|prev| {
             let prev = prev & !3;

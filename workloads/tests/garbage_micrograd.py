@@ -1,7 +1,8 @@
 # Serves: tests: the garbage census on third-party code from PyPI (tests/census.rs).
 """micrograd (PyPI) training a small MLP for SECONDS: every operation's result keeps a closure
 that refers back to it, so its garbage is cycles of Value, function, cell, set and tuple. Then
-the truth, measured in-process with gc.DEBUG_SAVEALL, as one JSON line: {"truth": {...}}.
+the truth, measured in-process with gc.DEBUG_SAVEALL, as one JSON line: {"truth": {...},
+"since_ns": when the training began}.
 
   PYTHONPATH=<held-out site> python garbage_micrograd.py SECONDS
 """
@@ -17,6 +18,7 @@ def step(i):
     loss.backward()
     for p in model.parameters():
         p.data -= 0.01 * p.grad
+since = time.time_ns()
 end = time.time() + float(sys.argv[1])
 i = 0
 while time.time() < end:
@@ -29,4 +31,4 @@ gc.collect()
 kinds = collections.Counter(type(o).__name__ for o in gc.garbage)
 total = sum(kinds.values())
 gc.set_debug(0); gc.garbage.clear()
-print(json.dumps({"truth": {k: v / total for k, v in kinds.items()}}), flush=True)
+print(json.dumps({"truth": {k: v / total for k, v in kinds.items()}, "since_ns": since}), flush=True)

@@ -3,15 +3,20 @@
 
   python garbage_mix.py SECONDS
 
-For SECONDS, each round leaves three pairs of `Tok` (through `__slots__`: each one's `parent`
-is the other), one `Node` (through its `__dict__`: `me` is itself) and one closure (a function
-whose cell holds the function). Then the truth, measured in-process: with gc.DEBUG_SAVEALL the
-collector keeps what it would free in gc.garbage, and the share of each type among it is printed
-as one JSON line: {"truth": {"Tok": 0.5, ...}}.
+First the truth, measured in-process: with gc.DEBUG_SAVEALL the collector keeps what it would
+free in gc.garbage, and the share of each type among it is printed as one JSON line: {"truth":
+{"Tok": 0.6, ...}, "since_ns": when the mix begins}. Then, for SECONDS, rounds of three pairs of `Tok` (through `__slots__`: each
+one's `parent` is the other), one `Node` (through its `__dict__`: `me` is itself) and one
+closure (a function whose cell holds the function), made in a random order: a collection that
+falls mid-round promotes what the round has made so far, and in a fixed order that was mostly
+`Tok`, which older generations' garbage then over-counted. It ends with os._exit: no collection
+of the interpreter's shutdown follows.
 """
 import collections
 import gc
 import json
+import os
+import random
 import sys
 import time
 
@@ -24,36 +29,50 @@ class Node:
     pass
 
 
+def pair():
+    a, b = Tok(), Tok()
+    a.parent, b.parent = b, a
+
+
+def node():
+    n = Node()
+    n.me = n
+
+
 def closure():
     def f():
         return f
     return f
 
 
-def round_():
-    for _ in range(3):
-        a, b = Tok(), Tok()
-        a.parent, b.parent = b, a
-    n = Node()
-    n.me = n
-    closure()
+KINDS = [pair, pair, pair, node, closure]
+
+
+def round_(rng):
+    for make in rng.sample(KINDS, len(KINDS)):
+        make()
 
 
 def main():
-    end = time.time() + float(sys.argv[1])
-    while time.time() < end:
-        for _ in range(200):
-            round_()
+    rng = random.Random(7)
     gc.collect()
     gc.set_debug(gc.DEBUG_SAVEALL)
     for _ in range(2000):
-        round_()
+        round_(rng)
     gc.collect()
     kinds = collections.Counter(type(o).__name__ for o in gc.garbage)
     total = sum(kinds.values())
     gc.set_debug(0)
     gc.garbage.clear()
-    print(json.dumps({"truth": {k: v / total for k, v in kinds.items()}}), flush=True)
+    gc.collect()
+    # When the mix begins: collections before it (start-up's) free other things.
+    since = time.time_ns()
+    print(json.dumps({"truth": {k: v / total for k, v in kinds.items()}, "since_ns": since}), flush=True)
+    end = time.time() + float(sys.argv[1])
+    while time.time() < end:
+        for _ in range(200):
+            round_(rng)
+    os._exit(0)
 
 
 main()
