@@ -331,14 +331,12 @@ impl Observer<'_> {
         }
     }
 
-    /// A census done: its records, named.
+    /// A census done: its record, named.
     fn census_read(&mut self) -> io::Result<()> {
         let Some((census, _)) = self.census.as_mut() else { return Ok(()) };
         let clock = self.clock;
-        let records = census.read(|ns| clock.to_unix_ns(ns));
-        for rec in records {
-            self.emit(&Record::Census(rec))?;
-        }
+        let Some(rec) = census.read(|ns| clock.to_unix_ns(ns)) else { return Ok(()) };
+        self.emit(&Record::Census(rec))?;
         self.flush_records()
     }
 

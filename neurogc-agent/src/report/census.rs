@@ -93,10 +93,7 @@ impl Tally {
 
 /// "gen0, gen1" ("auto" for the collector's own choice).
 pub fn generations(gens: &[i64]) -> String {
-    gens.iter()
-        .map(|g| if *g < 0 { "auto".to_owned() } else { format!("gen{g}") })
-        .collect::<Vec<_>>()
-        .join(", ")
+    gens.iter().map(|&g| crate::sinks::view::census_generation(g)).collect::<Vec<_>>().join(", ")
 }
 
 #[cfg(test)]

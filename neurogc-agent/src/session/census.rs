@@ -166,31 +166,26 @@ impl Census {
         self.probe.arm(kernel, self.pid, &self.file, &offsets)
     }
 
-    /// The census ring has records: the probes are closed first (each hit costs the target a
-    /// trap), then what was walked is named. The records to emit.
-    pub fn read(&mut self, to_unix_ns: impl Fn(u64) -> u64) -> Vec<CensusRecord> {
-        let mut done = Vec::new();
+    /// The census ring has its record: the probes are closed first (each hit costs the target a
+    /// trap), then what was walked is named. An arming is taken by one collection, so there is
+    /// one record; None where the ring held none.
+    pub fn read(&mut self, to_unix_ns: impl Fn(u64) -> u64) -> Option<CensusRecord> {
+        let mut done = None;
         while let Some(item) = self.probe.ring.next() {
-            if let Some(d) = crate::session::events::read::<CensusDone>(&item) {
-                done.push(d);
-            }
+            done = crate::session::events::read::<CensusDone>(&item).or(done);
         }
-        if done.is_empty() {
-            return Vec::new();
-        }
+        let d = done?;
         self.probe.disarm(self.pid);
         self.next_at = Instant::now() + self.every;
         let tallies = self.probe.take(self.pid);
-        done.into_iter()
-            .map(|d| CensusRecord {
-                ts_ns: to_unix_ns(d.start_ns),
-                tid: d.tid,
-                arg_gen: d.arg_gen,
-                objects: u64::from(d.walked),
-                complete: d.complete == 1,
-                types: self.name(&tallies),
-            })
-            .collect()
+        Some(CensusRecord {
+            ts_ns: to_unix_ns(d.start_ns),
+            tid: d.tid,
+            arg_gen: d.arg_gen,
+            objects: u64::from(d.walked),
+            complete: d.complete == 1,
+            types: self.name(&tallies),
+        })
     }
 
     /// Closes the probes (the agent is stopping).

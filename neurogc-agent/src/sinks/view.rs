@@ -31,10 +31,16 @@ pub struct Frame<'a> {
     pub decision: Option<&'a str>,
 }
 
+/// The generation a census's collection was asked for: "gen0", or "auto" for the collector's
+/// own choice (3.13+).
+pub fn census_generation(arg_gen: i64) -> String {
+    if arg_gen < 0 { "auto".to_owned() } else { format!("gen{arg_gen}") }
+}
+
 /// A census in one line: "garbage (gen0, 775 objects): Tok 60% · Node 10% · cell 10%".
 pub fn garbage(c: &neurogc_trace::Census) -> String {
     let total = c.types.iter().map(|t| t.objects).sum::<u64>().max(1);
-    let generation = if c.arg_gen < 0 { "auto".to_owned() } else { format!("gen{}", c.arg_gen) };
+    let generation = census_generation(c.arg_gen);
     let types: Vec<String> = c
         .types
         .iter()
