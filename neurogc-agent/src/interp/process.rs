@@ -20,6 +20,29 @@ pub struct MappedFile {
     pub inode: u64,
 }
 
+impl MappedFile {
+    /// The file, held open. A map_files name lasts only as long as its mapping's bounds, and
+    /// the dynamic loader maps a library whole before it maps its segments over that mapping:
+    /// a name read from the map a moment ago may be gone (a census started at launch met
+    /// ENOENT in CI). The same inode's first mapping is then looked up again, for a few ms.
+    pub fn open(&self, pid: i32) -> Result<std::fs::File> {
+        let mut path = self.open_path.clone();
+        for _ in 0..20 {
+            match std::fs::File::open(&path) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                opened => return opened.with_context(|| format!("opening {}", path.display())),
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            let now = mapped_files(&open(pid)?)?;
+            match now.into_iter().find(|m| m.dev == self.dev && m.inode == self.inode) {
+                Some(m) => path = m.open_path,
+                None => anyhow::bail!("{} is no longer mapped", self.path.display()),
+            }
+        }
+        anyhow::bail!("{} was remapped throughout 100 ms", self.path.display())
+    }
+}
+
 /// A `stat` line's fields after the command name (state first), which may itself hold spaces
 /// and parentheses.
 pub fn after_comm(stat: &str) -> Option<&str> {
@@ -226,4 +249,56 @@ pub fn mapped_files(process: &Process) -> Result<Vec<MappedFile>> {
 pub fn exe_inode(pid: i32) -> Option<u64> {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata(format!("/proc/{pid}/exe")).ok().map(|m| m.ino())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead, Write};
+
+    /// A mapping's bounds change after the map was read (the loader's split, here an
+    /// mprotect of its last page): the file still opens, through its new name.
+    #[test]
+    fn a_mapped_file_opens_after_its_mapping_is_split() {
+        let dir = std::env::temp_dir().join(format!("neurogc-split-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let data = dir.join("three-pages");
+        std::fs::write(&data, vec![7u8; 3 * 4096]).unwrap();
+        let code = "import ctypes, mmap, sys\n\
+            f = open(sys.argv[1], 'rb')\n\
+            m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\n\
+            print('ready', flush=True)\n\
+            sys.stdin.readline()\n\
+            libc = ctypes.CDLL(None, use_errno=True)\n\
+            libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]\n\
+            base = int(open('/proc/self/maps').read().split(sys.argv[1])[0].splitlines()[-1].split('-')[0], 16)\n\
+            assert libc.mprotect(base + 8192, 4096, 0) == 0\n\
+            print('split', flush=True)\n\
+            sys.stdin.readline()\n";
+        let mut child = std::process::Command::new("python3")
+            .args(["-c", code, data.to_str().unwrap()])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3");
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut stdin = child.stdin.take().unwrap();
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "ready");
+        let pid = child.id() as i32;
+        let before = super::mapped_files(&super::open(pid).unwrap()).unwrap();
+        let file = before.into_iter().find(|m| m.path == data).expect("the file is mapped");
+        writeln!(stdin).unwrap();
+        line.clear();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "split");
+        assert!(!file.open_path.exists(), "the split renamed the mapping");
+        let mut opened = file.open(pid).expect("reopened by inode");
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut opened, &mut bytes).unwrap();
+        assert_eq!(bytes.len(), 3 * 4096);
+        drop(stdin);
+        child.wait().unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

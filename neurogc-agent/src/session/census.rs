@@ -94,8 +94,7 @@ impl Census {
             .into_iter()
             .find(|m| m.path == plan.file)
             .with_context(|| format!("{} is no longer mapped", plan.file.display()))?;
-        let held = std::fs::File::open(&mapped.open_path)
-            .with_context(|| format!("opening {}", mapped.open_path.display()))?;
+        let held = mapped.open(plan.pid)?;
         let file = PathBuf::from(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&held)));
         let elf = Elf::open(&file)?;
         let mut census = Census {
