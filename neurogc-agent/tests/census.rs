@@ -1,6 +1,7 @@
 //! The garbage census against real interpreters (3.8–3.15, USDT and symbol builds, chroot
 //! containers): what it says a collection freed is what the workload's own collector keeps
-//! with gc.DEBUG_SAVEALL, type by type; a free-threaded build says why it has no census.
+//! with gc.DEBUG_SAVEALL, type by type, and which attribute closes each class's cycle; a
+//! free-threaded build says why it has no census.
 mod common;
 
 use std::collections::BTreeMap;
@@ -82,6 +83,22 @@ fn shares(censuses: &[&Value]) -> BTreeMap<String, f64> {
     counts
 }
 
+/// A class's most common closing edge over every census: (attribute, type pointed to, share
+/// of the sampled instances that had it).
+fn closing_edge(censuses: &[&Value], class: &str) -> Option<(String, String, f64)> {
+    let mut sampled = 0.0;
+    let mut edges: BTreeMap<(String, String), f64> = BTreeMap::new();
+    for t in censuses.iter().flat_map(|c| c["types"].as_array().unwrap()).filter(|t| t["name"] == class) {
+        sampled += t["sampled"].as_f64().unwrap_or(0.0);
+        for e in t["edges"].as_array().into_iter().flatten() {
+            let key = (e["attr"].as_str()?.to_owned(), e["to"].as_str()?.to_owned());
+            *edges.entry(key).or_default() += e["instances"].as_f64()?;
+        }
+    }
+    let ((attr, to), n) = edges.into_iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    Some((attr, to, n / sampled))
+}
+
 #[test]
 fn the_census_reads_a_known_mix_of_cycles_as_the_collector_frees_it() {
     for_each_python(|py| {
@@ -113,6 +130,14 @@ fn the_census_reads_a_known_mix_of_cycles_as_the_collector_frees_it() {
             )];
         }
         let mut errors = differences(&py.name, &truth, &shares(&whole));
+        // The two class-based cycles close through `Tok.parent` (a slot) and `Node.me` (an
+        // attribute in its `__dict__`).
+        for (class, attr) in [("Tok", "parent"), ("Node", "me")] {
+            match closing_edge(&whole, class) {
+                Some((a, to, share)) if a == attr && to == class && share >= 0.9 => {}
+                other => errors.push(format!("{}: {class}'s closing edge read {other:?}", py.name)),
+            }
+        }
         if !errors.is_empty() {
             errors.push(format!("{}: censuses {censuses:?}", py.name));
         }
@@ -174,15 +199,27 @@ fn the_report_tells_what_the_collector_freed_and_what_to_do_about_it() {
         .iter()
         .find(|f| f["id"] == "garbage-type")
         .unwrap_or_else(|| panic!("no garbage-type finding: {}", report["findings"]));
-    assert!(finding["text"].as_str().unwrap().starts_with("`Tok` objects are"), "{finding}");
+    let said = finding["text"].as_str().unwrap();
+    assert!(said.starts_with("`Tok` objects are"), "{finding}");
+    assert!(
+        said.contains("closes through `Tok.parent` \u{2192} `Tok`") && said.contains("weakref"),
+        "{finding}"
+    );
+    assert_eq!(census["types"][0]["closing_edge"]["attr"], "parent", "{census}");
     let text = agent().arg("report").arg(&trace).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.contains("what the collector freed") && text.contains(" Tok (gen"), "{text}");
+    assert!(
+        text.contains("what the collector freed")
+            && text.contains(" Tok (gen")
+            && text.contains(") · .parent → Tok 100%"),
+        "{text}"
+    );
     if let Some(wide) = text.lines().find(|l| l.chars().count() > 80) {
         panic!("a line wider than 80 columns: {wide:?}");
     }
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("<h2>What the collector freed</h2>") && page.contains("<td class=\"w\">Tok</td>"));
+    assert!(page.contains("<td class=\"w\">.parent → Tok 100%</td>"), "no closing edge in the HTML");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -276,12 +276,63 @@ pub const CENSUS_MAX_TYPES: u32 = 4096;
 /// The census ring: one small record per census.
 pub const CENSUS_RING_BYTES: u32 = 1 << 12;
 
+/// Instances of Python classes whose attributes a census copies (`CensusSample`), at most, and
+/// of one class.
+pub const CENSUS_MAX_SAMPLES: u32 = 64;
+pub const CENSUS_SAMPLES_PER_TYPE: u64 = 16;
+/// Words copied of an instance's slots (from 16 bytes in) and of its attribute values.
+pub const CENSUS_SAMPLE_WORDS: usize = 8;
+
+/// How a census reaches an instance's attribute values (`CensusArm::values`), per version.
+pub mod census_values {
+    /// Not read.
+    pub const NONE: u32 = 0;
+    /// The `__dict__` at the type's `tp_dictoffset`, its `ma_values` (3.8–3.10).
+    pub const DICT: u32 = 1;
+    /// A pointer at `values_at` to the array, else the managed dict 24 bytes before (3.11).
+    pub const POINTER: u32 = 2;
+    /// The word at `values_at`: the array minus one where its low bit is set, else the
+    /// managed dict (3.12).
+    pub const TAGGED: u32 = 3;
+    /// The array inline at `values_at` where the type keeps them inline and byte 3 of their
+    /// header (`valid`) is set, else the managed dict 24 bytes before (3.13+).
+    pub const INLINE: u32 = 4;
+}
+
 /// A census the agent armed for one of a process's collections: the next to begin after
-/// `armed_ns` (`bpf_ktime_get_ns`) that frees anything with a probed `tp_clear`.
+/// `armed_ns` (`bpf_ktime_get_ns`) that frees anything with a probed `tp_clear`; how its
+/// instances' attribute values are reached (`census_values`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CensusArm {
     pub armed_ns: u64,
+    pub values: u32,
+    pub _pad: u32,
+    /// Offset from the object of the values array, or of the word that locates it.
+    pub values_at: i64,
+}
+
+/// One object a census walked (`CENSUS_OBJECTS`, in list order).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CensusObject {
+    pub op: u64,
+    pub ty: u64,
+}
+
+/// An instance of a Python class among the garbage, its attributes as copied: user space
+/// names the words that point into the same garbage (a closing edge).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CensusSample {
+    pub op: u64,
+    pub ty: u64,
+    /// The keys of its `__dict__` where it has one (0: the class's cached keys).
+    pub keys: u64,
+    /// The words from 16 bytes into the object (`__slots__` members are there).
+    pub slots: [u64; CENSUS_SAMPLE_WORDS],
+    /// Its attribute values array (0s where it has none the census can read).
+    pub values: [u64; CENSUS_SAMPLE_WORDS],
 }
 
 /// A type among a census's garbage, per process.
@@ -312,12 +363,15 @@ pub struct CensusDone {
     pub pid: u32,
     pub tid: u32,
     pub arg_gen: i64,
-    /// Objects walked.
+    /// Objects walked (the first `CENSUS_MAX_OBJECTS` in `CENSUS_OBJECTS`).
     pub walked: u32,
     /// 1: the walk ran from the first object of the garbage to its end; 0: it began further in
     /// (a clear the census does not probe came first), or stopped at `CENSUS_MAX_OBJECTS` or at
     /// a link it could not read.
     pub complete: u32,
+    /// Instances copied into `CENSUS_SAMPLES`.
+    pub samples: u32,
+    pub _pad: u32,
 }
 
 #[cfg(feature = "user")]
@@ -332,6 +386,8 @@ mod pod {
     unsafe impl aya::Pod for CensusKey {}
     unsafe impl aya::Pod for CensusCount {}
     unsafe impl aya::Pod for CensusDone {}
+    unsafe impl aya::Pod for CensusObject {}
+    unsafe impl aya::Pod for CensusSample {}
 }
 
 #[cfg(test)]

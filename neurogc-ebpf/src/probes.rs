@@ -5,15 +5,16 @@ use aya_ebpf::{
         bpf_probe_read_user_buf,
     },
     macros::{map, raw_tracepoint, uprobe, uretprobe},
-    maps::{HashMap, LruHashMap, PerCpuArray, RingBuf},
+    maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
     programs::{ProbeContext, RawTracePointContext, RetProbeContext},
 };
 use neurogc_common::{
-    ARG_CONST, ARG_MEM, ARG_REG, ArgSpec, CENSUS_MAX_OBJECTS, CENSUS_MAX_TYPES, CENSUS_RING_BYTES, CensusArm,
-    CensusCount, CensusDone, CensusKey, EVENT_HAS_STATS, EXEC_RING_BYTES, ExecEvent, FRAME_INSTR_MASK,
-    FRAME_OWNER_SHIFT, FRAME_READ_BYTES, GcEvent, GenStats, GlobalConfig, MAX_FRAMES, MAX_RUNNING_TIDS,
-    MAX_TARGETS, MAX_THREADS_WALKED, NUM_GENERATIONS, RING_BYTES, RING_COUNTERS_AT, RING_RECORD_BYTES,
-    RUNNING_UNKNOWN, RawFrame, StackLocator, StatsLocator, TargetConfig, counter, stack, tstate_via,
+    ARG_CONST, ARG_MEM, ARG_REG, ArgSpec, CENSUS_MAX_OBJECTS, CENSUS_MAX_SAMPLES, CENSUS_MAX_TYPES,
+    CENSUS_RING_BYTES, CENSUS_SAMPLES_PER_TYPE, CensusArm, CensusCount, CensusDone, CensusKey, CensusObject,
+    CensusSample, EVENT_HAS_STATS, EXEC_RING_BYTES, ExecEvent, FRAME_INSTR_MASK, FRAME_OWNER_SHIFT,
+    FRAME_READ_BYTES, GcEvent, GenStats, GlobalConfig, MAX_FRAMES, MAX_RUNNING_TIDS, MAX_TARGETS,
+    MAX_THREADS_WALKED, NUM_GENERATIONS, RING_BYTES, RING_COUNTERS_AT, RING_RECORD_BYTES, RUNNING_UNKNOWN,
+    RawFrame, StackLocator, StatsLocator, TargetConfig, census_values, counter, stack, tstate_via,
 };
 
 /// What the kernel is told the programs' license is. It must be GPL-compatible for the helpers
@@ -461,6 +462,15 @@ static CENSUS_TYPES: HashMap<CensusKey, CensusCount> = HashMap::with_max_entries
 #[map]
 static CENSUS_RING: RingBuf = RingBuf::with_byte_size(CENSUS_RING_BYTES, 0);
 
+/// The last census's objects, in list order: which words of its samples point into its
+/// garbage, and to what. One census at a time per agent (one target censuses).
+#[map]
+static CENSUS_OBJECTS: Array<CensusObject> = Array::with_max_entries(CENSUS_MAX_OBJECTS, 0);
+
+/// The last census's instances of Python classes, their attributes copied.
+#[map]
+static CENSUS_SAMPLES: Array<CensusSample> = Array::with_max_entries(CENSUS_MAX_SAMPLES, 0);
+
 /// Where a census's walk is (`census_step`).
 #[repr(C)]
 struct Walk {
@@ -469,6 +479,83 @@ struct Walk {
     tgid: u32,
     walked: u32,
     complete: u32,
+    samples: u32,
+    arm: CensusArm,
+}
+
+/// `PyTypeObject`'s `tp_flags` and `tp_dictoffset`, the same in 3.8–3.15.
+const TP_FLAGS: u64 = 168;
+const TP_DICTOFFSET: u64 = 288;
+/// `Py_TPFLAGS_HEAPTYPE`: a class made by Python code; `Py_TPFLAGS_INLINE_VALUES` (3.13+).
+const HEAPTYPE: u64 = 1 << 9;
+const INLINE_VALUES: u64 = 1 << 2;
+/// `PyDictObject`'s `ma_keys` and `ma_values`, the same in 3.8–3.15.
+const MA_KEYS: u64 = 32;
+const MA_VALUES: u64 = 40;
+/// The managed `__dict__` pointer, 24 bytes before the object (3.11+).
+const MANAGED_DICT: u64 = 24;
+
+/// An instance's attribute values array and its dict's keys (0 each where not found), as
+/// `arm.values` says they are reached from `op` of type `ty`.
+fn values_of(op: u64, ty: u64, flags: u64, arm: &CensusArm) -> (u64, u64) {
+    // SAFETY (every read below): bpf_probe_read_user faults safely on a bad address.
+    let read = |addr: u64| unsafe { bpf_probe_read_user(addr as *const u64) }.unwrap_or(0);
+    let at = op.wrapping_add(arm.values_at as u64);
+    let dict = match arm.values {
+        census_values::DICT => {
+            let offset = read(ty.wrapping_add(TP_DICTOFFSET)) as i64;
+            if offset <= 0 {
+                return (0, 0);
+            }
+            read(op.wrapping_add(offset as u64))
+        }
+        census_values::POINTER => match read(at) {
+            0 => read(op.wrapping_sub(MANAGED_DICT)),
+            values => return (values, 0),
+        },
+        census_values::TAGGED => match read(at) {
+            w if w & 1 == 1 => return (w.wrapping_add(1), 0),
+            w => w,
+        },
+        census_values::INLINE => {
+            // SAFETY: as above; `valid` is byte 3 of the values' header, 8 bytes before them.
+            let valid = unsafe { bpf_probe_read_user(at.wrapping_sub(5) as *const u8) }.unwrap_or(0);
+            if flags & INLINE_VALUES != 0 && valid != 0 {
+                return (at, 0);
+            }
+            read(op.wrapping_sub(MANAGED_DICT))
+        }
+        _ => return (0, 0),
+    };
+    if dict == 0 {
+        return (0, 0);
+    }
+    (read(dict.wrapping_add(MA_VALUES)), read(dict.wrapping_add(MA_KEYS)))
+}
+
+/// A census's copy of an instance of a Python class: its slots and its attribute values.
+fn sample(walk: &mut Walk, op: u64, ty: u64, flags: u64) {
+    let Some(s) = CENSUS_SAMPLES.get_ptr_mut(walk.samples) else { return };
+    walk.samples += 1;
+    let (values, keys) = values_of(op, ty, flags, &walk.arm);
+    // SAFETY: an array slot of this agent's, written by one census at a time; the reads fault
+    // safely, and a failed one leaves zeros.
+    unsafe {
+        (*s).op = op;
+        (*s).ty = ty;
+        (*s).keys = keys;
+        if bpf_probe_read_user_buf(op.wrapping_add(16) as *const u8, as_bytes(&mut (*s).slots)).is_err() {
+            (*s).slots = [0; neurogc_common::CENSUS_SAMPLE_WORDS];
+        }
+        if values == 0 || bpf_probe_read_user_buf(values as *const u8, as_bytes(&mut (*s).values)).is_err() {
+            (*s).values = [0; neurogc_common::CENSUS_SAMPLE_WORDS];
+        }
+    }
+}
+
+fn as_bytes(words: &mut [u64; neurogc_common::CENSUS_SAMPLE_WORDS]) -> &mut [u8] {
+    // SAFETY: the same memory, as bytes.
+    unsafe { core::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), core::mem::size_of_val(words)) }
 }
 
 /// One object of a census's walk: its type tallied, then on to the next (1 stops the loop).
@@ -483,15 +570,26 @@ unsafe extern "C" fn census_step(_index: u64, walk: *mut core::ffi::c_void) -> i
     let key = CensusKey { pid: walk.tgid, _pad: 0, ty };
     // ob_size: a value for every object, meaningful only where the type has items.
     let items = read(op.wrapping_add(16)).unwrap_or(0);
-    match CENSUS_TYPES.get_ptr_mut(&key) {
+    let seen = match CENSUS_TYPES.get_ptr_mut(&key) {
         // SAFETY: pointer from the map lookup; a race between CPUs only loses a count.
         Some(c) => unsafe {
             (*c).objects += 1;
             (*c).items = (*c).items.wrapping_add(items);
+            (*c).objects
         },
         None => {
             let _ = CENSUS_TYPES.insert(&key, &CensusCount { objects: 1, items }, BPF_ANY as u64);
+            1
         }
+    };
+    if let Some(o) = CENSUS_OBJECTS.get_ptr_mut(walk.walked) {
+        // SAFETY: an array slot of this agent's, written by one census at a time.
+        unsafe { *o = CensusObject { op, ty } };
+    }
+    // The first few instances of each Python class: their attributes, for the closing edge.
+    let flags = read(ty.wrapping_add(TP_FLAGS)).unwrap_or(0);
+    if flags & HEAPTYPE != 0 && seen <= CENSUS_SAMPLES_PER_TYPE && walk.samples < CENSUS_MAX_SAMPLES {
+        sample(walk, op, ty, flags);
     }
     walk.walked += 1;
     let Some(next) = read(op.wrapping_sub(16)) else { return 1 };
@@ -516,7 +614,7 @@ unsafe extern "C" fn census_step(_index: u64, walk: *mut core::ffi::c_void) -> i
 pub fn census_clear(ctx: ProbeContext) -> u32 {
     let Some((tgid, tid, _)) = traced() else { return 0 };
     // SAFETY: pointers from map lookups, valid for this program run; only read.
-    let Some(arm) = (unsafe { CENSUS_ARMED.get(&tgid) }) else { return 0 };
+    let Some(arm) = (unsafe { CENSUS_ARMED.get(&tgid) }).copied() else { return 0 };
     let Some(inflight) = (unsafe { INFLIGHT.get(&tid) }) else { return 0 };
     // A collection begun before the census was armed may have freed part of its list already.
     if inflight.start_ns < arm.armed_ns {
@@ -530,6 +628,8 @@ pub fn census_clear(ctx: ProbeContext) -> u32 {
         tgid,
         walked: 0,
         complete: 0,
+        samples: 0,
+        arm,
     };
     // bpf_loop: the verifier checks the step once, not once per object.
     // SAFETY: a helper call with a static callback and a pointer to our own stack.
@@ -541,7 +641,7 @@ pub fn census_clear(ctx: ProbeContext) -> u32 {
             0,
         );
     }
-    let Walk { walked, complete, .. } = walk;
+    let Walk { walked, complete, samples, .. } = walk;
     // Whole only from the list's first object: where an object whose `tp_clear` is not probed
     // came first, its clear has freed its cycle already, and what is left is a sample.
     // SAFETY: bpf_probe_read_user faults safely on a bad address.
@@ -552,7 +652,7 @@ pub fn census_clear(ctx: ProbeContext) -> u32 {
             prev >= sp && prev < sp.wrapping_add(1 << 23)
         });
     let complete = complete & u32::from(first);
-    let done = CensusDone { start_ns, pid: tgid, tid, arg_gen, walked, complete };
+    let done = CensusDone { start_ns, pid: tgid, tid, arg_gen, walked, complete, samples, _pad: 0 };
     let _ = CENSUS_RING.output::<CensusDone>(&done, BPF_RB_FORCE_WAKEUP as u64);
     0
 }

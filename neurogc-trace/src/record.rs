@@ -62,13 +62,35 @@ pub struct Census {
 }
 
 /// A type among a census's garbage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CensusType {
     /// The type's name as it gives it (`tp_name`: "Tok", "function", "collections.OrderedDict").
     pub name: String,
     pub objects: u64,
     /// Basic size plus items, summed.
     pub bytes: u64,
+    /// Instances of a Python class whose attributes the census read (up to 16 a census).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sampled: u64,
+    /// Attributes of those instances that point to an object of the same garbage: where a
+    /// weakref or a `del` breaks the cycle. Most instances first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub edges: Vec<CensusEdge>,
+}
+
+/// An attribute of a class's instances that points back into the garbage ("`Tok.parent` →
+/// `Tok`"), and in how many of the sampled instances it did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CensusEdge {
+    /// The attribute or slot's name.
+    pub attr: String,
+    /// The type of the object it points to.
+    pub to: String,
+    pub instances: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A set of threads, interned: `id` is unique in its stream.

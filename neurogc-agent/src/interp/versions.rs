@@ -10,7 +10,7 @@
 //! code objects by locating the running thread's state and `PyCode_Type`'s member table, and
 //! from 3.13 on as `_Py_DebugOffsets` publishes them (which wins where present). Every layout is
 //! validated against the live process before it is trusted.
-use neurogc_common::tstate_via;
+use neurogc_common::{census_values, tstate_via};
 
 // The shapes the rows are made of.
 
@@ -227,6 +227,34 @@ pub enum Breaker {
     MainThreadBit { tstate_ptr: u64, eval_breaker: u64, published: bool },
 }
 
+/// Where a Python class's instances keep their attributes, for the census's closing edges
+/// (`xtask/layouts/instances.py` measured each row on its interpreter; the tests run it again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Instances {
+    /// `ht_cached_keys` in a class: the keys its instances' values are indexed by.
+    pub cached_keys: u64,
+    /// Where a keys object's entries begin: after `1 << dk_log2_index_bytes` bytes of indices
+    /// from 32 (3.11+), else after `dk_size` indices (their width by `dk_size`) from 40.
+    pub log2_indices: bool,
+    /// An entry's bytes: (hash, key, value) to 3.10, (key, value) for str keys from 3.11.
+    pub entry_bytes: u64,
+    /// How the values are reached from the object (`neurogc_common::census_values`), and the
+    /// offset that mode reads.
+    pub values: u32,
+    pub values_at: i64,
+}
+
+const fn instances(cached_keys: u64, values: u32, values_at: i64) -> Option<Instances> {
+    let old = values == census_values::DICT;
+    Some(Instances {
+        cached_keys,
+        log2_indices: !old,
+        entry_bytes: if old { 24 } else { 16 },
+        values,
+        values_at,
+    })
+}
+
 /// Everything one build's process is read through.
 #[derive(Debug, Clone, Copy)]
 pub struct Row {
@@ -252,6 +280,8 @@ pub struct Row {
     pub debug_gc_field: u64,
     pub remote_debug: bool,
     pub gc_debug: bool,
+    /// None: the census names no closing edges.
+    pub instances: Option<Instances>,
 }
 
 const NONE: u32 = u32::MAX;
@@ -356,6 +386,7 @@ const DEFAULT: Row = Row {
     debug_gc_field: 80,
     remote_debug: false,
     gc_debug: false,
+    instances: None,
 };
 
 pub const TABLE: [Row; 10] = [
@@ -367,6 +398,7 @@ pub const TABLE: [Row; 10] = [
         frame_objects: true,
         code: Some(CODE_38),
         pending: Some(ring(Base::Runtime(600), RING_38, 544, Base::Runtime(592))),
+        instances: instances(872, census_values::DICT, 0),
         ..DEFAULT
     },
     Row {
@@ -377,6 +409,7 @@ pub const TABLE: [Row; 10] = [
         frame_objects: true,
         code: Some(CODE_38),
         pending: Some(ring(Base::MainInterp(80), RING_39, 536, Base::MainInterp(72))),
+        instances: instances(864, census_values::DICT, 0),
         ..DEFAULT
     },
     Row {
@@ -386,6 +419,7 @@ pub const TABLE: [Row; 10] = [
         frame_objects: true,
         code: Some(CodeLayout { table: LineTable::Ranges310, lasti_in_units: true, ..CODE_38 }),
         pending: Some(ring(Base::MainInterp(80), RING_39, 536, Base::MainInterp(68))),
+        instances: instances(872, census_values::DICT, 0),
         ..DEFAULT
     },
     Row {
@@ -412,6 +446,7 @@ pub const TABLE: [Row; 10] = [
             ..CODE_311
         }),
         pending: Some(ring(Base::MainInterp(112), RING_39, 536, Base::MainInterp(100))),
+        instances: instances(872, census_values::POINTER, -32),
         ..DEFAULT
     },
     // 3.12's collector moves the immortal objects it meets into the permanent generation
@@ -424,6 +459,7 @@ pub const TABLE: [Row; 10] = [
         walk: Some(Walk { frame_at: 56, cframe_at: 0, ..interpreter_frames(384, 70) }),
         code: Some(CodeLayout { bytecode: Some(192), ..CODE_311 }),
         pending: Some(ring(Base::Runtime(2016), RING_312, 544, Base::MainInterp(368))),
+        instances: instances(880, census_values::TAGGED, -24),
         ..DEFAULT
     },
     Row {
@@ -431,6 +467,7 @@ pub const TABLE: [Row; 10] = [
         walk: Some(interpreter_frames(16, 70)),
         code: Some(CodeLayout { bytecode: Some(200), ..CODE_311 }),
         pending: Some(counted(2640, 664, 24, false)),
+        instances: instances(880, census_values::INLINE, 24),
         ..DEFAULT
     },
     // 3.13t keeps the GIL build's GC state plus `immortalize` (offsetof against 3.13.5t's own
@@ -446,6 +483,7 @@ pub const TABLE: [Row; 10] = [
         walk_published_only: true,
         code: Some(CodeLayout { bytecode: Some(200), ascii_data: 56, compact_data: 72, ..CODE_311 }),
         pending: Some(counted(2640, 664, 24, false)),
+        instances: instances(896, census_values::INLINE, 40),
         ..DEFAULT
     },
     // Not available to test: no pending-call layout (act mode refuses rather than guess), no
@@ -485,6 +523,7 @@ pub const TABLE: [Row; 10] = [
         pending: Some(counted(2848, 840, 24, true)),
         debug_gc_field: 88,
         remote_debug: true,
+        instances: instances(880, census_values::INLINE, 24),
         ..DEFAULT
     },
     // 3.15: generations[3] and the permanent generation from 8 (after `enabled`, `debug`); the
@@ -500,6 +539,7 @@ pub const TABLE: [Row; 10] = [
         debug_gc_field: 88,
         remote_debug: true,
         gc_debug: true,
+        instances: instances(888, census_values::INLINE, 24),
         ..DEFAULT
     },
 ];
@@ -533,6 +573,7 @@ pub fn row(minor: u32, build: Build) -> Option<Row> {
             walk: None,
             code: None,
             pending: None,
+            instances: None,
             ..row(minor.min(newest), Build::Default)?
         }),
         // Newer than any measured: the GC state as published, nothing guessed.
@@ -544,7 +585,7 @@ pub fn row(minor: u32, build: Build) -> Option<Row> {
                 }
                 _ => None,
             };
-            Some(Row { minor, gc, walk: None, code: None, pending: None, ..n })
+            Some(Row { minor, gc, walk: None, code: None, pending: None, instances: None, ..n })
         }
         _ => None,
     }

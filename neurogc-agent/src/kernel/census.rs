@@ -7,10 +7,10 @@ use std::{os::fd::AsFd, path::Path};
 
 use anyhow::{Context, Result};
 use aya::{
-    maps::{HashMap, MapData, RingBuf},
+    maps::{Array, HashMap, MapData, RingBuf},
     programs::UProbe,
 };
-use neurogc_common::{CensusArm, CensusCount, CensusKey};
+use neurogc_common::{CensusArm, CensusCount, CensusKey, CensusObject, CensusSample};
 
 use crate::kernel::{
     perf_uprobe::{self, UprobeLink},
@@ -20,6 +20,8 @@ use crate::kernel::{
 pub struct CensusProbe {
     armed: HashMap<MapData, u32, CensusArm>,
     types: HashMap<MapData, CensusKey, CensusCount>,
+    objects: Array<MapData, CensusObject>,
+    samples: Array<MapData, CensusSample>,
     /// One `CensusDone` per census.
     pub ring: RingBuf<MapData>,
     /// The uprobes of the census armed now (none between censuses).
@@ -39,6 +41,8 @@ impl Kernel {
         Ok(CensusProbe {
             armed: HashMap::try_from(map("CENSUS_ARMED")?)?,
             types: HashMap::try_from(map("CENSUS_TYPES")?)?,
+            objects: Array::try_from(map("CENSUS_OBJECTS")?)?,
+            samples: Array::try_from(map("CENSUS_SAMPLES")?)?,
             ring: RingBuf::try_from(map("CENSUS_RING")?)?,
             links: Vec::new(),
         })
@@ -55,9 +59,18 @@ impl Kernel {
 
 impl CensusProbe {
     /// Arms a census of `pid`'s next collection (one begun from now): the entry first, then the
-    /// probes on its `tp_clear` functions (`offsets` in `file`).
-    pub fn arm(&mut self, kernel: &Kernel, pid: i32, file: &Path, offsets: &[u64]) -> Result<()> {
-        let arm = CensusArm { armed_ns: crate::session::events::Clock::now_monotonic_ns() };
+    /// probes on its `tp_clear` functions (`offsets` in `file`). `values`: how its instances'
+    /// attributes are reached (`census_values`, and the offset that reads).
+    pub fn arm(
+        &mut self,
+        kernel: &Kernel,
+        pid: i32,
+        file: &Path,
+        offsets: &[u64],
+        values: (u32, i64),
+    ) -> Result<()> {
+        let armed_ns = crate::session::events::Clock::now_monotonic_ns();
+        let arm = CensusArm { armed_ns, values: values.0, _pad: 0, values_at: values.1 };
         self.armed.insert(pid as u32, arm, 0).context("arming a census (CENSUS_ARMED)")?;
         match kernel.census_links(file, offsets, pid) {
             Ok(links) => {
@@ -93,6 +106,13 @@ impl CensusProbe {
                 drop(link);
             }
         });
+    }
+
+    /// The last census's first `walked` objects, and its first `samples` instances copied.
+    pub fn walked(&self, walked: u32, samples: u32) -> (Vec<CensusObject>, Vec<CensusSample>) {
+        let objects = (0..walked).filter_map(|i| self.objects.get(&i, 0).ok()).collect();
+        let samples = (0..samples).filter_map(|i| self.samples.get(&i, 0).ok()).collect();
+        (objects, samples)
     }
 
     /// `pid`'s tallies (type address, count), taken out of the map.

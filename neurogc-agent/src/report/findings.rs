@@ -221,27 +221,42 @@ fn rss_growth(a: &Analysis) -> Option<Finding> {
 
 /// One type the bulk of what the collector freed (`--census`): the cycles through it are what
 /// the collector spends its time on, and making them acyclic removes that cost, where tuning
-/// only moves it. Which attribute closes the cycle the census does not tell yet.
+/// only moves it. Where the census read which attribute closes the cycle (of the type itself,
+/// else of the first class among the top three), the finding names it and the fix.
 fn garbage(r: &Report) -> Option<Finding> {
     let c = r.census.as_ref()?;
     let top = c.types.first().filter(|t| t.share_of_objects >= 0.4)?;
     let others: Vec<&str> = c.types.iter().skip(1).take(2).map(|t| t.name.as_str()).collect();
     let severity = if r.gc_share >= 0.02 { Severity::Warning } else { Severity::Info };
-    Some(finding(
-        "garbage-type",
-        severity,
-        format!(
-            "`{}` objects are {} of what the collector freed in {} ({} of the bytes{}): cycles \
-             through them are what it walks. Where they refer back to each other (a parent, a \
-             closure over itself), a weakref or a `del` once done lets reference counting free them, \
-             and the collections they cause go with them.",
-            top.name,
-            pct(top.share_of_objects),
-            crate::text::plural(c.censuses, "census"),
-            pct(top.share_of_bytes),
-            if others.is_empty() { String::new() } else { format!("; then {}", others.join(", ")) }
+    let share = format!(
+        "`{}` objects are {} of what the collector freed in {} ({} of the bytes{})",
+        top.name,
+        pct(top.share_of_objects),
+        crate::text::plural(c.censuses, "census"),
+        pct(top.share_of_bytes),
+        if others.is_empty() { String::new() } else { format!("; then {}", others.join(", ")) }
+    );
+    let closing = c.types.iter().take(3).find_map(|t| Some((t, t.closing_edge.as_ref()?)));
+    let text = match closing {
+        Some((class, e)) => format!(
+            "{share}. The cycle closes through `{}.{}` \u{2192} `{}`, in {} of {} sampled `{}`: make \
+             `{}` a weakref (`weakref.ref`, or a `WeakValueDictionary` for many), or `del` it once \
+             done, and reference counting frees them with no collection.",
+            class.name,
+            e.attr,
+            e.to,
+            pct(e.share),
+            e.sampled,
+            class.name,
+            e.attr
         ),
-    ))
+        None => format!(
+            "{share}: cycles through them are what it walks. Where they refer back to each other (a \
+             parent, a closure over itself), a weakref or a `del` once done lets reference counting \
+             free them, and the collections they cause go with them."
+        ),
+    };
+    Some(finding("garbage-type", severity, text))
 }
 
 /// The middle value (the lower of the two middle ones).

@@ -382,7 +382,7 @@ fn census_table(s: &mut String, c: &super::census::CensusReport) {
         s,
         "<h2>What the collector freed</h2><p><small>{}: {} walked, {} to the end of its \
          collection's garbage (<code>--census</code>).</small></p><table><tr><th>type</th>\
-         <th>objects</th><th>bytes</th><th>count</th><th>freed in</th></tr>",
+         <th>objects</th><th>bytes</th><th>count</th><th>freed in</th><th>closing edge</th></tr>",
         esc(&crate::text::plural(c.censuses, "census")),
         esc(&crate::text::plural(c.objects, "object")),
         c.complete
@@ -390,12 +390,13 @@ fn census_table(s: &mut String, c: &super::census::CensusReport) {
     for t in &c.types {
         let _ = write!(
             s,
-            "<tr><td class=\"w\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td class=\"w\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"w\">{}</td></tr>",
             esc(&t.name),
             pct(t.share_of_objects),
             pct(t.share_of_bytes),
             t.objects,
-            super::census::generations(&t.generations)
+            super::census::generations(&t.generations),
+            t.closing_edge.as_ref().map_or(String::new(), |e| esc(&e.brief()))
         );
     }
     s.push_str("</table>");

@@ -20,11 +20,12 @@ fn census_table(s: &mut String, c: &super::census::CensusReport) {
         text::plural(c.objects, "object"),
         c.complete
     );
-    let _ = writeln!(s, "  {:>8} {:>8} {:>10}  type (freed in)", "objects", "bytes", "count");
+    let _ = writeln!(s, "  {:>8} {:>8} {:>10}  type (freed in) · closing edge", "objects", "bytes", "count");
     for t in &c.types {
         let row = format!("  {:>8} {:>8} {:>10} ", pct(t.share_of_objects), pct(t.share_of_bytes), t.objects);
         let gens = format!("({})", super::census::generations(&t.generations));
-        let _ = writeln!(s, "{}", text::fit_from(row, &[t.name.clone(), gens], " ", 32));
+        let edge = t.closing_edge.as_ref().map_or(String::new(), |e| format!("· {}", e.brief()));
+        let _ = writeln!(s, "{}", text::fit_from(row, &[t.name.clone(), gens, edge], " ", 32));
     }
 }
 

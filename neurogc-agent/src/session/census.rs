@@ -12,19 +12,20 @@
 //! agree on it (`subtype_clear_of`). A collection whose garbage holds none of them is not
 //! censused.
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, HashMap},
     path::PathBuf,
     time::{Duration, Instant},
 };
 
 use anyhow::{Context, Result};
-use neurogc_common::{CensusCount, CensusDone};
+use neurogc_common::{CENSUS_MAX_OBJECTS, CENSUS_MAX_SAMPLES, CensusCount, CensusDone, census_values};
 use neurogc_trace::{Census as CensusRecord, CensusType};
 
 use crate::{
-    interp::{AttachPlan, elf::Elf, layout::GcState},
+    interp::{AttachPlan, elf::Elf, frames::CodeLayout, layout::GcState, versions::Instances},
     kernel::{census::CensusProbe, probes::Kernel},
     memory::{read_bytes, read_u64},
+    session::closing,
 };
 
 /// `PyTypeObject` offsets on the builds censused (3.8-3.15, not free-threaded): the first part
@@ -75,6 +76,8 @@ pub struct Census {
     types: std::collections::HashMap<u64, (String, u64, u64)>,
     /// The interpreter's `.text`, at run time: where a `tp_clear` must lie.
     text: std::ops::Range<u64>,
+    /// Where instances keep their attributes, and how strings are read: None, no closing edges.
+    instances: Option<(Instances, CodeLayout)>,
     next_at: Instant,
 }
 
@@ -111,6 +114,7 @@ impl Census {
             type_type: None,
             types: Default::default(),
             text: 0..0,
+            instances: plan.interpreter.row().and_then(|r| r.instances).zip(plan.code.map(|c| c.0)),
             next_at: Instant::now() + every,
         };
         let bias = census.bias;
@@ -162,7 +166,8 @@ impl Census {
         clears.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         let offsets: Vec<u64> = clears.into_iter().map(|(o, _)| o).collect();
         tracing::debug!("census armed: tp_clear at {offsets:x?} in {}", self.file.display());
-        self.probe.arm(kernel, self.pid, &self.file, &offsets)
+        let values = self.instances.map_or((census_values::NONE, 0), |(i, _)| (i.values, i.values_at));
+        self.probe.arm(kernel, self.pid, &self.file, &offsets, values)
     }
 
     /// The census ring has its record: the probes are closed first (each hit costs the target a
@@ -177,13 +182,15 @@ impl Census {
         self.probe.disarm(self.pid);
         self.next_at = Instant::now() + self.every;
         let tallies = self.probe.take(self.pid);
+        let mut types = self.name(&tallies);
+        self.close_edges(&d, &mut types);
         Some(CensusRecord {
             ts_ns: to_unix_ns(d.start_ns),
             tid: d.tid,
             arg_gen: d.arg_gen,
             objects: u64::from(d.walked),
             complete: d.complete == 1,
-            types: self.name(&tallies),
+            types: types.into_iter().map(|(_, t)| t).collect(),
         })
     }
 
@@ -192,13 +199,30 @@ impl Census {
         self.probe.disarm(self.pid);
     }
 
-    /// Each type walked, named and sized, most objects first; the `tp_clear` of each learned,
-    /// weighed by its objects.
-    fn name(&mut self, tallies: &[(u64, CensusCount)]) -> Vec<CensusType> {
+    /// The closing edges of the census's Python classes, from what the kernel copied of them.
+    fn close_edges(&mut self, d: &CensusDone, types: &mut [(u64, CensusType)]) {
+        let Some((layout, strings)) = self.instances.as_ref() else { return };
+        let (objects, samples) =
+            self.probe.walked(d.walked.min(CENSUS_MAX_OBJECTS), d.samples.min(CENSUS_MAX_SAMPLES));
+        let names: HashMap<u64, String> = types.iter().map(|(ty, t)| (*ty, t.name.clone())).collect();
+        let type_name = |ty: u64| names.get(&ty).cloned().unwrap_or_else(|| format!("[type at {ty:#x}]"));
+        let namer = closing::Namer { pid: self.pid, layout, strings, type_name: &type_name };
+        let mut edges = closing::edges(&namer, &objects, &samples);
+        for (ty, t) in types.iter_mut() {
+            if let Some((sampled, e)) = edges.remove(ty) {
+                t.sampled = sampled;
+                t.edges = e;
+            }
+        }
+    }
+
+    /// Each type walked (its address), named and sized, most objects first; the `tp_clear` of
+    /// each learned, weighed by its objects.
+    fn name(&mut self, tallies: &[(u64, CensusCount)]) -> Vec<(u64, CensusType)> {
         for w in self.clears.values_mut() {
             *w = 0;
         }
-        let mut types: Vec<CensusType> = tallies
+        let mut types: Vec<(u64, CensusType)> = tallies
             .iter()
             .map(|&(ty, count)| {
                 self.weigh(ty, count.objects);
@@ -208,10 +232,10 @@ impl Census {
                 } else {
                     0
                 });
-                CensusType { name, objects: count.objects, bytes }
+                (ty, CensusType { name, objects: count.objects, bytes, ..Default::default() })
             })
             .collect();
-        types.sort_by(|a, b| b.objects.cmp(&a.objects).then(a.name.cmp(&b.name)));
+        types.sort_by(|(_, a), (_, b)| b.objects.cmp(&a.objects).then(a.name.cmp(&b.name)));
         types
     }
 

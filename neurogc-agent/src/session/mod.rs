@@ -4,6 +4,7 @@
 //! way whatever the timing.
 pub mod aggregate;
 pub mod census;
+pub mod closing;
 pub mod cycle;
 pub mod drive;
 pub mod events;

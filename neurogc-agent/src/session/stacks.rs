@@ -278,31 +278,35 @@ impl Resolver {
         })
     }
 
-    /// A `str` object's text: compact ASCII or compact UCS-1/2/4 (every code object's names are).
     fn string(&self, addr: u64) -> Option<String> {
-        let extra = self.layout.header_extra as usize;
-        let head = read_bytes(self.pid, addr, 36 + extra).ok()?;
-        let len = u64_at(&head, 16 + extra);
-        let state = u32::from_le_bytes(head[32 + extra..36 + extra].try_into().ok()?);
-        let (kind, compact, ascii) = ((state >> 2) & 7, (state >> 5) & 1 == 1, (state >> 6) & 1 == 1);
-        if !compact || len > MAX_STRING || !matches!(kind, 1 | 2 | 4) {
-            return None;
-        }
-        let at = if ascii { self.layout.ascii_data } else { self.layout.compact_data };
-        let data = read_bytes(self.pid, addr + at, (len * u64::from(kind)) as usize).ok()?;
-        Some(match kind {
-            1 => data.iter().map(|&b| char::from(b)).collect(),
-            2 => data
-                .chunks_exact(2)
-                .map(|c| u16::from_le_bytes([c[0], c[1]]))
-                .map(|u| char::from_u32(u.into()).unwrap_or('?'))
-                .collect(),
-            _ => data
-                .chunks_exact(4)
-                .map(|c| char::from_u32(u32::from_le_bytes([c[0], c[1], c[2], c[3]])).unwrap_or('?'))
-                .collect(),
-        })
+        read_str(self.pid, &self.layout, addr)
     }
+}
+
+/// A `str` object's text: compact ASCII or compact UCS-1/2/4 (every code object's names are).
+pub fn read_str(pid: i32, layout: &CodeLayout, addr: u64) -> Option<String> {
+    let extra = layout.header_extra as usize;
+    let head = read_bytes(pid, addr, 36 + extra).ok()?;
+    let len = u64_at(&head, 16 + extra);
+    let state = u32::from_le_bytes(head[32 + extra..36 + extra].try_into().ok()?);
+    let (kind, compact, ascii) = ((state >> 2) & 7, (state >> 5) & 1 == 1, (state >> 6) & 1 == 1);
+    if !compact || len > MAX_STRING || !matches!(kind, 1 | 2 | 4) {
+        return None;
+    }
+    let at = if ascii { layout.ascii_data } else { layout.compact_data };
+    let data = read_bytes(pid, addr + at, (len * u64::from(kind)) as usize).ok()?;
+    Some(match kind {
+        1 => data.iter().map(|&b| char::from(b)).collect(),
+        2 => data
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .map(|u| char::from_u32(u.into()).unwrap_or('?'))
+            .collect(),
+        _ => data
+            .chunks_exact(4)
+            .map(|c| char::from_u32(u32::from_le_bytes([c[0], c[1], c[2], c[3]])).unwrap_or('?'))
+            .collect(),
+    })
 }
 
 /// The (code object, instruction) of each Python frame of `ev`'s copy, innermost first: shims

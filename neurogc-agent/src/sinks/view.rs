@@ -37,15 +37,26 @@ pub fn census_generation(arg_gen: i64) -> String {
     if arg_gen < 0 { "auto".to_owned() } else { format!("gen{arg_gen}") }
 }
 
-/// A census in one line: "garbage (gen0, 775 objects): Tok 60% · Node 10% · cell 10%".
+/// A census in one line, the closing edge of its first class that has one: "garbage (gen0,
+/// 775 objects): Tok 60% (.parent → Tok) · Node 10% · cell 10%".
 pub fn garbage(c: &neurogc_trace::Census) -> String {
     let total = c.types.iter().map(|t| t.objects).sum::<u64>().max(1);
     let generation = census_generation(c.arg_gen);
+    let mut edge_said = false;
     let types: Vec<String> = c
         .types
         .iter()
         .take(4)
-        .map(|t| format!("{} {:.0}%", t.name, t.objects as f64 * 100.0 / total as f64))
+        .map(|t| {
+            let share = format!("{} {:.0}%", t.name, t.objects as f64 * 100.0 / total as f64);
+            match t.edges.first().filter(|_| !edge_said) {
+                Some(e) => {
+                    edge_said = true;
+                    format!("{share} (.{} → {})", e.attr, e.to)
+                }
+                None => share,
+            }
+        })
         .collect();
     let sample = if c.complete { "" } else { ", a sample" };
     format!("garbage ({generation}, {}{sample}): {}", text::plural(c.objects, "object"), types.join(" · "))
@@ -283,7 +294,11 @@ mod tests {
 
     #[test]
     fn a_census_reads_as_one_line_of_shares() {
-        let t = |name: &str, objects| neurogc_trace::CensusType { name: name.into(), objects, bytes: 0 };
+        let t = |name: &str, objects| neurogc_trace::CensusType {
+            name: name.into(),
+            objects,
+            ..Default::default()
+        };
         let mut c = neurogc_trace::Census {
             ts_ns: 0,
             tid: 1,
@@ -293,6 +308,17 @@ mod tests {
             types: vec![t("Tok", 60), t("Node", 10), t("cell", 10), t("function", 10), t("tuple", 10)],
         };
         assert_eq!(garbage(&c), "garbage (gen0, 100 objects): Tok 60% · Node 10% · cell 10% · function 10%");
+        let edge = |attr: &str, to: &str| neurogc_trace::CensusEdge {
+            attr: attr.into(),
+            to: to.into(),
+            instances: 16,
+        };
+        c.types[0].edges = vec![edge("parent", "Tok")];
+        c.types[1].edges = vec![edge("me", "Node")];
+        assert_eq!(
+            garbage(&c),
+            "garbage (gen0, 100 objects): Tok 60% (.parent → Tok) · Node 10% · cell 10% · function 10%"
+        );
         (c.arg_gen, c.complete) = (-1, false);
         assert!(garbage(&c).starts_with("garbage (auto, 100 objects, a sample): Tok 60%"), "{}", garbage(&c));
     }

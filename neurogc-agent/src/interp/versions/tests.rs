@@ -87,3 +87,35 @@ fn parse(out: &str) -> Option<(String, u64, u64, u64)> {
     let permanent = rest.split_once("permanent generation at threshold0+")?.1;
     Some((version.to_owned(), t0.parse().ok()?, ll.parse().ok()?, permanent.parse().ok()?))
 }
+
+/// `xtask/layouts/instances.py` run by every test interpreter, the free-threaded one included:
+/// where it finds a class's cached keys, a keys object's entries and an instance's values is
+/// what the table says.
+#[test]
+fn the_table_is_where_instances_py_finds_attributes_on_every_test_build() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../xtask/layouts/instances.py");
+    let mut checked = Vec::new();
+    for python in &crate::interp::test_pythons() {
+        let out = measure(python, script);
+        let m: serde_json::Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{out}: {e}"));
+        let version = m["version"].as_str().unwrap();
+        let mut parts = version.split('.').skip(1).map(|p| p.parse::<u32>().unwrap());
+        let (minor, micro) = (parts.next().unwrap(), parts.next());
+        let free_threaded = python["free_threaded"].as_bool() == Some(true);
+        let row = row(minor, super::build(minor, micro, free_threaded)).unwrap();
+        let t = row.instances.unwrap_or_else(|| panic!("{version}: no instance layout in the table"));
+        let values = match (t.values, t.values_at) {
+            (census_values::DICT, _) => "dict".to_owned(),
+            (census_values::POINTER, -32) => "pointer".to_owned(),
+            (census_values::TAGGED, -24) => "tagged".to_owned(),
+            (census_values::INLINE, at) => format!("inline+{at}"),
+            other => panic!("{version}: {other:?} is no way the script knows"),
+        };
+        assert_eq!(m["values"], values.as_str(), "{version}: {out}");
+        assert_eq!(m["cached_keys"], t.cached_keys, "{version}: {out}");
+        assert_eq!(m["entry_bytes"], t.entry_bytes, "{version}: {out}");
+        assert_eq!(m["keys_entries"], if t.log2_indices { "log2" } else { "size" }, "{version}: {out}");
+        checked.push(version.to_owned());
+    }
+    assert!(checked.len() >= 5, "too few test interpreters measured: {checked:?}");
+}

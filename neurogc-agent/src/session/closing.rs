@@ -1,0 +1,169 @@
+//! A census's closing edges: for instances of Python classes among the garbage, which attribute
+//! points to another object of the same garbage ("`Tok.parent` → `Tok`"). That is where a
+//! weakref or a `del` breaks the cycle.
+//!
+//! The kernel copied, for the first instances of each class it walked, the words of their
+//! slots and of their attribute values array (`CensusSample`), and the address and type of
+//! every object walked: no more is read from the garbage, which is freed by the time this
+//! runs. Names come from what lives on: a slot's from its class's member table (`tp_members`),
+//! an attribute's from the keys its values are indexed by (its `__dict__`'s, else the class's
+//! cached keys), as each build lays them out (`versions::Instances`).
+use std::collections::{BTreeMap, HashMap};
+
+use neurogc_common::{CENSUS_SAMPLE_WORDS, CensusObject, CensusSample};
+use neurogc_trace::CensusEdge;
+
+use crate::{
+    interp::{frames::CodeLayout, versions::Instances},
+    memory::{i32_at, i64_at, read_bytes, read_u64, u64_at},
+    session::stacks::read_str,
+};
+
+/// `PyTypeObject.tp_members`, the same in 3.8–3.15; a `PyMemberDef` is (name, type, offset,
+/// flags, doc), 40 bytes.
+const TP_MEMBERS: u64 = 240;
+const MEMBER_BYTES: usize = 40;
+/// Member types that hold an object (`Py_T_OBJECT`, `Py_T_OBJECT_EX`): `__slots__` are these.
+const OBJECT_MEMBERS: [i32; 2] = [6, 16];
+/// Members read of one class at most.
+const MAX_MEMBERS: usize = 64;
+/// Edges kept per class, most instances first.
+const MAX_EDGES: usize = 3;
+
+/// A class's instances sampled, and per (attribute, type pointed to) how many had that edge.
+type ClassTally = (u64, BTreeMap<(String, u64), u64>);
+
+/// Where names are read from, for one census.
+pub struct Namer<'a> {
+    pub pid: i32,
+    pub layout: &'a Instances,
+    pub strings: &'a CodeLayout,
+    /// A type's name, as the census named it.
+    pub type_name: &'a dyn Fn(u64) -> String,
+}
+
+/// Per class (type address): instances sampled, and the edges they had.
+pub fn edges(
+    namer: &Namer,
+    objects: &[CensusObject],
+    samples: &[CensusSample],
+) -> HashMap<u64, (u64, Vec<CensusEdge>)> {
+    let garbage: HashMap<u64, u64> = objects.iter().map(|o| (o.op, o.ty)).collect();
+    let mut members: HashMap<u64, Vec<(usize, String)>> = HashMap::new();
+    let mut keys: HashMap<u64, Vec<String>> = HashMap::new();
+    let mut tally: HashMap<u64, ClassTally> = HashMap::new();
+    for s in samples {
+        let (sampled, counts) = tally.entry(s.ty).or_default();
+        *sampled += 1;
+        let mut found: Vec<(String, u64)> = Vec::new();
+        let slots = members.entry(s.ty).or_insert_with(|| slot_names(namer, s.ty));
+        for (word, name) in slots.iter() {
+            if let Some(&to) = garbage.get(&s.slots[*word]) {
+                found.push((name.clone(), to));
+            }
+        }
+        let keys_at = match s.keys {
+            0 => read_u64(namer.pid, s.ty.wrapping_add(namer.layout.cached_keys)).unwrap_or(0),
+            k => k,
+        };
+        if keys_at != 0 {
+            let names = keys.entry(keys_at).or_insert_with(|| key_names(namer, keys_at));
+            for (i, value) in s.values.iter().enumerate() {
+                if let (Some(&to), Some(name)) = (garbage.get(value), names.get(i)) {
+                    found.push((name.clone(), to));
+                }
+            }
+        }
+        found.sort();
+        found.dedup();
+        for edge in found {
+            *counts.entry(edge).or_default() += 1;
+        }
+    }
+    tally
+        .into_iter()
+        .map(|(ty, (sampled, counts))| {
+            let mut edges: Vec<CensusEdge> = counts
+                .into_iter()
+                .map(|((attr, to), instances)| CensusEdge { attr, to: (namer.type_name)(to), instances })
+                .collect();
+            edges.sort_by(|a, b| b.instances.cmp(&a.instances).then(a.attr.cmp(&b.attr)));
+            edges.truncate(MAX_EDGES);
+            (ty, (sampled, edges))
+        })
+        .collect()
+}
+
+/// A class's object members in the words the kernel copied: (word, name).
+fn slot_names(namer: &Namer, ty: u64) -> Vec<(usize, String)> {
+    let Ok(table) = read_u64(namer.pid, ty.wrapping_add(TP_MEMBERS)) else { return Vec::new() };
+    if table == 0 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    // One definition at a time: the table ends where its memory may.
+    for i in 0..MAX_MEMBERS as u64 {
+        let Ok(def) = read_bytes(namer.pid, table + i * MEMBER_BYTES as u64, MEMBER_BYTES) else { break };
+        let def = def.as_slice();
+        let name = u64_at(def, 0);
+        if name == 0 {
+            break;
+        }
+        let offset = i64_at(def, 16);
+        let word = (offset - 16) / 8;
+        if !OBJECT_MEMBERS.contains(&i32_at(def, 8))
+            || offset % 8 != 0
+            || !(0..CENSUS_SAMPLE_WORDS as i64).contains(&word)
+        {
+            continue;
+        }
+        if let Some(name) = c_string(namer.pid, name) {
+            out.push((word as usize, name));
+        }
+    }
+    out
+}
+
+/// A keys object's key names, in entry order (the index of each value in a values array), as
+/// far as the kernel copied values.
+fn key_names(namer: &Namer, keys: u64) -> Vec<String> {
+    let l = namer.layout;
+    let Ok(head) = read_bytes(namer.pid, keys, 40) else { return Vec::new() };
+    let (entries, count) = if l.log2_indices {
+        let index_bytes = 1u64 << head[9].min(32);
+        (keys + 32 + index_bytes, u64_at(&head, 24))
+    } else {
+        let size = u64_at(&head, 8);
+        let width = match size {
+            0..=0xff => 1,
+            0x100..=0xffff => 2,
+            0x1_0000..=0xffff_ffff => 4,
+            _ => 8,
+        };
+        (keys + 40 + size.saturating_mul(width), u64_at(&head, 32))
+    };
+    // The key is the entry's first word, after the hash where there is one.
+    let key_at = if l.entry_bytes == 24 { 8 } else { 0 };
+    (0..count.min(CENSUS_SAMPLE_WORDS as u64))
+        .map(|i| {
+            read_u64(namer.pid, entries + i * l.entry_bytes + key_at)
+                .ok()
+                .filter(|&k| k != 0)
+                .and_then(|k| read_str(namer.pid, namer.strings, k))
+                .unwrap_or_else(|| format!("[attribute {i}]"))
+        })
+        .collect()
+}
+
+/// A NUL-terminated name in the target (a member's name is a C string), read 32 bytes at a
+/// time: it may end just before its memory does.
+fn c_string(pid: i32, at: u64) -> Option<String> {
+    let mut bytes = Vec::new();
+    while bytes.len() < 128 {
+        bytes.extend(read_bytes(pid, at + bytes.len() as u64, 32).ok()?);
+        if let Some(end) = bytes.iter().position(|&b| b == 0) {
+            return String::from_utf8(bytes[..end].to_vec()).ok();
+        }
+    }
+    None
+}
