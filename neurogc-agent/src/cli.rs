@@ -178,6 +178,15 @@ pub struct FleetArgs {
     /// dashboards
     #[arg(long, requires = "metrics_addr")]
     pub python_gc_names: bool,
+
+    /// What collections free, in each process about every SECS (1 to 3600; off by default)
+    ///
+    /// A garbage census of one process at a time, each about every SECS seconds: the types of
+    /// what one collection frees, exported as cpython_gc_garbage_objects_total{type}, the first
+    /// 10 types of a process with a label of their own and the rest as "other"
+    /// (docs/census.md)
+    #[arg(long, value_name = "SECS", value_parser = secs(1.0, 3600.0), hide_short_help = true)]
+    pub census: Option<f64>,
 }
 
 #[derive(Debug, Args)]

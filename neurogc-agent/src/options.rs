@@ -81,7 +81,7 @@ impl Task {
                 folded: r.folded.map(|f| (f, r.weight)),
             })),
             Some(Sub::Fleet(f)) => Ok(Task::Fleet(
-                f.select.convert(),
+                crate::fleet::Options { census: f.census.map(Duration::from_secs_f64), ..f.select.convert() },
                 FleetOutput::Metrics { addr: f.metrics_addr, python_names: f.python_gc_names },
             )),
             Some(Sub::Top(t)) => Ok(Task::Fleet(
@@ -107,6 +107,7 @@ impl SelectArgs {
             max_targets: self.max_targets as usize,
             duration: self.duration.map(Duration::from_secs_f64),
             interval: Duration::from_secs_f64(self.interval),
+            census: None,
         }
     }
 }

@@ -58,3 +58,15 @@ pub fn readable<T: AsRawFd>(inner: T) -> Result<AsyncFd<T>> {
     // SAFETY: both wrappers own their fd for as long as the AsyncFd lives and always return it.
     unsafe { AsyncFd::register_with_interest(inner, Interest::READABLE) }.map_err(|e| anyhow::anyhow!("{e}"))
 }
+
+/// `ready` has something to read (its readiness cleared), or never without one: a source
+/// the loop waits on only where it is (the census's ring).
+pub async fn ready_or_never(ready: Option<&AsyncFd<OwnedFd>>) {
+    match ready {
+        Some(fd) => match fd.readable().await {
+            Ok(mut ready) => ready.clear_ready(),
+            Err(_) => std::future::pending().await,
+        },
+        None => std::future::pending().await,
+    }
+}

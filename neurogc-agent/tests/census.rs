@@ -243,3 +243,25 @@ fn the_live_view_shows_the_last_census() {
     // The agent's lines, not the workload's own JSON line.
     assert!(stdout.lines().filter(|l| !l.starts_with('{')).all(|l| l.chars().count() <= 80), "{stdout}");
 }
+
+#[test]
+fn advice_names_the_cycle_to_fix_before_any_setting() {
+    // Advise mode with a census: the recommendation at exit begins with the cycle that is most
+    // of the garbage (`Tok`, 60% of it, closed through `Tok.parent`), before the settings.
+    let py = python("debian-bookworm-3.11");
+    let out = agent()
+        .args(["--census", "1", "--mode", "advise", "--duration", "60", "--"])
+        .args(&py.argv)
+        .args([py.script("garbage_mix.py"), "4".to_owned()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let at =
+        text.rfind("fix the cycle first: `Tok` is").unwrap_or_else(|| panic!("no cycle advised: {text}"));
+    let rest: String = text[at..].split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(rest.contains("closed by `Tok.parent` → `Tok`"), "{rest}");
+    let recommendation =
+        rest.find("recommendation").unwrap_or_else(|| panic!("no settings after it: {rest}"));
+    assert!(recommendation > 0, "{rest}");
+}

@@ -667,3 +667,53 @@ fn fleet_agent_killed_at_any_moment_leaves_every_process_as_it_was() {
         );
     }
 }
+
+/// Fleet mode's garbage census: a process leaving cycles of known kinds (3:1:1, `Tok` 60% of
+/// the objects) gets `cpython_gc_garbage_objects_total{type}` series that read its mix, under
+/// a bounded set of labels; they go when it exits.
+#[test]
+fn fleet_exports_what_each_process_garbage_is() {
+    let cg = Cgroup::new();
+    let py = python("debian-bookworm-3.11");
+    let mut argv = py.argv.clone();
+    argv.extend([py.script("garbage_mix.py"), "8".to_owned()]);
+    let port = free_port();
+    let mut agent_child = agent()
+        .args(["fleet", "--census", "1", "--metrics-addr", &format!("127.0.0.1:{port}"), "--interval", "0.5"])
+        .args(["--include", &format!("container={}", cg.id)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = Lines::new(agent_child.stderr.take().unwrap());
+    wait_until(20, "the agent's metrics", || http_get(port, "/metrics"));
+    let mut child = cg.spawn(&argv, &[]);
+    let pid = child.id().to_string();
+    err.wait_for(&format!("observing {pid}"), 20, "agent");
+    let mut out = Lines::new(child.stdout.take().unwrap());
+    let truth: Value = serde_json::from_str(&out.wait_for("truth", 30, "garbage_mix.py")).unwrap();
+    let garbage = || -> Option<BTreeMap<String, f64>> {
+        let text = http_get(port, "/metrics")?;
+        let by_type: BTreeMap<String, f64> = samples(&text)
+            .into_iter()
+            .filter(|(n, l, _)| n == "cpython_gc_garbage_objects_total" && l.get("pid") == Some(&pid))
+            .map(|(_, l, v)| (l["type"].clone(), v))
+            .collect();
+        // Three censuses at least: what start-up freed is a small part of it by then.
+        (by_type.get("Tok").copied().unwrap_or(0.0) > 1500.0).then_some(by_type)
+    };
+    let by_type = wait_until(30, "Tok in the garbage series", garbage);
+    let total: f64 = by_type.values().sum();
+    let share = by_type["Tok"] / total;
+    let want = truth["truth"]["Tok"].as_f64().unwrap();
+    assert!((share - want).abs() <= 0.05, "Tok {share:.3} of the garbage, truth {want:.3}: {by_type:?}");
+    assert!(by_type.contains_key("Node"), "{by_type:?}");
+    assert!(by_type.len() <= 11, "labels unbounded: {by_type:?}");
+    wait_exit(&mut child, 30, "garbage_mix.py");
+    wait_until(10, "series gone after the exit", || {
+        let text = http_get(port, "/metrics")?;
+        (!text.contains(&format!("pid=\"{pid}\""))).then_some(())
+    });
+    signal(agent_child.id(), "-TERM");
+    wait_exit(&mut agent_child, 20, "agent");
+}

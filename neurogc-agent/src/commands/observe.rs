@@ -18,13 +18,14 @@ use tokio::{
 use crate::{
     commands::launch::Launched,
     interp::{AttachPlan, process},
+    kernel::census::CensusProbe,
     kernel::probes::{Probes, ring_fd},
     session::GcStatus,
     session::aggregate::Aggregate,
     session::census::{self, Census},
     session::cycle::{Cycle, Detail},
     session::drive::{Driven, Stopped, drive},
-    session::events::{self, Clock},
+    session::events::Clock,
     session::features::{self, Sample, Window, Windower},
     sinks::{Shown, TargetSink, view},
     steering::steer::{Events, Mode, Steering, latency},
@@ -64,8 +65,8 @@ struct Observer<'a> {
     launched: Option<Launched>,
     exit_watch: AsyncFd<OwnedFd>,
     sigusr1: Signal,
-    /// The garbage census (`--census`), and its ring's fd to wait on.
-    census: Option<(Census, AsyncFd<OwnedFd>)>,
+    /// The garbage census (`--census`): the kernel side, its ring's fd to wait on, the target's.
+    census: Option<(CensusProbe, AsyncFd<OwnedFd>, Census)>,
 }
 
 /// What one target's loop waits on besides the ring buffer and the window.
@@ -171,8 +172,8 @@ pub async fn run(
         Err(err) => Stop::from(Stopped::Failed(err.into())),
     };
     // Whatever the kernel already produced belongs to the run; then disarm before summarising.
-    if let Some((census, _)) = obs.census.as_mut() {
-        census.stop();
+    if let Some((probe, _, census)) = obs.census.as_mut() {
+        probe.disarm(census.pid());
     }
     let _ = obs.drain_ring();
     let _ = obs.release_held();
@@ -207,7 +208,7 @@ impl Driven for Observer<'_> {
     async fn next(&mut self) -> Own {
         tokio::select! {
             Some(ev) = next_event(&mut self.events) => Own::Actuation(ev),
-            () = census_done(&self.census) => Own::Census,
+            () = crate::wait::ready_or_never(self.census.as_ref().map(|c| &c.1)) => Own::Census,
             _ = self.sigusr1.recv() => Own::Recommend,
             _ = self.exit_watch.readable() => Own::Exited,
         }
@@ -234,17 +235,6 @@ impl Driven for Observer<'_> {
 
     fn window(&mut self) -> Result<()> {
         self.tick()
-    }
-}
-
-/// A census's record in its ring (its readiness cleared), or never without a census.
-async fn census_done(census: &Option<(Census, AsyncFd<OwnedFd>)>) {
-    match census {
-        Some((_, fd)) => match fd.readable().await {
-            Ok(mut ready) => ready.clear_ready(),
-            Err(_) => std::future::pending().await,
-        },
-        None => std::future::pending().await,
     }
 }
 
@@ -288,6 +278,10 @@ fn decision_line(steer: &Steering, window: &Window) -> Option<String> {
     let what = what.map_or(String::new(), |w| format!(" {w}"));
     let budget = d.budget.as_ref().map_or(String::new(), |b| format!(" [{b} budget]"));
     let mut line = format!("{verb}{what}{budget}: {}", d.reason);
+    // Advice names the cycle to fix before any setting.
+    if let Some(cycle) = steer.advice.cycle_first().filter(|_| steer.mode == Mode::Advise) {
+        line = format!("{cycle}\n{line}");
+    }
     if let Some(given_up) = &d.given_up {
         line.push_str(&format!(" (given up: {given_up})"));
     }
@@ -314,18 +308,22 @@ impl Observer<'_> {
             return;
         }
         let Some(probes) = self.probes.as_mut() else { return };
-        let started = Census::new(&mut probes.kernel, self.plan, every)
-            .and_then(|c| Ok((readable(ring_fd(c.ring())?)?, c)));
+        let started = Census::new(self.plan, every).and_then(|c| {
+            let probe = probes.kernel.census()?;
+            Ok((readable(ring_fd(&probe.ring)?)?, probe, c))
+        });
         match started {
-            Ok((fd, c)) => self.census = Some((c, fd)),
+            Ok((fd, probe, c)) => self.census = Some((probe, fd, c)),
             Err(err) => tracing::warn!("--census: no census: {err:#}"),
         }
     }
 
     /// Each window: a census armed when one is due. One that cannot be is said, and stops.
     fn census_tick(&mut self) {
-        let (Some((census, _)), Some(probes)) = (self.census.as_mut(), self.probes.as_ref()) else { return };
-        if let Err(err) = census.tick(&probes.kernel, self.cycle.dec.gc.state()) {
+        let (Some((probe, _, census)), Some(probes)) = (self.census.as_mut(), self.probes.as_ref()) else {
+            return;
+        };
+        if let Err(err) = census.tick(probe, &probes.kernel, self.cycle.dec.gc.state()) {
             tracing::warn!("--census: stopped: {err:#}");
             self.census = None;
         }
@@ -333,10 +331,21 @@ impl Observer<'_> {
 
     /// A census done: its record, named.
     fn census_read(&mut self) -> io::Result<()> {
-        let Some((census, _)) = self.census.as_mut() else { return Ok(()) };
+        let Some((probe, _, census)) = self.census.as_mut() else { return Ok(()) };
         let clock = self.clock;
-        let Some(rec) = census.read(|ns| clock.to_unix_ns(ns)) else { return Ok(()) };
-        self.emit(&Record::Census(rec))?;
+        let pid = census.pid();
+        let records: Vec<Record> = probe
+            .done()
+            .iter()
+            .filter(|d| d.pid as i32 == pid)
+            .map(|d| Record::Census(census.read(probe, d, |ns| clock.to_unix_ns(ns))))
+            .collect();
+        for rec in &records {
+            if let (Some(steer), Record::Census(c)) = (self.steer.as_mut(), rec) {
+                steer.advice.census(c);
+            }
+            self.emit(rec)?;
+        }
         self.flush_records()
     }
 
@@ -407,7 +416,7 @@ impl Observer<'_> {
         let Some(probes) = self.probes.as_mut() else { return Ok(()) };
         let mut received = false;
         while let Some(item) = probes.ring().next() {
-            if let Some(ev) = events::read::<neurogc_common::GcEvent>(&item) {
+            if let Some(ev) = crate::kernel::probes::record::<neurogc_common::GcEvent>(&item) {
                 self.cycle.dec.push(ev);
                 received = true;
             }

@@ -27,10 +27,12 @@ use self::{
 };
 use crate::{
     interp::AttachPlan,
+    kernel::census::CensusProbe,
     kernel::probes::{Armed, Kernel, ring_fd},
+    session::census::{self, Census},
     session::cycle::{Cycle, Detail},
     session::drive::{Driven, Stopped, drive},
-    session::events::{self, Clock},
+    session::events::Clock,
     wait::{pidfd_open, readable},
 };
 
@@ -39,6 +41,8 @@ pub struct Options {
     pub max_targets: usize,
     pub duration: Option<Duration>,
     pub interval: Duration,
+    /// Each process's garbage census period (`--census`), one process at a time.
+    pub census: Option<Duration>,
 }
 
 /// How often /proc is scanned for processes the exec tracepoint could not have seen (those
@@ -62,6 +66,8 @@ pub trait Sink {
         Ok(())
     }
     fn gone(&mut self, _t: &Target) {}
+    /// A garbage census of the target (`--census`).
+    fn census(&mut self, _t: &Target, _c: &neurogc_trace::Census) {}
 }
 
 struct Session {
@@ -74,6 +80,8 @@ struct Session {
     cycle: Cycle,
     /// Its first window has not closed yet: a process caught at exec may still be starting.
     starting: bool,
+    /// Its garbage census (`--census`; None where its build has none).
+    census: Option<Box<Census>>,
     exit_watch: tokio::task::JoinHandle<()>,
 }
 
@@ -81,6 +89,8 @@ struct Resolved {
     who: Identity,
     at_exec: bool,
     result: Resolution,
+    /// Its census, prepared with the plan (it parses the interpreter's ELF file).
+    census: Option<Box<Census>>,
 }
 
 /// What fleet mode waits on besides the ring buffer and the window.
@@ -89,6 +99,8 @@ enum Found {
     Scan,
     Resolved(Resolved),
     Exited(i32, u64),
+    /// A census is done.
+    Census,
     /// A sink asked the agent to stop (the live view's `q`).
     Quit,
 }
@@ -101,6 +113,8 @@ struct Sources {
     resolved: mpsc::UnboundedReceiver<Resolved>,
     exited: mpsc::UnboundedReceiver<(i32, u64)>,
     quit: mpsc::UnboundedReceiver<()>,
+    /// The census's kernel side and its ring's fd (`--census`).
+    census: Option<(CensusProbe, AsyncFd<OwnedFd>)>,
 }
 
 struct Fleet {
@@ -131,6 +145,14 @@ struct Fleet {
 pub async fn run(opts: Options, sinks: Vec<Box<dyn Sink>>, quit: mpsc::UnboundedReceiver<()>) -> Result<()> {
     let mut kernel = Kernel::load()?;
     let execs = kernel.watch_execs()?;
+    let census = match opts.census {
+        Some(_) => {
+            let probe = kernel.census()?;
+            let ready = readable(ring_fd(&probe.ring)?)?;
+            Some((probe, ready))
+        }
+        None => None,
+    };
     let ring = readable(ring_fd(&kernel.ring)?)?;
     let exec_ready = readable(ring_fd(&execs)?)?;
     let (resolved_tx, resolved) = mpsc::unbounded_channel();
@@ -142,7 +164,7 @@ pub async fn run(opts: Options, sinks: Vec<Box<dyn Sink>>, quit: mpsc::Unbounded
     scan.tick().await;
     let mut fleet = Fleet {
         kernel,
-        sources: Sources { execs, exec_ready, scan, resolved, exited, quit },
+        sources: Sources { execs, exec_ready, scan, resolved, exited, quit, census },
         opts,
         clock,
         sessions: HashMap::new(),
@@ -188,7 +210,7 @@ impl Driven for Fleet {
             guard = s.exec_ready.readable() => {
                 let mut guard = guard?;
                 let pids = std::iter::from_fn(|| {
-                    s.execs.next().map(|item| events::read::<ExecEvent>(&item).map(|e| e.pid))
+                    s.execs.next().map(|item| crate::kernel::probes::record::<ExecEvent>(&item).map(|e| e.pid))
                 });
                 let pids = pids.flatten().collect();
                 guard.clear_ready();
@@ -198,6 +220,7 @@ impl Driven for Fleet {
             Some(resolved) = s.resolved.recv() => Ok(Found::Resolved(resolved)),
             Some((pid, id)) = s.exited.recv() => Ok(Found::Exited(pid, id)),
             Some(()) = s.quit.recv() => Ok(Found::Quit),
+            () = crate::wait::ready_or_never(s.census.as_ref().map(|c| &c.1)) => Ok(Found::Census),
         }
     }
 
@@ -207,6 +230,7 @@ impl Driven for Fleet {
             Found::Scan => self.scan(),
             Found::Resolved(resolved) => self.arm(resolved),
             Found::Exited(pid, id) => self.exited(pid, id),
+            Found::Census => self.census_read(),
             Found::Quit => return Ok(Some(())),
         }
         Ok(None)
@@ -271,10 +295,14 @@ impl Fleet {
             return;
         }
         self.resolving.insert(pid);
-        let (cache, tx) = (self.cache.clone(), self.resolved_tx.clone());
+        let (cache, tx, every) = (self.cache.clone(), self.resolved_tx.clone(), self.opts.census);
         tokio::task::spawn_blocking(move || {
             let result = cache.resolve(pid, at_exec);
-            let _ = tx.send(Resolved { who, at_exec, result });
+            let census = match (&result, every) {
+                (Resolution::Plan(plan), Some(every)) => census_of(plan, every).map(Box::new),
+                _ => None,
+            };
+            let _ = tx.send(Resolved { who, at_exec, result, census });
         });
     }
 
@@ -307,7 +335,7 @@ impl Fleet {
             }
             Resolution::Refused(why) => return self.refuse(&r.who, &why),
         };
-        if let Err(err) = self.start(&r.who, *plan, r.at_exec) {
+        if let Err(err) = self.start(&r.who, *plan, r.at_exec, r.census) {
             // A process that exited meanwhile is not an error.
             if crate::interp::process::exists(pid) {
                 self.refuse(&r.who, &format!("{err:#}"));
@@ -320,7 +348,13 @@ impl Fleet {
         self.settled.insert(who.pid, who.start);
     }
 
-    fn start(&mut self, who: &Identity, plan: AttachPlan, at_exec: bool) -> Result<()> {
+    fn start(
+        &mut self,
+        who: &Identity,
+        plan: AttachPlan,
+        at_exec: bool,
+        census: Option<Box<Census>>,
+    ) -> Result<()> {
         let pid = plan.pid;
         // The pidfd first: from here on the PID cannot name another process unnoticed.
         let pidfd = readable(pidfd_open(pid)?)?;
@@ -354,6 +388,7 @@ impl Fleet {
             armed: Some(armed),
             cycle: Cycle::new(&plan, !at_exec, Detail::Leaves),
             starting: at_exec,
+            census,
             exit_watch,
         };
         for sink in &mut self.sinks {
@@ -367,7 +402,7 @@ impl Fleet {
     fn drain(&mut self) {
         let mut received: HashSet<i32> = HashSet::new();
         while let Some(item) = self.kernel.ring.next() {
-            let Some(ev) = events::read::<neurogc_common::GcEvent>(&item) else { continue };
+            let Some(ev) = crate::kernel::probes::record::<neurogc_common::GcEvent>(&item) else { continue };
             if let Some(s) = self.sessions.get_mut(&(ev.pid as i32)) {
                 s.cycle.dec.push(ev);
                 received.insert(ev.pid as i32);
@@ -398,6 +433,7 @@ impl Fleet {
             s.target.stats.close_window(opened_ns, now_ns, thresholds);
             s.target.stats.top_trigger = s.cycle.close_window();
         }
+        self.census_tick();
         let targets: Vec<&Target> = self.sessions.values().map(|s| &s.target).collect();
         let lost = self.kernel.lost();
         for sink in &mut self.sinks {
@@ -423,6 +459,9 @@ impl Fleet {
             release(&mut s, &self.clock, &mut self.sinks);
         }
         s.exit_watch.abort();
+        if let Some((probe, _)) = self.sources.census.as_mut() {
+            probe.disarm(pid);
+        }
         if let Some(armed) = s.armed.take() {
             self.kernel.disarm(armed);
         }
@@ -436,12 +475,58 @@ impl Fleet {
         }
     }
 
+    /// Each window: the census armed now is ticked (let go once it has waited too long), or,
+    /// with none armed, the one of the process whose census is most overdue.
+    fn census_tick(&mut self) {
+        let Some((probe, _)) = self.sources.census.as_mut() else { return };
+        let pid = match probe.armed() {
+            Some((pid, _)) => Some(pid),
+            None => self
+                .sessions
+                .iter()
+                .filter_map(|(&pid, s)| Some((s.census.as_ref()?.next_at(), pid)))
+                .min()
+                .map(|(_, pid)| pid),
+        };
+        let Some((pid, s)) = pid.and_then(|pid| Some((pid, self.sessions.get_mut(&pid)?))) else { return };
+        let gc = s.cycle.dec.gc.state();
+        let Some(census) = s.census.as_mut() else { return };
+        if let Err(err) = census.tick(probe, &self.kernel, gc) {
+            tracing::warn!("--census of {pid} ({}): stopped: {err:#}", s.target.who.comm);
+            probe.disarm(pid);
+            s.census = None;
+        }
+    }
+
+    /// A census done: its process's record, to the sinks.
+    fn census_read(&mut self) {
+        let Some((probe, _)) = self.sources.census.as_mut() else { return };
+        for d in probe.done() {
+            let Some(s) = self.sessions.get_mut(&(d.pid as i32)) else { continue };
+            let Some(census) = s.census.as_mut() else { continue };
+            let clock = self.clock;
+            let rec = census.read(probe, &d, |ns| clock.to_unix_ns(ns));
+            for sink in &mut self.sinks {
+                sink.census(&s.target, &rec);
+            }
+        }
+    }
+
     fn detach_all(&mut self) {
         let pids: Vec<i32> = self.sessions.keys().copied().collect();
         for pid in pids {
             self.detach(pid, "detached");
         }
     }
+}
+
+/// A process's census, where its build has one (said once where it has not).
+fn census_of(plan: &AttachPlan, every: Duration) -> Option<Census> {
+    if let Some(why) = census::unsupported(plan) {
+        tracing::info!("--census: {} {why}", plan.pid);
+        return None;
+    }
+    Census::new(plan, every).map_err(|err| tracing::warn!("--census: {}: no census: {err:#}", plan.pid)).ok()
 }
 
 fn release(s: &mut Session, clock: &Clock, sinks: &mut [Box<dyn Sink>]) {

@@ -18,14 +18,16 @@ use crate::kernel::{
 };
 
 pub struct CensusProbe {
-    armed: HashMap<MapData, u32, CensusArm>,
+    armed_map: HashMap<MapData, u32, CensusArm>,
     types: HashMap<MapData, CensusKey, CensusCount>,
     objects: Array<MapData, CensusObject>,
     samples: Array<MapData, CensusSample>,
     /// One `CensusDone` per census.
     pub ring: RingBuf<MapData>,
-    /// The uprobes of the census armed now (none between censuses).
+    /// The uprobes of the census armed now (none between censuses), the process it is of, and
+    /// since when.
     links: Vec<UprobeLink>,
+    armed: Option<(i32, std::time::Instant)>,
 }
 
 impl Kernel {
@@ -39,12 +41,13 @@ impl Kernel {
         prog.load().context("loading eBPF program census_clear")?;
         let mut map = |name: &str| self.ebpf.take_map(name).with_context(|| format!("{name} map missing"));
         Ok(CensusProbe {
-            armed: HashMap::try_from(map("CENSUS_ARMED")?)?,
+            armed_map: HashMap::try_from(map("CENSUS_ARMED")?)?,
             types: HashMap::try_from(map("CENSUS_TYPES")?)?,
             objects: Array::try_from(map("CENSUS_OBJECTS")?)?,
             samples: Array::try_from(map("CENSUS_SAMPLES")?)?,
             ring: RingBuf::try_from(map("CENSUS_RING")?)?,
             links: Vec::new(),
+            armed: None,
         })
     }
 
@@ -59,34 +62,41 @@ impl Kernel {
 
 impl CensusProbe {
     /// Arms a census of `pid`'s next collection (one begun from now): the entry first, then the
-    /// probes on its `tp_clear` functions (`offsets` in `file`). `values`: how its instances'
-    /// attributes are reached (`census_values`, and the offset that reads).
+    /// probes on its `tp_clear` functions (`offsets` in `file`). `arm`: from when (monotonic
+    /// ns), and how its instances' attributes are reached (`census_values`).
     pub fn arm(
         &mut self,
         kernel: &Kernel,
         pid: i32,
         file: &Path,
         offsets: &[u64],
-        values: (u32, i64),
+        arm: CensusArm,
     ) -> Result<()> {
-        let armed_ns = crate::session::events::Clock::now_monotonic_ns();
-        let arm = CensusArm { armed_ns, values: values.0, _pad: 0, values_at: values.1 };
-        self.armed.insert(pid as u32, arm, 0).context("arming a census (CENSUS_ARMED)")?;
+        self.armed_map.insert(pid as u32, arm, 0).context("arming a census (CENSUS_ARMED)")?;
         match kernel.census_links(file, offsets, pid) {
             Ok(links) => {
                 self.links = links;
+                self.armed = Some((pid, std::time::Instant::now()));
                 Ok(())
             }
             Err(err) => {
-                let _ = self.armed.remove(&(pid as u32));
+                let _ = self.armed_map.remove(&(pid as u32));
                 Err(err)
             }
         }
     }
 
-    /// Whether a census is armed (its probes attached).
-    pub fn armed(&self) -> bool {
-        !self.links.is_empty()
+    /// The process a census is armed for (its probes attached), and since when. One at a time:
+    /// the walk's objects and samples have one place each (`CENSUS_OBJECTS`, `CENSUS_SAMPLES`).
+    pub fn armed(&self) -> Option<(i32, std::time::Instant)> {
+        self.armed
+    }
+
+    /// Each census done since last asked (one per arming).
+    pub fn done(&mut self) -> Vec<neurogc_common::CensusDone> {
+        std::iter::from_fn(|| self.ring.next().map(|item| crate::kernel::probes::record(&item)))
+            .flatten()
+            .collect()
     }
 
     /// Closes the probes and drops the arming, census done or not. Each close takes about 0.1 s
@@ -95,7 +105,11 @@ impl CensusProbe {
     /// a census a second cost a cycle-heavy loop 30%, and the loop waited 0.5 s). They are
     /// closed on a thread of their own, in the order they were attached: the busiest first.
     pub fn disarm(&mut self, pid: i32) {
-        let _ = self.armed.remove(&(pid as u32));
+        let _ = self.armed_map.remove(&(pid as u32));
+        if self.armed.is_some_and(|(armed, _)| armed != pid) {
+            return;
+        }
+        self.armed = None;
         let links = std::mem::take(&mut self.links);
         if links.is_empty() {
             return;

@@ -147,6 +147,15 @@ impl Kernel {
     }
 }
 
+/// One ring buffer record as the kernel wrote it, a `GcEvent`, an `ExecEvent` or a `CensusDone` (None when it is
+/// too short to be one).
+pub fn record<T: aya::Pod>(item: &[u8]) -> Option<T> {
+    // SAFETY: the length is checked; read_unaligned copes with the ring's 8-byte alignment, and
+    // every bit pattern is a valid `Pod`.
+    (item.len() >= std::mem::size_of::<T>())
+        .then(|| unsafe { std::ptr::read_unaligned(item.as_ptr().cast()) })
+}
+
 /// A duplicate of a ring buffer's fd, for the loop to wait on while the map itself stays with
 /// its owner (the same open file: readiness is shared).
 pub fn ring_fd(ring: &RingBuf<MapData>) -> Result<OwnedFd> {

@@ -202,7 +202,7 @@ pub struct Analysis {
     pub freezes: Vec<Freeze>,
     pub stacks: super::sites::Stacks,
     /// What the collector freed (`census` records).
-    pub census: super::census::Tally,
+    pub census: crate::session::garbage::Tally,
     /// What each full collection found dead, in order (bounded like the windows): the findings
     /// use its median, as a few large ones make the mean say little.
     pub full_found: Vec<i64>,

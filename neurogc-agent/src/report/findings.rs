@@ -225,7 +225,7 @@ fn rss_growth(a: &Analysis) -> Option<Finding> {
 /// else of the first class among the top three), the finding names it and the fix.
 fn garbage(r: &Report) -> Option<Finding> {
     let c = r.census.as_ref()?;
-    let top = c.types.first().filter(|t| t.share_of_objects >= 0.4)?;
+    let top = c.dominant()?;
     let others: Vec<&str> = c.types.iter().skip(1).take(2).map(|t| t.name.as_str()).collect();
     let severity = if r.gc_share >= 0.02 { Severity::Warning } else { Severity::Info };
     let share = format!(
@@ -236,8 +236,7 @@ fn garbage(r: &Report) -> Option<Finding> {
         pct(top.share_of_bytes),
         if others.is_empty() { String::new() } else { format!("; then {}", others.join(", ")) }
     );
-    let closing = c.types.iter().take(3).find_map(|t| Some((t, t.closing_edge.as_ref()?)));
-    let text = match closing {
+    let text = match c.closing() {
         Some((class, e)) => format!(
             "{share}. The cycle closes through `{}.{}` \u{2192} `{}`, in {} of {} sampled `{}`: make \
              `{}` a weakref (`weakref.ref`, or a `WeakValueDictionary` for many), or `del` it once \

@@ -377,7 +377,7 @@ fn recorded_advice(s: &mut String, r: &Report) {
 }
 
 /// What the collector freed: the censuses' table.
-fn census_table(s: &mut String, c: &super::census::CensusReport) {
+fn census_table(s: &mut String, c: &crate::session::garbage::CensusReport) {
     let _ = write!(
         s,
         "<h2>What the collector freed</h2><p><small>{}: {} walked, {} to the end of its \
@@ -396,7 +396,7 @@ fn census_table(s: &mut String, c: &super::census::CensusReport) {
             pct(t.share_of_bytes),
             t.objects,
             super::census::generations(&t.generations),
-            t.closing_edge.as_ref().map_or(String::new(), |e| esc(&e.brief()))
+            t.closing_edge.as_ref().map_or(String::new(), |e| esc(&super::census::brief(e)))
         );
     }
     s.push_str("</table>");

@@ -64,7 +64,7 @@ pub struct Report {
     pub sites: Vec<sites::Site>,
     /// What the collector freed, by type, where the trace has `census` records (`--census`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub census: Option<census::CensusReport>,
+    pub census: Option<crate::session::garbage::CensusReport>,
     /// Collections with a stack, and without one.
     pub stacks: StackCoverage,
     pub findings: Vec<Finding>,

@@ -12,7 +12,7 @@ fn bound(ns: u64) -> String {
 }
 
 /// What the collector freed, as the censuses read it.
-fn census_table(s: &mut String, c: &super::census::CensusReport) {
+fn census_table(s: &mut String, c: &crate::session::garbage::CensusReport) {
     let _ = writeln!(
         s,
         "\nwhat the collector freed ({}, {}, {} walked to the end)",
@@ -24,7 +24,8 @@ fn census_table(s: &mut String, c: &super::census::CensusReport) {
     for t in &c.types {
         let row = format!("  {:>8} {:>8} {:>10} ", pct(t.share_of_objects), pct(t.share_of_bytes), t.objects);
         let gens = format!("({})", super::census::generations(&t.generations));
-        let edge = t.closing_edge.as_ref().map_or(String::new(), |e| format!("· {}", e.brief()));
+        let edge =
+            t.closing_edge.as_ref().map_or(String::new(), |e| format!("· {}", super::census::brief(e)));
         let _ = writeln!(s, "{}", text::fit_from(row, &[t.name.clone(), gens, edge], " ", 32));
     }
 }

@@ -18,7 +18,9 @@ use std::{
 };
 
 use anyhow::{Context, Result};
-use neurogc_common::{CENSUS_MAX_OBJECTS, CENSUS_MAX_SAMPLES, CensusCount, CensusDone, census_values};
+use neurogc_common::{
+    CENSUS_MAX_OBJECTS, CENSUS_MAX_SAMPLES, CensusArm, CensusCount, CensusDone, census_values,
+};
 use neurogc_trace::{Census as CensusRecord, CensusType};
 
 use crate::{
@@ -49,14 +51,19 @@ const AGREE: usize = 3;
 const BUILTIN_TYPES: [&str; 6] =
     ["PyDict_Type", "PyList_Type", "PyFunction_Type", "PyCell_Type", "PyMethod_Type", "PySet_Type"];
 
+/// How long a census stays armed with no collection to take it before it is let go (the
+/// probes cost nothing while the target frees nothing, but only one process is armed at once).
+const ARM_PATIENCE: Duration = Duration::from_secs(10);
+
 /// Longest type name read.
 const MAX_NAME: usize = 256;
 /// Types whose names are kept, for a census named after its target exited.
 const MAX_TYPES_NAMED: usize = 4096;
 
+/// One process's census: what it probes, and when its next is due. The kernel side
+/// (`CensusProbe`) is its owner's, loaded once and shared by every process it censuses.
 pub struct Census {
     every: Duration,
-    probe: CensusProbe,
     pid: i32,
     /// The interpreter file, by its descriptor's name (`_held`).
     file: PathBuf,
@@ -89,7 +96,7 @@ pub fn unsupported(plan: &AttachPlan) -> Option<String> {
 }
 
 impl Census {
-    pub fn new(kernel: &mut Kernel, plan: &AttachPlan, every: Duration) -> Result<Census> {
+    pub fn new(plan: &AttachPlan, every: Duration) -> Result<Census> {
         // The interpreter file as mapped now (a map_files name lasts only as long as its
         // mapping's bounds, which the loader changes), held open: its /proc/self/fd name stays
         // the same inode for every probe attached later.
@@ -102,7 +109,6 @@ impl Census {
         let elf = Elf::open(&file)?;
         let mut census = Census {
             every,
-            probe: kernel.census()?,
             pid: plan.pid,
             file,
             _held: held,
@@ -127,16 +133,29 @@ impl Census {
         Ok(census)
     }
 
-    /// The census's ring, for the loop to wait on.
-    pub fn ring(&self) -> &aya::maps::RingBuf<aya::maps::MapData> {
-        &self.probe.ring
+    pub fn pid(&self) -> i32 {
+        self.pid
     }
 
-    /// Each window: a census is armed when one is due and none is. `gc`: the collector's
-    /// state once located, where Python classes' `tp_clear` is looked for until found.
-    pub fn tick(&mut self, kernel: &Kernel, gc: Option<GcState>) -> Result<()> {
-        if self.probe.armed() || Instant::now() < self.next_at {
-            return Ok(());
+    /// When its next census is due.
+    pub fn next_at(&self) -> Instant {
+        self.next_at
+    }
+
+    /// Each window: a census is armed when one is due and `probe` has none armed. One armed
+    /// for `ARM_PATIENCE` with no collection to take it (an idle process) is let go, and
+    /// another process's may be armed. `gc`: the collector's state once located, where Python
+    /// classes' `tp_clear` is looked for until found.
+    pub fn tick(&mut self, probe: &mut CensusProbe, kernel: &Kernel, gc: Option<GcState>) -> Result<()> {
+        match probe.armed() {
+            Some((pid, since)) if pid == self.pid && since.elapsed() >= ARM_PATIENCE => {
+                probe.disarm(self.pid);
+                self.next_at = Instant::now() + self.every;
+                return Ok(());
+            }
+            Some(_) => return Ok(()),
+            None if Instant::now() < self.next_at => return Ok(()),
+            None => {}
         }
         // Read once the collector is located, the interpreter is up: a launched one's type
         // objects may not have been relocated yet when the agent starts (an unrelocated
@@ -166,44 +185,40 @@ impl Census {
         clears.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         let offsets: Vec<u64> = clears.into_iter().map(|(o, _)| o).collect();
         tracing::debug!("census armed: tp_clear at {offsets:x?} in {}", self.file.display());
-        let values = self.instances.map_or((census_values::NONE, 0), |(i, _)| (i.values, i.values_at));
-        self.probe.arm(kernel, self.pid, &self.file, &offsets, values)
+        let (values, values_at) =
+            self.instances.map_or((census_values::NONE, 0), |(i, _)| (i.values, i.values_at));
+        let armed_ns = crate::session::events::Clock::now_monotonic_ns();
+        probe.arm(kernel, self.pid, &self.file, &offsets, CensusArm { armed_ns, values, _pad: 0, values_at })
     }
 
-    /// The census ring has its record: the probes are closed first (each hit costs the target a
-    /// trap), then what was walked is named. An arming is taken by one collection, so there is
-    /// one record; None where the ring held none.
-    pub fn read(&mut self, to_unix_ns: impl Fn(u64) -> u64) -> Option<CensusRecord> {
-        let mut done = None;
-        while let Some(item) = self.probe.ring.next() {
-            done = crate::session::events::read::<CensusDone>(&item).or(done);
-        }
-        let d = done?;
-        self.probe.disarm(self.pid);
+    /// Its census is done (`d`, from `probe`'s ring): the probes are closed first (each hit
+    /// costs the target a trap), then what was walked is named.
+    pub fn read(
+        &mut self,
+        probe: &mut CensusProbe,
+        d: &CensusDone,
+        to_unix_ns: impl Fn(u64) -> u64,
+    ) -> CensusRecord {
+        probe.disarm(self.pid);
         self.next_at = Instant::now() + self.every;
-        let tallies = self.probe.take(self.pid);
+        let tallies = probe.take(self.pid);
         let mut types = self.name(&tallies);
-        self.close_edges(&d, &mut types);
-        Some(CensusRecord {
+        self.close_edges(probe, d, &mut types);
+        CensusRecord {
             ts_ns: to_unix_ns(d.start_ns),
             tid: d.tid,
             arg_gen: d.arg_gen,
             objects: u64::from(d.walked),
             complete: d.complete == 1,
             types: types.into_iter().map(|(_, t)| t).collect(),
-        })
-    }
-
-    /// Closes the probes (the agent is stopping).
-    pub fn stop(&mut self) {
-        self.probe.disarm(self.pid);
+        }
     }
 
     /// The closing edges of the census's Python classes, from what the kernel copied of them.
-    fn close_edges(&mut self, d: &CensusDone, types: &mut [(u64, CensusType)]) {
+    fn close_edges(&mut self, probe: &CensusProbe, d: &CensusDone, types: &mut [(u64, CensusType)]) {
         let Some((layout, strings)) = self.instances.as_ref() else { return };
         let (objects, samples) =
-            self.probe.walked(d.walked.min(CENSUS_MAX_OBJECTS), d.samples.min(CENSUS_MAX_SAMPLES));
+            probe.walked(d.walked.min(CENSUS_MAX_OBJECTS), d.samples.min(CENSUS_MAX_SAMPLES));
         let names: HashMap<u64, String> = types.iter().map(|(ty, t)| (*ty, t.name.clone())).collect();
         let type_name = |ty: u64| names.get(&ty).cloned().unwrap_or_else(|| format!("[type at {ty:#x}]"));
         let namer = closing::Namer { pid: self.pid, layout, strings, type_name: &type_name };

@@ -37,15 +37,6 @@ impl Clock {
     }
 }
 
-/// One ring buffer record as the kernel wrote it, a `GcEvent` or an `ExecEvent` (None when it is
-/// too short to be one).
-pub fn read<T: aya::Pod>(item: &[u8]) -> Option<T> {
-    // SAFETY: the length is checked; read_unaligned copes with the ring's 8-byte alignment, and
-    // every bit pattern is a valid `Pod`.
-    (item.len() >= std::mem::size_of::<T>())
-        .then(|| unsafe { std::ptr::read_unaligned(item.as_ptr().cast()) })
-}
-
 /// `stats_trusted`: the GC state layout was validated in the live process. `concurrent`: on a
 /// free-threaded build, the running totals this process's collections were counted up to (see
 /// `Counted`); None on a GIL build, where one thread at a time is in the collector.

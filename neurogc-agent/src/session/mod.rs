@@ -9,6 +9,7 @@ pub mod cycle;
 pub mod drive;
 pub mod events;
 pub mod features;
+pub mod garbage;
 pub mod halted;
 pub mod stacks;
 use neurogc_common::GcEvent;

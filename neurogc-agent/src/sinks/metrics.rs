@@ -49,6 +49,19 @@ struct GenLabels {
     generation: String,
 }
 
+/// A type among a process's garbage (`--census`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TypeLabels {
+    #[prometheus(flatten)]
+    target: TargetLabels,
+    r#type: String,
+}
+
+/// Types of a process's garbage with a label of their own, the first met (a census lists its
+/// types most objects first); every later one counts as "other". A type given its label late
+/// starts from 0, and "other" keeps what it counted before: every series only grows.
+const GARBAGE_TYPES: usize = 10;
+
 type FloatGauge = Gauge<f64, AtomicU64>;
 type HistogramFamily = Family<GenLabels, Histogram, fn() -> Histogram>;
 
@@ -99,6 +112,8 @@ struct Series {
     /// 0, 1, 2 from the start (so that rate() sees them begin at 0); "unknown" only once a
     /// collection's generation could not be told.
     gens: [Option<GenSeries>; 4],
+    /// The garbage types with a series of their own (`GARBAGE_TYPES`), "other" among them.
+    garbage: Vec<String>,
 }
 
 pub struct Exporter {
@@ -110,6 +125,7 @@ pub struct Exporter {
     thresholds: Family<GenLabels, Gauge<i64, AtomicI64>>,
     targets: Gauge<i64, AtomicI64>,
     lost: Counter,
+    garbage: Family<TypeLabels, Counter>,
     series: HashMap<(i32, u64), Series>,
 }
 
@@ -183,6 +199,13 @@ impl Exporter {
             "Collection threshold in force (gc.get_threshold()), read from the process's memory",
             thresholds.clone(),
         );
+        let garbage = Family::<TypeLabels, Counter>::default();
+        registry.register(
+            "cpython_gc_garbage_objects",
+            "Objects in the garbage of the collections censused (--census: one collection per period), \
+             by type; a process's first 10 types have a label of their own, the rest are \"other\"",
+            garbage.clone(),
+        );
         let targets = Gauge::<i64, AtomicI64>::default();
         registry.register("neurogc_targets", "Python processes observed now", targets.clone());
         let lost = Counter::default();
@@ -199,6 +222,7 @@ impl Exporter {
             thresholds,
             targets,
             lost,
+            garbage,
             series: HashMap::new(),
         }
     }
@@ -230,7 +254,7 @@ impl Sink for Exporter {
         };
         let gens =
             std::array::from_fn(|g| (g < 3).then(|| gen_series(&self.counters, &self.duration, &labels, g)));
-        self.series.insert(key(t), Series { labels, gens });
+        self.series.insert(key(t), Series { labels, gens, garbage: Vec::new() });
     }
 
     fn collection(&mut self, t: &Target, c: &Collection) {
@@ -261,6 +285,26 @@ impl Sink for Exporter {
         Ok(())
     }
 
+    fn census(&mut self, t: &Target, c: &neurogc_trace::Census) {
+        let Some(series) = self.series.get_mut(&key(t)) else { return };
+        for ty in &c.types {
+            let known = series.garbage.iter().any(|n| n == &ty.name);
+            let name = if known || series.garbage.len() < GARBAGE_TYPES {
+                if !known {
+                    series.garbage.push(ty.name.clone());
+                }
+                ty.name.clone()
+            } else {
+                "other".to_owned()
+            };
+            if name == "other" && !series.garbage.iter().any(|n| n == "other") {
+                series.garbage.push(name.clone());
+            }
+            let labels = TypeLabels { target: series.labels.clone(), r#type: name };
+            self.garbage.get_or_create(&labels).inc_by(ty.objects);
+        }
+    }
+
     /// The process is gone (or no longer observed): every series of it goes.
     fn gone(&mut self, t: &Target) {
         let Some(series) = self.series.remove(&key(t)) else { return };
@@ -273,6 +317,9 @@ impl Sink for Exporter {
             self.thresholds.remove(&labels);
         }
         self.gc_share.remove(&series.labels);
+        for name in series.garbage {
+            self.garbage.remove(&TypeLabels { target: series.labels.clone(), r#type: name });
+        }
         self.targets.set(self.series.len() as i64);
     }
 }
