@@ -179,13 +179,15 @@ pub struct FleetArgs {
     #[arg(long, requires = "metrics_addr")]
     pub python_gc_names: bool,
 
-    /// What collections free, in each process about every SECS (1 to 3600; off by default)
+    /// What collections free, in each process about every SECS (1 to 3600, 60 if not given;
+    /// off by default)
     ///
-    /// A garbage census of one process at a time, each about every SECS seconds: the types of
-    /// what one collection frees, exported as cpython_gc_garbage_objects_total{type}, the first
-    /// 10 types of a process with a label of their own and the rest as "other"
-    /// (docs/census.md)
-    #[arg(long, value_name = "SECS", value_parser = secs(1.0, 3600.0), hide_short_help = true)]
+    /// A garbage census of one process at a time, each about every SECS seconds (60 if not
+    /// given): the types of what one collection frees, exported as
+    /// cpython_gc_garbage_objects_total{type}, the first 10 types of a process with a label of
+    /// their own and the rest as "other" (docs/census.md)
+    #[arg(long, value_name = "SECS", num_args = 0..=1, default_missing_value = "60",
+          value_parser = secs(1.0, 3600.0), hide_short_help = true)]
     pub census: Option<f64>,
 }
 
@@ -239,13 +241,15 @@ pub struct TargetArgs {
     #[arg(long, value_enum, default_value_t = CliProbe::Auto, hide_short_help = true)]
     pub probe: CliProbe,
 
-    /// What collections free, one collection every SECS (1 to 3600; off by default)
+    /// What collections free, one collection every SECS (1 to 3600, 60 if not given; off by
+    /// default)
     ///
-    /// A garbage census: every SECS seconds, the types of the objects one collection frees
-    /// (4096 at most), their count and bytes, as a `census` record (3.8-3.15, not free-threaded
-    /// builds). Each census costs the target a trap per cycle it breaks until the probes are
-    /// closed, about 0.1 s per probe (docs/census.md)
-    #[arg(long, value_name = "SECS", value_parser = secs(1.0, 3600.0), hide_short_help = true)]
+    /// A garbage census: every SECS seconds (60 if not given), the types of the objects one
+    /// collection frees (4096 at most), their count and bytes, and the attribute that closes
+    /// each class's cycle, as a `census` record (3.8-3.15, not free-threaded builds). Each
+    /// census adds its walk to one collection's pause (docs/census.md)
+    #[arg(long, value_name = "SECS", num_args = 0..=1, default_missing_value = "60",
+          value_parser = secs(1.0, 3600.0), hide_short_help = true)]
     pub census: Option<f64>,
 
     /// Start this command and observe it from its first collection

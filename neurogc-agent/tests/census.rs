@@ -265,3 +265,23 @@ fn advice_names_the_cycle_to_fix_before_any_setting() {
         rest.find("recommendation").unwrap_or_else(|| panic!("no settings after it: {rest}"));
     assert!(recommendation > 0, "{rest}");
 }
+
+#[test]
+fn a_collection_on_another_thread_is_censused() {
+    // The mix made and collected on a worker thread: the census (a breakpoint in each thread)
+    // walks its collections there, and reads the same mix.
+    let py = python("debian-bookworm-3.11");
+    let mut target = py.argv.clone();
+    target.extend([py.script("garbage_mix.py"), "3".to_owned(), "--thread".to_owned()]);
+    let (censuses, stderr) = censused(&py, &target, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let (truth, since) = truth(&stderr).unwrap_or_else(|| panic!("no truth line: {stderr}"));
+    let whole = whole_since(&censuses.iter().collect::<Vec<_>>(), since);
+    let pid = stderr.split("observing ").nth(1).and_then(|s| s.split_whitespace().next()).map(str::to_owned);
+    assert!(!whole.is_empty(), "no census walked its garbage whole: {censuses:?} {stderr}");
+    assert!(
+        whole.iter().all(|c| Some(c["tid"].to_string()) != pid),
+        "a census on the main thread {pid:?}: {whole:?}"
+    );
+    let errors = differences("worker thread", &truth, &shares(&whole));
+    assert!(errors.is_empty(), "{errors:?}");
+}

@@ -310,6 +310,13 @@ pub struct CensusArm {
     pub _pad: u32,
     /// Offset from the object of the values array, or of the word that locates it.
     pub values_at: i64,
+    /// How long the walk may hold the collecting thread (ns): past it, the census is of the
+    /// objects walked so far (`complete` 0).
+    pub walk_budget_ns: u64,
+    /// 1: the garbage list's head is told by lying on the stack (3.8, which clears the objects'
+    /// collecting bit before it frees them); 0: by having no collecting bit (3.9+).
+    pub head_on_stack: u32,
+    pub _pad2: u32,
 }
 
 /// One object a census walked (`CENSUS_OBJECTS`, in list order).
@@ -366,12 +373,14 @@ pub struct CensusDone {
     /// Objects walked (the first `CENSUS_MAX_OBJECTS` in `CENSUS_OBJECTS`).
     pub walked: u32,
     /// 1: the walk ran from the first object of the garbage to its end; 0: it began further in
-    /// (a clear the census does not probe came first), or stopped at `CENSUS_MAX_OBJECTS` or at
-    /// a link it could not read.
+    /// (a clear the census does not probe came first), or stopped at `CENSUS_MAX_OBJECTS`, at
+    /// its time budget, or at a link it could not read.
     pub complete: u32,
     /// Instances copied into `CENSUS_SAMPLES`.
     pub samples: u32,
     pub _pad: u32,
+    /// How long the walk held the collecting thread (ns): what the census added to the pause.
+    pub walk_ns: u64,
 }
 
 #[cfg(feature = "user")]

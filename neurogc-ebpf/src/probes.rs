@@ -4,9 +4,9 @@ use aya_ebpf::{
         bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_kernel, bpf_probe_read_user,
         bpf_probe_read_user_buf,
     },
-    macros::{map, raw_tracepoint, uprobe, uretprobe},
+    macros::{map, perf_event, raw_tracepoint, uprobe, uretprobe},
     maps::{Array, HashMap, LruHashMap, PerCpuArray, RingBuf},
-    programs::{ProbeContext, RawTracePointContext, RetProbeContext},
+    programs::{PerfEventContext, ProbeContext, RawTracePointContext, RetProbeContext},
 };
 use neurogc_common::{
     ARG_CONST, ARG_MEM, ARG_REG, ArgSpec, CENSUS_MAX_OBJECTS, CENSUS_MAX_SAMPLES, CENSUS_MAX_TYPES,
@@ -475,12 +475,26 @@ static CENSUS_SAMPLES: Array<CensusSample> = Array::with_max_entries(CENSUS_MAX_
 #[repr(C)]
 struct Walk {
     op: u64,
+    /// The collecting thread's stack pointer at the clear.
     sp: u64,
     tgid: u32,
     walked: u32,
     complete: u32,
     samples: u32,
     arm: CensusArm,
+    /// `bpf_ktime_get_ns` past which the walk stops (`CensusArm::walk_budget_ns`).
+    deadline: u64,
+}
+
+/// `_PyGC_PREV_MASK_COLLECTING`, in a `PyGC_Head`'s `_gc_prev` (3.8+): set on every object of
+/// the generations collected, and left set by `move_unreachable` only on the unreachable ones,
+/// until they are freed or moved on. The garbage list's head never has it.
+const PREV_MASK_COLLECTING: u64 = 2;
+
+/// Whether `node` lies in the frames just above `sp`, where the collector's locals are (3.8).
+/// Near, not the whole stack: a worker thread's stack ends among the heap's mappings.
+fn on_stack(node: u64, sp: u64) -> bool {
+    node >= sp && node < sp.wrapping_add(1 << 16)
 }
 
 /// `PyTypeObject`'s `tp_flags` and `tp_dictoffset`, the same in 3.8–3.15.
@@ -544,16 +558,19 @@ fn sample(walk: &mut Walk, op: u64, ty: u64, flags: u64) {
         (*s).op = op;
         (*s).ty = ty;
         (*s).keys = keys;
-        if bpf_probe_read_user_buf(op.wrapping_add(16) as *const u8, as_bytes(&mut (*s).slots)).is_err() {
+        if bpf_probe_read_user_buf(op.wrapping_add(16) as *const u8, words_as_bytes(&mut (*s).slots)).is_err()
+        {
             (*s).slots = [0; neurogc_common::CENSUS_SAMPLE_WORDS];
         }
-        if values == 0 || bpf_probe_read_user_buf(values as *const u8, as_bytes(&mut (*s).values)).is_err() {
+        if values == 0
+            || bpf_probe_read_user_buf(values as *const u8, words_as_bytes(&mut (*s).values)).is_err()
+        {
             (*s).values = [0; neurogc_common::CENSUS_SAMPLE_WORDS];
         }
     }
 }
 
-fn as_bytes(words: &mut [u64; neurogc_common::CENSUS_SAMPLE_WORDS]) -> &mut [u8] {
+fn words_as_bytes(words: &mut [u64]) -> &mut [u8] {
     // SAFETY: the same memory, as bytes.
     unsafe { core::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), core::mem::size_of_val(words)) }
 }
@@ -566,10 +583,33 @@ unsafe extern "C" fn census_step(_index: u64, walk: *mut core::ffi::c_void) -> i
     // SAFETY (every read below): bpf_probe_read_user faults safely on a bad address.
     let read = |addr: u64| unsafe { bpf_probe_read_user(addr as *const u64) }.ok();
     let op = walk.op;
-    let Some(ty) = read(op.wrapping_add(8)) else { return 1 };
+    // One read for the object's `PyGC_Head` and header: the next link, the type and `ob_size`
+    // (a value for every object, meaningful only where the type has items). An object at the
+    // very end of its memory has no `ob_size` to read: the header alone then.
+    let mut head = [0u64; 5];
+    // SAFETY: bpf_probe_read_user faults safely on a bad address; the buffer is ours.
+    let whole =
+        unsafe { bpf_probe_read_user_buf(op.wrapping_sub(16) as *const u8, words_as_bytes(&mut head)) };
+    if whole.is_err() {
+        match (read(op.wrapping_sub(16)), read(op.wrapping_add(8))) {
+            (Some(next), Some(ty)) => head = [next, 0, 0, ty, 0],
+            _ => return 1,
+        }
+    }
+    let [next, prev, _, ty, items] = head;
+    // The list's head, a local of the collector's, is the one node without the collecting
+    // bit: every object of the garbage keeps it until it is freed (3.9+); 3.8 clears the bit
+    // first, and its head is told by lying just above the clear's frames.
+    let at_head = if walk.arm.head_on_stack == 0 {
+        prev & PREV_MASK_COLLECTING == 0
+    } else {
+        on_stack(op.wrapping_sub(16), walk.sp)
+    };
+    if at_head {
+        walk.complete = 1;
+        return 1;
+    }
     let key = CensusKey { pid: walk.tgid, _pad: 0, ty };
-    // ob_size: a value for every object, meaningful only where the type has items.
-    let items = read(op.wrapping_add(16)).unwrap_or(0);
     let seen = match CENSUS_TYPES.get_ptr_mut(&key) {
         // SAFETY: pointer from the map lookup; a race between CPUs only loses a count.
         Some(c) => unsafe {
@@ -586,51 +626,62 @@ unsafe extern "C" fn census_step(_index: u64, walk: *mut core::ffi::c_void) -> i
         // SAFETY: an array slot of this agent's, written by one census at a time.
         unsafe { *o = CensusObject { op, ty } };
     }
-    // The first few instances of each Python class: their attributes, for the closing edge.
-    let flags = read(ty.wrapping_add(TP_FLAGS)).unwrap_or(0);
-    if flags & HEAPTYPE != 0 && seen <= CENSUS_SAMPLES_PER_TYPE && walk.samples < CENSUS_MAX_SAMPLES {
-        sample(walk, op, ty, flags);
+    // The first few instances of each Python class: their attributes, for the closing edge
+    // (the type's flags read only for those).
+    if seen <= CENSUS_SAMPLES_PER_TYPE && walk.samples < CENSUS_MAX_SAMPLES {
+        let flags = read(ty.wrapping_add(TP_FLAGS)).unwrap_or(0);
+        if flags & HEAPTYPE != 0 {
+            sample(walk, op, ty, flags);
+        }
     }
     walk.walked += 1;
-    let Some(next) = read(op.wrapping_sub(16)) else { return 1 };
-    let next = next & !3;
-    // The list's head is on this thread's stack, above the frames of the clear.
-    if next >= walk.sp && next < walk.sp.wrapping_add(1 << 23) {
-        walk.complete = 1;
+    // SAFETY: a helper with no arguments.
+    if unsafe { bpf_ktime_get_ns() } > walk.deadline {
         return 1;
     }
-    walk.op = next.wrapping_add(16);
+    walk.op = (next & !3).wrapping_add(16);
     0
 }
 
-/// A garbage census: a uprobe on `tp_clear` functions, attached only while a census is armed.
-/// The collector clears the first object left in its list of garbage again and again (each
-/// clear frees the rest of that cycle), so at the first clear of a collection the list is
-/// whole: from the object being cleared, the `PyGC_Head` links (16 bytes before each object)
-/// run through every object the collection frees, back to the list's head, a local of the
-/// collector's on this thread's stack. Each object's type is tallied; nothing is written to
-/// the target, and the walk is bounded (`CENSUS_MAX_OBJECTS`).
-#[uprobe]
-pub fn census_clear(ctx: ProbeContext) -> u32 {
-    let Some((tgid, tid, _)) = traced() else { return 0 };
+/// A garbage census at the first `tp_clear` of a collection, whose object is `op`. The
+/// collector clears the first object left in its list of garbage again and again (each clear
+/// frees the rest of that cycle), so at the first clear of a collection the list is whole:
+/// from the object being cleared, the `PyGC_Head` links (16 bytes before each object) run
+/// through every object the collection frees, back to the list's head, a local of the
+/// collector's (told from the objects by its flags: a stack address told it for the main
+/// thread only, a worker thread's stack lying among the heap's mappings). Each object's type
+/// is tallied; nothing is written to the target, and the walk is bounded in objects
+/// (`CENSUS_MAX_OBJECTS`) and in time (`CensusArm::walk_budget_ns`).
+#[inline(always)]
+fn census(op: u64, sp: u64) {
+    let Some((tgid, tid, _)) = traced() else { return };
     // SAFETY: pointers from map lookups, valid for this program run; only read.
-    let Some(arm) = (unsafe { CENSUS_ARMED.get(&tgid) }).copied() else { return 0 };
-    let Some(inflight) = (unsafe { INFLIGHT.get(&tid) }) else { return 0 };
+    let Some(arm) = (unsafe { CENSUS_ARMED.get(&tgid) }).copied() else { return };
+    let Some(inflight) = (unsafe { INFLIGHT.get(&tid) }) else { return };
     // A collection begun before the census was armed may have freed part of its list already.
     if inflight.start_ns < arm.armed_ns {
-        return 0;
+        return;
     }
+    // SAFETY (both reads): bpf_probe_read_user faults safely on a bad address.
+    let read = |addr: u64| unsafe { bpf_probe_read_user(addr as *const u64) }.ok();
+    // An object of the garbage (a clear called on anything else during the collection, by a
+    // finalizer say, leaves the arming to the next), and whether it is the list's first: the
+    // node before it is the list's head, the one without the collecting bit.
+    let flagged = arm.head_on_stack == 0;
+    let Some(prev) = read(op.wrapping_sub(8)).filter(|p| !flagged || p & PREV_MASK_COLLECTING != 0) else {
+        return;
+    };
+    let first = if flagged {
+        read((prev & !3).wrapping_add(8)).is_some_and(|pp| pp & PREV_MASK_COLLECTING == 0)
+    } else {
+        on_stack(prev & !3, sp)
+    };
     let (start_ns, arg_gen) = (inflight.start_ns, inflight.arg_gen);
     let _ = CENSUS_ARMED.remove(&tgid);
-    let mut walk = Walk {
-        op: read_reg(ctx.regs, REG_RDI),
-        sp: read_reg(ctx.regs, REG_RSP),
-        tgid,
-        walked: 0,
-        complete: 0,
-        samples: 0,
-        arm,
-    };
+    // SAFETY: a helper with no arguments.
+    let walk_from = unsafe { bpf_ktime_get_ns() };
+    let deadline = walk_from.saturating_add(arm.walk_budget_ns);
+    let mut walk = Walk { op, sp, tgid, walked: 0, complete: 0, samples: 0, arm, deadline };
     // bpf_loop: the verifier checks the step once, not once per object.
     // SAFETY: a helper call with a static callback and a pointer to our own stack.
     unsafe {
@@ -642,17 +693,30 @@ pub fn census_clear(ctx: ProbeContext) -> u32 {
         );
     }
     let Walk { walked, complete, samples, .. } = walk;
+    // SAFETY: as above.
+    let walk_ns = unsafe { bpf_ktime_get_ns() }.saturating_sub(walk_from);
     // Whole only from the list's first object: where an object whose `tp_clear` is not probed
     // came first, its clear has freed its cycle already, and what is left is a sample.
-    // SAFETY: bpf_probe_read_user faults safely on a bad address.
-    let first = unsafe { bpf_probe_read_user(read_reg(ctx.regs, REG_RDI).wrapping_sub(8) as *const u64) }
-        .is_ok_and(|prev| {
-            let prev = prev & !3;
-            let sp = read_reg(ctx.regs, REG_RSP);
-            prev >= sp && prev < sp.wrapping_add(1 << 23)
-        });
     let complete = complete & u32::from(first);
-    let done = CensusDone { start_ns, pid: tgid, tid, arg_gen, walked, complete, samples, _pad: 0 };
+    let done = CensusDone { start_ns, pid: tgid, tid, arg_gen, walked, complete, samples, _pad: 0, walk_ns };
     let _ = CENSUS_RING.output::<CensusDone>(&done, BPF_RB_FORCE_WAKEUP as u64);
+}
+
+/// The census at a uprobe on a `tp_clear` function (where hardware breakpoints are not to be
+/// had): the probes trap on every call until the agent has closed them, 0.1 s each.
+#[uprobe]
+pub fn census_clear(ctx: ProbeContext) -> u32 {
+    census(read_reg(ctx.regs, REG_RDI), read_reg(ctx.regs, REG_RSP));
+    0
+}
+
+/// The census at a hardware breakpoint on a `tp_clear` function, on one of the target's
+/// threads: the agent disables it as soon as the census is done, at once.
+#[perf_event]
+pub fn census_breakpoint(ctx: PerfEventContext) -> u32 {
+    // SAFETY: the context's registers are the thread's as it hit the breakpoint; the verifier
+    // rewrites these field loads into reads of them.
+    let (op, sp) = unsafe { ((*ctx.ctx).regs.rdi, (*ctx.ctx).regs.rsp) };
+    census(op, sp);
     0
 }

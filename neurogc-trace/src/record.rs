@@ -44,7 +44,7 @@ pub const TAGS: [&str; 10] =
 
 /// The garbage one collection freed, by type: the objects in its list of garbage as the
 /// collector began to free them (`--census`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Census {
     /// When the collection began (ns since the Unix epoch).
     pub ts_ns: u64,
@@ -59,6 +59,10 @@ pub struct Census {
     pub complete: bool,
     /// Most objects first.
     pub types: Vec<CensusType>,
+    /// How long the census's walk held the collecting thread, in ns: what it added to that
+    /// collection's pause (0 in records from before it was measured).
+    #[serde(default)]
+    pub walk_ns: u64,
 }
 
 /// A type among a census's garbage.

@@ -1,7 +1,7 @@
 # Serves: tests: the garbage census against a known composition (tests/census.rs).
 """Cyclic garbage of three kinds in a 3:1:1 mix, for the garbage census's ground truth.
 
-  python garbage_mix.py SECONDS
+  python garbage_mix.py SECONDS [--thread]
 
 First the truth, measured in-process: with gc.DEBUG_SAVEALL the collector keeps what it would
 free in gc.garbage, and the share of each type among it is printed as one JSON line: {"truth":
@@ -10,7 +10,7 @@ one's `parent` is the other), one `Node` (through its `__dict__`: `me` is itself
 closure (a function whose cell holds the function), made in a random order: a collection that
 falls mid-round promotes what the round has made so far, and in a fixed order that was mostly
 `Tok`, which older generations' garbage then over-counted. It ends with os._exit: no collection
-of the interpreter's shutdown follows.
+of the interpreter's shutdown follows. With --thread the mix runs on a thread of its own.
 """
 import collections
 import gc
@@ -18,6 +18,7 @@ import json
 import os
 import random
 import sys
+import threading
 import time
 
 
@@ -69,9 +70,19 @@ def main():
     since = time.time_ns()
     print(json.dumps({"truth": {k: v / total for k, v in kinds.items()}, "since_ns": since}), flush=True)
     end = time.time() + float(sys.argv[1])
-    while time.time() < end:
-        for _ in range(200):
-            round_(rng)
+
+    def mix():
+        while time.time() < end:
+            for _ in range(200):
+                round_(rng)
+
+    if sys.argv[2:] == ["--thread"]:
+        # The mix made, and collected, on a thread of its own; the main thread waits.
+        worker = threading.Thread(target=mix)
+        worker.start()
+        worker.join()
+    else:
+        mix()
     os._exit(0)
 
 

@@ -425,10 +425,13 @@ impl Observer<'_> {
     }
 
     fn release_held(&mut self) -> io::Result<()> {
-        let Observer { cycle, clock, agg, windower, sinks, steer, .. } = self;
+        let Observer { cycle, clock, agg, windower, sinks, steer, census, .. } = self;
         cycle.release(clock, |rec| {
             if let Record::Gc(collection) = &rec {
                 agg.record(collection);
+                if let Some((_, _, c)) = census.as_mut() {
+                    c.collection(collection);
+                }
                 windower.record(collection);
                 if let Some(s) = steer.as_mut() {
                     s.collection_ended(collection);

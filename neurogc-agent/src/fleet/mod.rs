@@ -530,11 +530,14 @@ fn census_of(plan: &AttachPlan, every: Duration) -> Option<Census> {
 }
 
 fn release(s: &mut Session, clock: &Clock, sinks: &mut [Box<dyn Sink>]) {
-    let target = &mut s.target;
+    let (target, census) = (&mut s.target, &mut s.census);
     let _ = s.cycle.release(clock, |rec| -> Result<(), std::convert::Infallible> {
         // `Detail::Leaves` yields collections only.
         if let neurogc_trace::Record::Gc(c) = rec {
             target.stats.record(&c);
+            if let Some(census) = census.as_mut() {
+                census.collection(&c);
+            }
             for sink in sinks.iter_mut() {
                 sink.collection(target, &c);
             }

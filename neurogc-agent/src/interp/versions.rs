@@ -282,6 +282,11 @@ pub struct Row {
     pub gc_debug: bool,
     /// None: the census names no closing edges.
     pub instances: Option<Instances>,
+    /// The objects of a collection's garbage keep `_PyGC_PREV_MASK_COLLECTING` while they are
+    /// cleared, and the list's head has none (3.9+: `handle_resurrected_objects` leaves it);
+    /// 3.8's `check_garbage` clears it first, and the census tells the head by its place on the
+    /// stack instead.
+    pub garbage_flagged: bool,
 }
 
 const NONE: u32 = u32::MAX;
@@ -387,6 +392,7 @@ const DEFAULT: Row = Row {
     remote_debug: false,
     gc_debug: false,
     instances: None,
+    garbage_flagged: true,
 };
 
 pub const TABLE: [Row; 10] = [
@@ -399,6 +405,7 @@ pub const TABLE: [Row; 10] = [
         code: Some(CODE_38),
         pending: Some(ring(Base::Runtime(600), RING_38, 544, Base::Runtime(592))),
         instances: instances(872, census_values::DICT, 0),
+        garbage_flagged: false,
         ..DEFAULT
     },
     Row {

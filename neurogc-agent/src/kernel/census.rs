@@ -1,18 +1,23 @@
-//! The garbage census's kernel side (`census_clear` in the eBPF object): loaded on first use,
-//! its uprobes attached to the target's `tp_clear` functions only while a census is armed, and
-//! closed as soon as the census's record arrives. Every hit of a `tp_clear` probe costs the
-//! target a trap (about 0.8 µs, one per cycle broken: shared/notes), so the probes are never
-//! left on: a census costs its one walk and the traps until the agent has closed them.
-use std::{os::fd::AsFd, path::Path};
+//! The garbage census's kernel side (`census_breakpoint` and `census_clear` in the eBPF object):
+//! loaded on first use, attached to the target's `tp_clear` functions only while a census is
+//! armed, and closed as soon as the census's record arrives. Hardware breakpoints where they
+//! can be had (closed at once), uprobes otherwise (0.1 s each to close). Every hit costs the
+//! target a trap (one per cycle broken), so they are never left on: a census costs its one walk
+//! and the traps until the agent has closed them.
+use std::{
+    os::fd::{AsFd, OwnedFd},
+    path::Path,
+};
 
 use anyhow::{Context, Result};
 use aya::{
     maps::{Array, HashMap, MapData, RingBuf},
-    programs::UProbe,
+    programs::{PerfEvent, UProbe},
 };
 use neurogc_common::{CensusArm, CensusCount, CensusKey, CensusObject, CensusSample};
 
 use crate::kernel::{
+    perf_breakpoint,
     perf_uprobe::{self, UprobeLink},
     probes::Kernel,
 };
@@ -24,14 +29,36 @@ pub struct CensusProbe {
     samples: Array<MapData, CensusSample>,
     /// One `CensusDone` per census.
     pub ring: RingBuf<MapData>,
-    /// The uprobes of the census armed now (none between censuses), the process it is of, and
-    /// since when.
-    links: Vec<UprobeLink>,
+    /// The breakpoints or uprobes of the census armed now (none between censuses), the process
+    /// it is of, and since when.
+    links: Vec<Link>,
     armed: Option<(i32, std::time::Instant)>,
+    /// Hardware breakpoints can be had (their program loaded, and none refused yet).
+    breakpoints: bool,
 }
 
+/// Where a census's program runs: a `tp_clear` function, by its file offset (for a uprobe)
+/// and its run-time address (for a breakpoint).
+#[derive(Debug, Clone, Copy)]
+pub struct Site {
+    pub offset: u64,
+    pub addr: u64,
+}
+
+/// A census's attachment; dropping it detaches.
+enum Link {
+    Uprobe(#[allow(dead_code)] UprobeLink),
+    Breakpoint(#[allow(dead_code)] OwnedFd),
+}
+
+/// A thread's debug registers: the busiest sites get breakpoints, the rest none.
+pub const BREAKPOINTS_PER_THREAD: usize = 4;
+/// Threads given breakpoints, the main thread first: a collection runs on the thread that
+/// allocates, which in most services is one of a few.
+const MAX_THREADS: usize = 16;
+
 impl Kernel {
-    /// Loads the census program and takes its maps.
+    /// Loads the census programs and takes their maps.
     pub fn census(&mut self) -> Result<CensusProbe> {
         let prog: &mut UProbe = self
             .ebpf
@@ -39,6 +66,15 @@ impl Kernel {
             .context("eBPF program census_clear missing from the object")?
             .try_into()?;
         prog.load().context("loading eBPF program census_clear")?;
+        let breakpoints = match self.ebpf.program_mut("census_breakpoint").map(<&mut PerfEvent>::try_from) {
+            Some(Ok(prog)) => prog
+                .load()
+                .map_err(|err| {
+                    tracing::info!("--census: uprobes, not breakpoints: loading census_breakpoint: {err}")
+                })
+                .is_ok(),
+            _ => false,
+        };
         let mut map = |name: &str| self.ebpf.take_map(name).with_context(|| format!("{name} map missing"));
         Ok(CensusProbe {
             armed_map: HashMap::try_from(map("CENSUS_ARMED")?)?,
@@ -48,15 +84,45 @@ impl Kernel {
             ring: RingBuf::try_from(map("CENSUS_RING")?)?,
             links: Vec::new(),
             armed: None,
+            breakpoints,
         })
     }
 
-    /// The census program's uprobes at `offsets` in `file`, for `pid` only.
-    fn census_links(&self, file: &Path, offsets: &[u64], pid: i32) -> Result<Vec<UprobeLink>> {
+    /// The census program's uprobes at `sites` in `file`, for `pid` only.
+    fn census_uprobes(&self, file: &Path, sites: &[Site], pid: i32) -> Result<Vec<Link>> {
         let prog: &UProbe =
             self.ebpf.program("census_clear").context("eBPF program census_clear missing")?.try_into()?;
         let fd = prog.fd()?.as_fd();
-        offsets.iter().map(|&offset| perf_uprobe::attach(fd, file, offset, 0, pid, false)).collect()
+        sites
+            .iter()
+            .map(|s| perf_uprobe::attach(fd, file, s.offset, 0, pid, false).map(Link::Uprobe))
+            .collect()
+    }
+
+    /// Breakpoints at the busiest `sites` in `pid`'s threads (`MAX_THREADS`). A thread that
+    /// exited meanwhile is skipped, one whose registers are taken (a debugger's) keeps those it
+    /// got; an error before any breakpoint was had is returned (uprobes then serve).
+    fn census_breakpoints(&self, sites: &[Site], pid: i32) -> Result<Vec<Link>> {
+        let prog: &PerfEvent = self
+            .ebpf
+            .program("census_breakpoint")
+            .context("eBPF program census_breakpoint missing")?
+            .try_into()?;
+        let fd = prog.fd()?.as_fd();
+        let mut links = Vec::new();
+        for tid in threads(pid)? {
+            for site in sites.iter().take(BREAKPOINTS_PER_THREAD) {
+                match perf_breakpoint::attach(fd, site.addr, tid) {
+                    Ok(bp) => links.push(Link::Breakpoint(bp)),
+                    Err(err) if err.raw_os_error() == Some(libc::ESRCH) => break,
+                    Err(err) if links.is_empty() => {
+                        anyhow::bail!("a breakpoint at {:#x} in thread {tid}: {err}", site.addr)
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+        Ok(links)
     }
 }
 
@@ -69,12 +135,25 @@ impl CensusProbe {
         kernel: &Kernel,
         pid: i32,
         file: &Path,
-        offsets: &[u64],
+        sites: &[Site],
         arm: CensusArm,
     ) -> Result<()> {
         self.armed_map.insert(pid as u32, arm, 0).context("arming a census (CENSUS_ARMED)")?;
-        match kernel.census_links(file, offsets, pid) {
+        let started = std::time::Instant::now();
+        let mut links = Err(anyhow::anyhow!("no breakpoints"));
+        if self.breakpoints {
+            links = kernel.census_breakpoints(sites, pid);
+            if let Err(err) = &links {
+                tracing::info!("--census: uprobes from now on: {err:#}");
+                self.breakpoints = false;
+            }
+        }
+        if links.is_err() {
+            links = kernel.census_uprobes(file, sites, pid);
+        }
+        match links {
             Ok(links) => {
+                tracing::debug!("census: {} attached in {:?}", links.len(), started.elapsed());
                 self.links = links;
                 self.armed = Some((pid, std::time::Instant::now()));
                 Ok(())
@@ -99,11 +178,11 @@ impl CensusProbe {
             .collect()
     }
 
-    /// Closes the probes and drops the arming, census done or not. Each close takes about 0.1 s
-    /// here, and the kernel takes them one at a time; until its turn a probe's breakpoint
-    /// stays, and every cycle the target breaks there pays a trap (closed on the loop's thread,
-    /// a census a second cost a cycle-heavy loop 30%, and the loop waited 0.5 s). They are
-    /// closed on a thread of their own, in the order they were attached: the busiest first.
+    /// Closes the breakpoints or probes and drops the arming, census done or not. Breakpoints
+    /// close at once. A uprobe's close takes about 0.1 s here, and the kernel takes them one at
+    /// a time; until its turn a probe stays, and every cycle the target breaks there pays a
+    /// trap (closed on the loop's thread, a census a second cost a cycle-heavy loop 30%, and the
+    /// loop waited 0.5 s): they are closed on a thread of their own, busiest first.
     pub fn disarm(&mut self, pid: i32) {
         let _ = self.armed_map.remove(&(pid as u32));
         if self.armed.is_some_and(|(armed, _)| armed != pid) {
@@ -114,9 +193,16 @@ impl CensusProbe {
         if links.is_empty() {
             return;
         }
-        // Without a thread to be had, the closure is dropped here: closed on this one, waiting.
+        // Breakpoints close at once, here; uprobes on a thread of their own (without one to be
+        // had, the closure is dropped here: closed on this one, waiting).
+        let started = std::time::Instant::now();
+        let uprobes: Vec<Link> = links.into_iter().filter(|l| matches!(l, Link::Uprobe(_))).collect();
+        tracing::debug!("census: breakpoints closed in {:?}", started.elapsed());
+        if uprobes.is_empty() {
+            return;
+        }
         let _ = std::thread::Builder::new().name("census-close".into()).spawn(move || {
-            for link in links {
+            for link in uprobes {
                 drop(link);
             }
         });
@@ -141,4 +227,16 @@ impl CensusProbe {
             })
             .collect()
     }
+}
+
+/// `pid`'s threads, the main thread first, at most `MAX_THREADS`.
+fn threads(pid: i32) -> Result<Vec<i32>> {
+    let dir = format!("/proc/{pid}/task");
+    let mut tids: Vec<i32> = std::fs::read_dir(&dir)
+        .with_context(|| format!("reading {dir}"))?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    tids.sort_by_key(|&t| (t != pid, t));
+    tids.truncate(MAX_THREADS);
+    Ok(tids)
 }

@@ -1,16 +1,17 @@
 //! The garbage census (`--census SECS`): every SECS, what one collection frees, by type. The
-//! kernel walks the collection's list of garbage at its first `tp_clear` (`census_clear`); this
-//! side picks the `tp_clear` functions to probe, arms and closes the probes around one
-//! collection, and names what was walked: each type's `tp_name`, objects, and bytes (basic size
-//! plus items), read from the target while it lives.
+//! kernel walks the collection's list of garbage at its first `tp_clear` (`census_breakpoint`,
+//! or `census_clear` where breakpoints cannot be had); this side picks the `tp_clear` functions
+//! to break at, arms and closes the breakpoints around one collection, and names what was
+//! walked: each type's `tp_name`, objects, and bytes (basic size plus items), and the classes'
+//! closing edges (`closing`), read from the target while it lives.
 //!
-//! Where the probes go, only ever at a function's first instruction (a breakpoint elsewhere
-//! would corrupt the target's code): the `tp_clear` of dicts, lists, sets, functions, cells and bound
+//! Where they go, only ever at a function's first instruction (a uprobe elsewhere would corrupt
+//! the target's code): the `tp_clear` of dicts, lists, sets, functions, cells and bound
 //! methods, read from the interpreter's exported type objects, and `subtype_clear`, the one of
 //! Python classes' instances: named by `.symtab` where the file has one, else read from the
 //! types of live instances in the collector's own lists, and taken only where three classes
-//! agree on it (`subtype_clear_of`). A collection whose garbage holds none of them is not
-//! censused.
+//! agree on it (`subtype_clear_of`). A collection whose garbage holds none of those armed is
+//! not censused.
 use std::{
     collections::{BTreeMap, HashMap},
     path::PathBuf,
@@ -25,7 +26,10 @@ use neurogc_trace::{Census as CensusRecord, CensusType};
 
 use crate::{
     interp::{AttachPlan, elf::Elf, frames::CodeLayout, layout::GcState, versions::Instances},
-    kernel::{census::CensusProbe, probes::Kernel},
+    kernel::{
+        census::{BREAKPOINTS_PER_THREAD, CensusProbe, Site},
+        probes::Kernel,
+    },
     memory::{read_bytes, read_u64},
     session::closing,
 };
@@ -47,13 +51,20 @@ const LIST_READ: usize = 20_000;
 /// Classes that must agree on their `tp_clear` before it is probed.
 const AGREE: usize = 3;
 
-/// Exported types whose `tp_clear` the census probes from the start.
+/// Exported types whose `tp_clear` the census probes from the start, in the order they are
+/// tried before a census has weighed them (after Python classes' `subtype_clear`): the
+/// collector clears a cycle at its first object in the list, and in the loops measured
+/// (docs/census.md) the clears called were instances', cells' (closures), then lists' and
+/// dicts'; a function's cycle was broken at its cell.
 const BUILTIN_TYPES: [&str; 6] =
-    ["PyDict_Type", "PyList_Type", "PyFunction_Type", "PyCell_Type", "PyMethod_Type", "PySet_Type"];
+    ["PyCell_Type", "PyList_Type", "PyDict_Type", "PyFunction_Type", "PyMethod_Type", "PySet_Type"];
 
 /// How long a census stays armed with no collection to take it before it is let go (the
 /// probes cost nothing while the target frees nothing, but only one process is armed at once).
 const ARM_PATIENCE: Duration = Duration::from_secs(10);
+
+/// Censused collections remembered, to leave their pauses out of the process's own.
+const CENSUSED_KEPT: usize = 16;
 
 /// Longest type name read.
 const MAX_NAME: usize = 256;
@@ -70,9 +81,22 @@ pub struct Census {
     _held: std::fs::File,
     elf: Elf,
     bias: u64,
-    /// File offsets of the `tp_clear` functions probed, with how many objects the last census
-    /// met of the types they clear: the probes are attached, and closed, busiest first.
+    /// Run-time addresses of the `tp_clear` functions probed, with how many objects the last
+    /// census met of the types they clear: the busiest get breakpoints (four a thread), and
+    /// uprobes are attached, and closed, busiest first.
     clears: BTreeMap<u64, u64>,
+    /// Each one's place before any census weighed it: `subtype_clear` first, then
+    /// `BUILTIN_TYPES` in order.
+    ranks: std::collections::HashMap<u64, usize>,
+    /// Armings let go with no census since the last census: the next tries the sites after
+    /// those (a thread has four breakpoints, and the busiest may not be the ones a collection
+    /// clears first).
+    misses: usize,
+    /// The longest pause of the process's own, its censused collections left out: a walk may
+    /// hold a collection for half of it (`walk_budget`).
+    longest_own_ns: u64,
+    /// When the collections censused began (Unix ns), the last few: theirs are not its own.
+    censused: std::collections::VecDeque<u64>,
     /// `subtype_clear`'s run-time address, once known.
     subtype_clear: Option<u64>,
     /// The builtins' `tp_clear` have been read (`BUILTIN_TYPES`).
@@ -83,6 +107,10 @@ pub struct Census {
     types: std::collections::HashMap<u64, (String, u64, u64)>,
     /// The interpreter's `.text`, at run time: where a `tp_clear` must lie.
     text: std::ops::Range<u64>,
+    /// The garbage's objects keep the collecting bit (`versions::Row::garbage_flagged`).
+    garbage_flagged: bool,
+    /// Closing edges' names as read so far (`closing::Names`).
+    names: closing::Names,
     /// Where instances keep their attributes, and how strings are read: None, no closing edges.
     instances: Option<(Instances, CodeLayout)>,
     next_at: Instant,
@@ -115,11 +143,17 @@ impl Census {
             elf,
             bias: plan.bias,
             clears: BTreeMap::new(),
+            ranks: Default::default(),
+            misses: 0,
+            longest_own_ns: 0,
+            censused: Default::default(),
             subtype_clear: None,
             builtins_read: false,
             type_type: None,
             types: Default::default(),
             text: 0..0,
+            garbage_flagged: plan.interpreter.row().is_none_or(|r| r.garbage_flagged),
+            names: Default::default(),
             instances: plan.interpreter.row().and_then(|r| r.instances).zip(plan.code.map(|c| c.0)),
             next_at: Instant::now() + every,
         };
@@ -131,6 +165,21 @@ impl Census {
             census.learn_function(addr + bias, 0);
         }
         Ok(census)
+    }
+
+    /// A collection of the process's: the longest of its own bounds the census's walk.
+    pub fn collection(&mut self, c: &neurogc_trace::Collection) {
+        if !self.censused.contains(&c.ts_ns) {
+            self.longest_own_ns = self.longest_own_ns.max(c.duration_ns);
+        }
+    }
+
+    /// How long a walk may hold the collection it censuses: half the longest pause the process
+    /// has had of its own, so that a collection and its census together stay within it unless
+    /// the collection itself is over half of it (a walk costs about 0.4 µs an object:
+    /// docs/census.md). None before any collection was seen.
+    fn walk_budget(&self) -> Option<u64> {
+        (self.longest_own_ns > 0).then_some(self.longest_own_ns / 2)
     }
 
     pub fn pid(&self) -> i32 {
@@ -150,6 +199,7 @@ impl Census {
         match probe.armed() {
             Some((pid, since)) if pid == self.pid && since.elapsed() >= ARM_PATIENCE => {
                 probe.disarm(self.pid);
+                self.misses += 1;
                 self.next_at = Instant::now() + self.every;
                 return Ok(());
             }
@@ -163,11 +213,11 @@ impl Census {
         if let Some(gc) = gc {
             if !self.builtins_read {
                 self.builtins_read = true;
-                for name in BUILTIN_TYPES {
+                for (i, name) in BUILTIN_TYPES.iter().enumerate() {
                     if let Some(addr) = self.elf.symbol_address(name)
                         && let Ok(clear) = read_u64(self.pid, addr.wrapping_add(self.bias + TP_CLEAR))
                     {
-                        self.learn_function(clear, 0);
+                        self.learn_function(clear, 1 + i);
                     }
                 }
             }
@@ -178,17 +228,38 @@ impl Census {
                 }
             }
         }
+        let Some(walk_budget_ns) = self.walk_budget() else { return Ok(()) };
         if self.clears.is_empty() {
             return Ok(());
         }
-        let mut clears: Vec<(u64, u64)> = self.clears.iter().map(|(&o, &w)| (o, w)).collect();
-        clears.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        let offsets: Vec<u64> = clears.into_iter().map(|(o, _)| o).collect();
-        tracing::debug!("census armed: tp_clear at {offsets:x?} in {}", self.file.display());
+        let mut clears: Vec<(u64, u64)> = self.clears.iter().map(|(&a, &w)| (a, w)).collect();
+        let rank = |addr: &u64| self.ranks.get(addr).copied().unwrap_or(usize::MAX);
+        clears.sort_by(|a, b| b.1.cmp(&a.1).then(rank(&a.0).cmp(&rank(&b.0))).then(a.0.cmp(&b.0)));
+        let mut sites: Vec<Site> = clears
+            .into_iter()
+            .filter_map(|(addr, _)| Some(Site { offset: self.offset_of(addr)?, addr }))
+            .collect();
+        let turn = (self.misses * BREAKPOINTS_PER_THREAD) % sites.len().max(1);
+        sites.rotate_left(turn);
+        tracing::debug!("census armed: tp_clear at {sites:x?} in {}", self.file.display());
         let (values, values_at) =
             self.instances.map_or((census_values::NONE, 0), |(i, _)| (i.values, i.values_at));
         let armed_ns = crate::session::events::Clock::now_monotonic_ns();
-        probe.arm(kernel, self.pid, &self.file, &offsets, CensusArm { armed_ns, values, _pad: 0, values_at })
+        probe.arm(
+            kernel,
+            self.pid,
+            &self.file,
+            &sites,
+            CensusArm {
+                armed_ns,
+                values,
+                _pad: 0,
+                values_at,
+                walk_budget_ns,
+                head_on_stack: u32::from(!self.garbage_flagged),
+                _pad2: 0,
+            },
+        )
     }
 
     /// Its census is done (`d`, from `probe`'s ring): the probes are closed first (each hit
@@ -200,17 +271,24 @@ impl Census {
         to_unix_ns: impl Fn(u64) -> u64,
     ) -> CensusRecord {
         probe.disarm(self.pid);
+        self.misses = 0;
         self.next_at = Instant::now() + self.every;
         let tallies = probe.take(self.pid);
         let mut types = self.name(&tallies);
         self.close_edges(probe, d, &mut types);
+        let ts_ns = to_unix_ns(d.start_ns);
+        if self.censused.len() >= CENSUSED_KEPT {
+            self.censused.pop_front();
+        }
+        self.censused.push_back(ts_ns);
         CensusRecord {
-            ts_ns: to_unix_ns(d.start_ns),
+            ts_ns,
             tid: d.tid,
             arg_gen: d.arg_gen,
             objects: u64::from(d.walked),
             complete: d.complete == 1,
             types: types.into_iter().map(|(_, t)| t).collect(),
+            walk_ns: d.walk_ns,
         }
     }
 
@@ -222,7 +300,7 @@ impl Census {
         let names: HashMap<u64, String> = types.iter().map(|(ty, t)| (*ty, t.name.clone())).collect();
         let type_name = |ty: u64| names.get(&ty).cloned().unwrap_or_else(|| format!("[type at {ty:#x}]"));
         let namer = closing::Namer { pid: self.pid, layout, strings, type_name: &type_name };
-        let mut edges = closing::edges(&namer, &objects, &samples);
+        let mut edges = closing::edges(&namer, &mut self.names, &objects, &samples);
         for (ty, t) in types.iter_mut() {
             if let Some((sampled, e)) = edges.remove(ty) {
                 t.sampled = sampled;
@@ -275,18 +353,19 @@ impl Census {
     /// The census's objects of type `ty` count for the probe on its `tp_clear`, where probed.
     fn weigh(&mut self, ty: u64, objects: u64) {
         if let Ok(clear) = read_u64(self.pid, ty.wrapping_add(TP_CLEAR))
-            && let Some(offset) = self.offset_of(clear)
-            && let Some(w) = self.clears.get_mut(&offset)
+            && let Some(w) = self.clears.get_mut(&clear)
         {
             *w = w.saturating_add(objects);
         }
     }
 
-    /// A `tp_clear` to probe (run-time address), where it lies in the interpreter's code.
-    fn learn_function(&mut self, addr: u64, objects: u64) {
-        if let Some(offset) = self.offset_of(addr) {
-            let w = self.clears.entry(offset).or_default();
-            *w = w.saturating_add(objects);
+    /// A `tp_clear` to probe (run-time address), where it lies in the interpreter's code, and
+    /// its place before any census weighs it.
+    fn learn_function(&mut self, addr: u64, rank: usize) {
+        if self.offset_of(addr).is_some() {
+            self.clears.entry(addr).or_default();
+            let r = self.ranks.entry(addr).or_insert(rank);
+            *r = (*r).min(rank);
         }
     }
 

@@ -33,6 +33,31 @@ const MAX_EDGES: usize = 3;
 /// A class's instances sampled, and per (attribute, type pointed to) how many had that edge.
 type ClassTally = (u64, BTreeMap<(String, u64), u64>);
 
+/// Names read from the target, kept across censuses: a census read as the target exits (a
+/// test's second census came after `os._exit`, and named no edge) names its edges from what
+/// earlier ones read. Only what was read is kept, and at most `MAX_KEPT` of each.
+#[derive(Default)]
+pub struct Names {
+    /// A class's object members: (word, name).
+    members: HashMap<u64, Vec<(usize, String)>>,
+    /// A class's cached keys object.
+    cached_keys: HashMap<u64, u64>,
+    /// A keys object's names, in entry order.
+    keys: HashMap<u64, Vec<String>>,
+}
+
+const MAX_KEPT: usize = 4096;
+
+/// What `read` reads now (a class's keys can be replaced), kept; else what was kept of `key`.
+fn kept<V: Clone>(map: &mut HashMap<u64, V>, key: u64, read: impl FnOnce() -> Option<V>) -> Option<V> {
+    let Some(v) = read() else { return map.get(&key).cloned() };
+    if map.len() >= MAX_KEPT && !map.contains_key(&key) {
+        map.clear();
+    }
+    map.insert(key, v.clone());
+    Some(v)
+}
+
 /// Where names are read from, for one census.
 pub struct Namer<'a> {
     pub pid: i32,
@@ -45,31 +70,35 @@ pub struct Namer<'a> {
 /// Per class (type address): instances sampled, and the edges they had.
 pub fn edges(
     namer: &Namer,
+    names: &mut Names,
     objects: &[CensusObject],
     samples: &[CensusSample],
 ) -> HashMap<u64, (u64, Vec<CensusEdge>)> {
     let garbage: HashMap<u64, u64> = objects.iter().map(|o| (o.op, o.ty)).collect();
-    let mut members: HashMap<u64, Vec<(usize, String)>> = HashMap::new();
-    let mut keys: HashMap<u64, Vec<String>> = HashMap::new();
     let mut tally: HashMap<u64, ClassTally> = HashMap::new();
     for s in samples {
         let (sampled, counts) = tally.entry(s.ty).or_default();
         *sampled += 1;
         let mut found: Vec<(String, u64)> = Vec::new();
-        let slots = members.entry(s.ty).or_insert_with(|| slot_names(namer, s.ty));
-        for (word, name) in slots.iter() {
+        let slots =
+            kept(&mut names.members, s.ty, || Some(slot_names(namer, s.ty)).filter(|v| !v.is_empty()));
+        for (word, name) in slots.iter().flatten() {
             if let Some(&to) = garbage.get(&s.slots[*word]) {
                 found.push((name.clone(), to));
             }
         }
         let keys_at = match s.keys {
-            0 => read_u64(namer.pid, s.ty.wrapping_add(namer.layout.cached_keys)).unwrap_or(0),
+            0 => kept(&mut names.cached_keys, s.ty, || {
+                read_u64(namer.pid, s.ty.wrapping_add(namer.layout.cached_keys)).ok().filter(|&k| k != 0)
+            })
+            .unwrap_or(0),
             k => k,
         };
         if keys_at != 0 {
-            let names = keys.entry(keys_at).or_insert_with(|| key_names(namer, keys_at));
+            let keys =
+                kept(&mut names.keys, keys_at, || Some(key_names(namer, keys_at)).filter(|v| !v.is_empty()));
             for (i, value) in s.values.iter().enumerate() {
-                if let (Some(&to), Some(name)) = (garbage.get(value), names.get(i)) {
+                if let (Some(&to), Some(name)) = (garbage.get(value), keys.as_ref().and_then(|k| k.get(i))) {
                     found.push((name.clone(), to));
                 }
             }

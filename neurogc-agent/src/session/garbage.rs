@@ -170,6 +170,7 @@ mod tests {
                 .iter()
                 .map(|&(n, o, b)| CensusType { name: n.into(), objects: o, bytes: b, ..Default::default() })
                 .collect(),
+            ..Default::default()
         }
     }
 

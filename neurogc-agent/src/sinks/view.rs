@@ -306,6 +306,7 @@ mod tests {
             objects: 100,
             complete: true,
             types: vec![t("Tok", 60), t("Node", 10), t("cell", 10), t("function", 10), t("tuple", 10)],
+            ..Default::default()
         };
         assert_eq!(garbage(&c), "garbage (gen0, 100 objects): Tok 60% · Node 10% · cell 10% · function 10%");
         let edge = |attr: &str, to: &str| neurogc_trace::CensusEdge {

@@ -204,7 +204,15 @@ mod tests {
             edges,
             ..Default::default()
         };
-        let census = |types| Census { ts_ns: 0, tid: 1, arg_gen: 0, objects: 100, complete: true, types };
+        let census = |types| Census {
+            ts_ns: 0,
+            tid: 1,
+            arg_gen: 0,
+            objects: 100,
+            complete: true,
+            types,
+            ..Default::default()
+        };
         let mut a = Advice::default();
         // A type under 40% of the garbage names no cycle.
         a.census(&census(vec![t("cell", 35, vec![]), t("function", 33, vec![]), t("tuple", 32, vec![])]));
