@@ -127,9 +127,11 @@ impl Kernel {
 }
 
 impl CensusProbe {
-    /// Arms a census of `pid`'s next collection (one begun from now): the entry first, then the
-    /// probes on its `tp_clear` functions (`offsets` in `file`). `arm`: from when (monotonic
-    /// ns), and how its instances' attributes are reached (`census_values`).
+    /// Arms a census of `pid`'s next collection (one begun from now): the entry first, then
+    /// breakpoints (else uprobes) at its `tp_clear` functions (`sites`, busiest first, in
+    /// `file`). `arm`: from when (monotonic ns), how its instances' attributes are reached
+    /// (`census_values`), how long its walk may take. One process that refuses breakpoints (a
+    /// debugger holding its registers) turns this agent to uprobes for every census after.
     pub fn arm(
         &mut self,
         kernel: &Kernel,
@@ -165,7 +167,7 @@ impl CensusProbe {
         }
     }
 
-    /// The process a census is armed for (its probes attached), and since when. One at a time:
+    /// The process a census is armed for (its breakpoints or probes attached), and since when. One at a time:
     /// the walk's objects and samples have one place each (`CENSUS_OBJECTS`, `CENSUS_SAMPLES`).
     pub fn armed(&self) -> Option<(i32, std::time::Instant)> {
         self.armed
