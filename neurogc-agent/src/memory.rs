@@ -23,6 +23,20 @@ pub fn read_bytes(pid: i32, addr: u64, len: usize) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// A NUL-terminated UTF-8 string of at most `max` bytes (its NUL included), read 32 bytes at a
+/// time: it may end just before its memory does. None where it is longer, unreadable or not
+/// UTF-8.
+pub fn read_c_str(pid: i32, at: u64, max: usize) -> Option<String> {
+    let mut bytes = Vec::new();
+    while bytes.len() < max {
+        bytes.extend(read_bytes(pid, at.wrapping_add(bytes.len() as u64), 32).ok()?);
+        if let Some(end) = bytes.iter().take(max).position(|&b| b == 0) {
+            return String::from_utf8(bytes[..end].to_vec()).ok();
+        }
+    }
+    None
+}
+
 pub fn read_u64(pid: i32, addr: u64) -> Result<u64> {
     Ok(u64_at(&read_bytes(pid, addr, 8)?, 0))
 }

@@ -223,17 +223,24 @@ fn the_report_tells_what_the_collector_freed_and_what_to_do_about_it() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn the_live_view_shows_the_last_census() {
-    // Standard output a pipe: one line per window, the census's in the window after it.
+/// garbage_mix.py for `seconds` on Debian's 3.11, launched by the agent in `mode` with a census
+/// a second, its live view on a pipe; the agent succeeded.
+fn mix_run(mode: &str, seconds: &str) -> std::process::Output {
     let py = python("debian-bookworm-3.11");
     let out = agent()
-        .args(["--census", "1", "--mode", "observe", "--duration", "60", "--"])
+        .args(["--census", "1", "--mode", mode, "--duration", "60", "--"])
         .args(&py.argv)
-        .args([py.script("garbage_mix.py"), "3".to_owned()])
+        .args([py.script("garbage_mix.py"), seconds.to_owned()])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+#[test]
+fn the_live_view_shows_the_last_census() {
+    // Standard output a pipe: one line per window, the census's in the window after it.
+    let out = mix_run("observe", "3");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let shown: Vec<&str> = stdout.lines().filter(|l| l.contains("garbage (gen")).collect();
     assert!(
@@ -248,14 +255,7 @@ fn the_live_view_shows_the_last_census() {
 fn advice_names_the_cycle_to_fix_before_any_setting() {
     // Advise mode with a census: the recommendation at exit begins with the cycle that is most
     // of the garbage (`Tok`, 60% of it, closed through `Tok.parent`), before the settings.
-    let py = python("debian-bookworm-3.11");
-    let out = agent()
-        .args(["--census", "1", "--mode", "advise", "--duration", "60", "--"])
-        .args(&py.argv)
-        .args([py.script("garbage_mix.py"), "4".to_owned()])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = mix_run("advise", "4");
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     let at =
         text.rfind("fix the cycle first: `Tok` is").unwrap_or_else(|| panic!("no cycle advised: {text}"));

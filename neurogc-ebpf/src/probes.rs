@@ -491,10 +491,17 @@ struct Walk {
 /// until they are freed or moved on. The garbage list's head never has it.
 const PREV_MASK_COLLECTING: u64 = 2;
 
-/// Whether `node` lies in the frames just above `sp`, where the collector's locals are (3.8).
-/// Near, not the whole stack: a worker thread's stack ends among the heap's mappings.
-fn on_stack(node: u64, sp: u64) -> bool {
-    node >= sp && node < sp.wrapping_add(1 << 16)
+/// Whether the `PyGC_Head` at `node`, whose `_gc_prev` word is `prev`, is the garbage list's
+/// head, a local of the collector's: the one node without the collecting bit, every object of
+/// the garbage keeping it until it is freed (3.9+); on 3.8, which clears the bit first
+/// (`head_on_stack`), the node lying in the frames just above `sp`. Near, not the whole stack:
+/// a worker thread's stack ends among the heap's mappings.
+fn is_head(arm: &CensusArm, node: u64, prev: u64, sp: u64) -> bool {
+    if arm.head_on_stack == 0 {
+        prev & PREV_MASK_COLLECTING == 0
+    } else {
+        node >= sp && node < sp.wrapping_add(1 << 16)
+    }
 }
 
 /// `PyTypeObject`'s `tp_flags` and `tp_dictoffset`, the same in 3.8–3.15.
@@ -597,15 +604,7 @@ unsafe extern "C" fn census_step(_index: u64, walk: *mut core::ffi::c_void) -> i
         }
     }
     let [next, prev, _, ty, items] = head;
-    // The list's head, a local of the collector's, is the one node without the collecting
-    // bit: every object of the garbage keeps it until it is freed (3.9+); 3.8 clears the bit
-    // first, and its head is told by lying just above the clear's frames.
-    let at_head = if walk.arm.head_on_stack == 0 {
-        prev & PREV_MASK_COLLECTING == 0
-    } else {
-        on_stack(op.wrapping_sub(16), walk.sp)
-    };
-    if at_head {
+    if is_head(&walk.arm, op.wrapping_sub(16), prev, walk.sp) {
         walk.complete = 1;
         return 1;
     }
@@ -671,11 +670,8 @@ fn census(op: u64, sp: u64) {
     let Some(prev) = read(op.wrapping_sub(8)).filter(|p| !flagged || p & PREV_MASK_COLLECTING != 0) else {
         return;
     };
-    let first = if flagged {
-        read((prev & !3).wrapping_add(8)).is_some_and(|pp| pp & PREV_MASK_COLLECTING == 0)
-    } else {
-        on_stack(prev & !3, sp)
-    };
+    let node = prev & !3;
+    let first = read(node.wrapping_add(8)).is_some_and(|pp| is_head(&arm, node, pp, sp));
     let (start_ns, arg_gen) = (inflight.start_ns, inflight.arg_gen);
     let _ = CENSUS_ARMED.remove(&tgid);
     // SAFETY: a helper with no arguments.

@@ -13,7 +13,7 @@
 //! agree on it (`subtype_clear_of`). A collection whose garbage holds none of those armed is
 //! not censused.
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::{BTreeMap, HashMap, VecDeque},
     path::PathBuf,
     time::{Duration, Instant},
 };
@@ -30,7 +30,7 @@ use crate::{
         census::{BREAKPOINTS_PER_THREAD, CensusProbe, Site},
         probes::Kernel,
     },
-    memory::{read_bytes, read_u64},
+    memory::{read_c_str, read_u64},
     session::closing,
 };
 
@@ -87,7 +87,7 @@ pub struct Census {
     clears: BTreeMap<u64, u64>,
     /// Each one's place before any census weighed it: `subtype_clear` first, then
     /// `BUILTIN_TYPES` in order.
-    ranks: std::collections::HashMap<u64, usize>,
+    ranks: HashMap<u64, usize>,
     /// Armings let go with no census since the last census: the next tries the sites after
     /// those (a thread has four breakpoints, and the busiest may not be the ones a collection
     /// clears first).
@@ -96,7 +96,7 @@ pub struct Census {
     /// hold a collection for half of it (`walk_budget`).
     longest_own_ns: u64,
     /// When the collections censused began (Unix ns), the last few: theirs are not its own.
-    censused: std::collections::VecDeque<u64>,
+    censused: VecDeque<u64>,
     /// `subtype_clear`'s run-time address, once known.
     subtype_clear: Option<u64>,
     /// The builtins' `tp_clear` have been read (`BUILTIN_TYPES`).
@@ -104,7 +104,7 @@ pub struct Census {
     /// `PyType_Type`'s run-time address: a Python class is an instance of it.
     type_type: Option<u64>,
     /// Each type met: its name, basic size and item size, as last read (`type_of`).
-    types: std::collections::HashMap<u64, (String, u64, u64)>,
+    types: HashMap<u64, (String, u64, u64)>,
     /// The interpreter's `.text`, at run time: where a `tp_clear` must lie.
     text: std::ops::Range<u64>,
     /// The garbage's objects keep the collecting bit (`versions::Row::garbage_flagged`).
@@ -337,10 +337,7 @@ impl Census {
     /// "[type at 0x10ecfa00]" for 30% of a run's garbage), else its address.
     fn type_of(&mut self, ty: u64) -> (String, u64, u64) {
         let word = |off: u64| read_u64(self.pid, ty.wrapping_add(off)).ok();
-        let name = word(TP_NAME).and_then(|at| read_bytes(self.pid, at, MAX_NAME).ok()).and_then(|b| {
-            let end = b.iter().position(|&c| c == 0)?;
-            String::from_utf8(b[..end].to_vec()).ok()
-        });
+        let name = word(TP_NAME).and_then(|at| read_c_str(self.pid, at, MAX_NAME));
         if let (Some(name), Some(basic), Some(item)) = (name, word(TP_BASICSIZE), word(TP_ITEMSIZE)) {
             if self.types.len() < MAX_TYPES_NAMED || self.types.contains_key(&ty) {
                 self.types.insert(ty, (name.clone(), basic, item));

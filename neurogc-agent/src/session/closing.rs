@@ -8,14 +8,14 @@
 //! runs. Names come from what lives on: a slot's from its class's member table (`tp_members`),
 //! an attribute's from the keys its values are indexed by (its `__dict__`'s, else the class's
 //! cached keys), as each build lays them out (`versions::Instances`).
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use neurogc_common::{CENSUS_SAMPLE_WORDS, CensusObject, CensusSample};
 use neurogc_trace::CensusEdge;
 
 use crate::{
     interp::{frames::CodeLayout, versions::Instances},
-    memory::{i32_at, i64_at, read_bytes, read_u64, u64_at},
+    memory::{i32_at, i64_at, read_bytes, read_c_str, read_u64, u64_at},
     session::stacks::read_str,
 };
 
@@ -27,6 +27,8 @@ const MEMBER_BYTES: usize = 40;
 const OBJECT_MEMBERS: [i32; 2] = [6, 16];
 /// Members read of one class at most.
 const MAX_MEMBERS: usize = 64;
+/// Longest member name read (a member's name is a C string).
+const MAX_MEMBER_NAME: usize = 128;
 /// Edges kept per class, most instances first.
 const MAX_EDGES: usize = 3;
 
@@ -48,14 +50,21 @@ pub struct Names {
 
 const MAX_KEPT: usize = 4096;
 
-/// What `read` reads now (a class's keys can be replaced), kept; else what was kept of `key`.
-fn kept<V: Clone>(map: &mut HashMap<u64, V>, key: u64, read: impl FnOnce() -> Option<V>) -> Option<V> {
-    let Some(v) = read() else { return map.get(&key).cloned() };
-    if map.len() >= MAX_KEPT && !map.contains_key(&key) {
-        map.clear();
+/// `map[key]`, read by `read` the first time a census asks for it (`first`: a class's keys can
+/// be replaced between censuses) and kept; what was kept where that read failed.
+fn kept<V: Clone>(
+    map: &mut HashMap<u64, V>,
+    key: u64,
+    first: bool,
+    read: impl FnOnce() -> Option<V>,
+) -> Option<V> {
+    if first && let Some(v) = read() {
+        if map.len() >= MAX_KEPT && !map.contains_key(&key) {
+            map.clear();
+        }
+        map.insert(key, v);
     }
-    map.insert(key, v.clone());
-    Some(v)
+    map.get(&key).cloned()
 }
 
 /// Where names are read from, for one census.
@@ -76,27 +85,31 @@ pub fn edges(
 ) -> HashMap<u64, (u64, Vec<CensusEdge>)> {
     let garbage: HashMap<u64, u64> = objects.iter().map(|o| (o.op, o.ty)).collect();
     let mut tally: HashMap<u64, ClassTally> = HashMap::new();
+    // Classes and keys read in this census: once each, however many of their instances.
+    let (mut classes, mut keys_read) = (HashSet::new(), HashSet::new());
     for s in samples {
         let (sampled, counts) = tally.entry(s.ty).or_default();
         *sampled += 1;
         let mut found: Vec<(String, u64)> = Vec::new();
+        let first = classes.insert(s.ty);
         let slots =
-            kept(&mut names.members, s.ty, || Some(slot_names(namer, s.ty)).filter(|v| !v.is_empty()));
+            kept(&mut names.members, s.ty, first, || Some(slot_names(namer, s.ty)).filter(|v| !v.is_empty()));
         for (word, name) in slots.iter().flatten() {
             if let Some(&to) = garbage.get(&s.slots[*word]) {
                 found.push((name.clone(), to));
             }
         }
         let keys_at = match s.keys {
-            0 => kept(&mut names.cached_keys, s.ty, || {
+            0 => kept(&mut names.cached_keys, s.ty, first, || {
                 read_u64(namer.pid, s.ty.wrapping_add(namer.layout.cached_keys)).ok().filter(|&k| k != 0)
             })
             .unwrap_or(0),
             k => k,
         };
         if keys_at != 0 {
-            let keys =
-                kept(&mut names.keys, keys_at, || Some(key_names(namer, keys_at)).filter(|v| !v.is_empty()));
+            let keys = kept(&mut names.keys, keys_at, keys_read.insert(keys_at), || {
+                Some(key_names(namer, keys_at)).filter(|v| !v.is_empty())
+            });
             for (i, value) in s.values.iter().enumerate() {
                 if let (Some(&to), Some(name)) = (garbage.get(value), keys.as_ref().and_then(|k| k.get(i))) {
                     found.push((name.clone(), to));
@@ -146,7 +159,7 @@ fn slot_names(namer: &Namer, ty: u64) -> Vec<(usize, String)> {
         {
             continue;
         }
-        if let Some(name) = c_string(namer.pid, name) {
+        if let Some(name) = read_c_str(namer.pid, name, MAX_MEMBER_NAME) {
             out.push((word as usize, name));
         }
     }
@@ -182,17 +195,4 @@ fn key_names(namer: &Namer, keys: u64) -> Vec<String> {
                 .unwrap_or_else(|| format!("[attribute {i}]"))
         })
         .collect()
-}
-
-/// A NUL-terminated name in the target (a member's name is a C string), read 32 bytes at a
-/// time: it may end just before its memory does.
-fn c_string(pid: i32, at: u64) -> Option<String> {
-    let mut bytes = Vec::new();
-    while bytes.len() < 128 {
-        bytes.extend(read_bytes(pid, at + bytes.len() as u64, 32).ok()?);
-        if let Some(end) = bytes.iter().position(|&b| b == 0) {
-            return String::from_utf8(bytes[..end].to_vec()).ok();
-        }
-    }
-    None
 }

@@ -288,16 +288,13 @@ impl Sink for Exporter {
     fn census(&mut self, t: &Target, c: &neurogc_trace::Census) {
         let Some(series) = self.series.get_mut(&key(t)) else { return };
         for ty in &c.types {
-            let known = series.garbage.iter().any(|n| n == &ty.name);
+            let known = series.garbage.contains(&ty.name);
             let name = if known || series.garbage.len() < GARBAGE_TYPES {
-                if !known {
-                    series.garbage.push(ty.name.clone());
-                }
                 ty.name.clone()
             } else {
                 "other".to_owned()
             };
-            if name == "other" && !series.garbage.iter().any(|n| n == "other") {
+            if !series.garbage.contains(&name) {
                 series.garbage.push(name.clone());
             }
             let labels = TypeLabels { target: series.labels.clone(), r#type: name };
