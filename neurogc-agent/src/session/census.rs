@@ -176,7 +176,7 @@ impl Census {
 
     /// How long a walk may hold the collection it censuses: half the longest pause the process
     /// has had of its own, so that a collection and its census together stay within it unless
-    /// the collection itself is over half of it (a walk costs about 0.4 µs an object:
+    /// the collection itself is over half of it (a walk costs 0.23-0.29 µs an object:
     /// docs/census.md). None before any collection was seen.
     fn walk_budget(&self) -> Option<u64> {
         (self.longest_own_ns > 0).then_some(self.longest_own_ns / 2)
