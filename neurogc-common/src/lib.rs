@@ -268,8 +268,11 @@ pub mod counter {
 /// 100 ms drain period this is 3× headroom.
 pub const RING_BYTES: u32 = 1 << 23;
 
-/// Garbage census (`census_clear`): objects one census walks at most. The verifier follows each
-/// step of the walk, so this bounds the program's size as well as the pause it adds.
+/// Garbage census: objects one census walks at most (its time budget, `CensusArm::
+/// walk_budget_ns`, stops it sooner where the process's own pauses are short).
+pub const CENSUS_MAX_WALK: u32 = 1 << 20;
+/// The first objects of a census's walk kept in `CENSUS_OBJECTS`, where user space looks for
+/// what its samples' words point to.
 pub const CENSUS_MAX_OBJECTS: u32 = 4096;
 /// Distinct (process, type) pairs tallied at once.
 pub const CENSUS_MAX_TYPES: u32 = 4096;
@@ -299,23 +302,43 @@ pub mod census_values {
     pub const INLINE: u32 = 4;
 }
 
+/// How a census walks a collection's garbage (`CensusArm::garbage`), per build.
+pub mod census_garbage {
+    /// A `PyGC_Head` list whose objects keep `_PyGC_PREV_MASK_COLLECTING`, its head none
+    /// (3.9+).
+    pub const FLAGGED_LIST: u32 = 0;
+    /// A `PyGC_Head` list whose head is told by lying on the stack near the clear (3.8).
+    pub const STACK_LIST: u32 = 1;
+    /// The free-threaded worklist through `ob_tid`, its head in the collector's state
+    /// (`CensusArm::delete_garbage`).
+    pub const WORKLIST: u32 = 2;
+}
+
 /// A census the agent armed for one of a process's collections: the next to begin after
 /// `armed_ns` (`bpf_ktime_get_ns`) that frees anything with a probed `tp_clear`; how its
-/// instances' attribute values are reached (`census_values`).
+/// garbage is walked (`census_garbage`) and its instances' attribute values are reached
+/// (`census_values`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CensusArm {
     pub armed_ns: u64,
     pub values: u32,
-    pub _pad: u32,
+    pub garbage: u32,
     /// Offset from the object of the values array, or of the word that locates it.
     pub values_at: i64,
+    /// Offset from the object of its managed `__dict__` pointer (3.11+).
+    pub managed_dict: i64,
     /// How long the walk may hold the collecting thread (ns): past it, the census is of the
     /// objects walked so far (`complete` 0).
     pub walk_budget_ns: u64,
-    /// 1: the garbage list's head is told by lying on the stack (3.8, which clears the objects'
-    /// collecting bit before it frees them); 0: by having no collecting bit (3.9+).
-    pub head_on_stack: u32,
+    /// An object header's bytes: 16, or 32 in a free-threaded build, where every field of a
+    /// type object is 16 bytes later too. An instance's slots follow its header.
+    pub header: u32,
+    /// `WORKLIST`: where the collector's `delete_garbage(state)` begins (run-time address), the
+    /// one place its census is taken: the worklist whole, the state its argument, whose word
+    /// `head_word` is the worklist's head.
+    pub delete_garbage: u64,
+    pub head_word: u32,
     pub _pad2: u32,
 }
 
@@ -340,6 +363,11 @@ pub struct CensusSample {
     pub slots: [u64; CENSUS_SAMPLE_WORDS],
     /// Its attribute values array (0s where it has none the census can read).
     pub values: [u64; CENSUS_SAMPLE_WORDS],
+    /// For each word of `slots` and of `values`, the type of the object it points to where
+    /// that object is of the same garbage and the kernel can tell (a free-threaded build's
+    /// objects carry a flag); else 0, and user space looks the word up in `CENSUS_OBJECTS`.
+    pub slots_to: [u64; CENSUS_SAMPLE_WORDS],
+    pub values_to: [u64; CENSUS_SAMPLE_WORDS],
 }
 
 /// A type among a census's garbage, per process.
@@ -370,10 +398,11 @@ pub struct CensusDone {
     pub pid: u32,
     pub tid: u32,
     pub arg_gen: i64,
-    /// Objects walked (the first `CENSUS_MAX_OBJECTS` in `CENSUS_OBJECTS`).
+    /// Objects walked (the first `CENSUS_MAX_OBJECTS` in `CENSUS_OBJECTS`), at most
+    /// `CENSUS_MAX_WALK`.
     pub walked: u32,
     /// 1: the walk ran from the first object of the garbage to its end; 0: it began further in
-    /// (a clear the census does not probe came first), or stopped at `CENSUS_MAX_OBJECTS`, at
+    /// (a clear the census does not probe came first), or stopped at `CENSUS_MAX_WALK`, at
     /// its time budget, or at a link it could not read.
     pub complete: u32,
     /// Instances copied into `CENSUS_SAMPLES`.

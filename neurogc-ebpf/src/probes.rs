@@ -10,11 +10,12 @@ use aya_ebpf::{
 };
 use neurogc_common::{
     ARG_CONST, ARG_MEM, ARG_REG, ArgSpec, CENSUS_MAX_OBJECTS, CENSUS_MAX_SAMPLES, CENSUS_MAX_TYPES,
-    CENSUS_RING_BYTES, CENSUS_SAMPLES_PER_TYPE, CensusArm, CensusCount, CensusDone, CensusKey, CensusObject,
-    CensusSample, EVENT_HAS_STATS, EXEC_RING_BYTES, ExecEvent, FRAME_INSTR_MASK, FRAME_OWNER_SHIFT,
-    FRAME_READ_BYTES, GcEvent, GenStats, GlobalConfig, MAX_FRAMES, MAX_RUNNING_TIDS, MAX_TARGETS,
-    MAX_THREADS_WALKED, NUM_GENERATIONS, RING_BYTES, RING_COUNTERS_AT, RING_RECORD_BYTES, RUNNING_UNKNOWN,
-    RawFrame, StackLocator, StatsLocator, TargetConfig, census_values, counter, stack, tstate_via,
+    CENSUS_MAX_WALK, CENSUS_RING_BYTES, CENSUS_SAMPLE_WORDS, CENSUS_SAMPLES_PER_TYPE, CensusArm, CensusCount,
+    CensusDone, CensusKey, CensusObject, CensusSample, EVENT_HAS_STATS, EXEC_RING_BYTES, ExecEvent,
+    FRAME_INSTR_MASK, FRAME_OWNER_SHIFT, FRAME_READ_BYTES, GcEvent, GenStats, GlobalConfig, MAX_FRAMES,
+    MAX_RUNNING_TIDS, MAX_TARGETS, MAX_THREADS_WALKED, NUM_GENERATIONS, RING_BYTES, RING_COUNTERS_AT,
+    RING_RECORD_BYTES, RUNNING_UNKNOWN, RawFrame, StackLocator, StatsLocator, TargetConfig, census_garbage,
+    census_values, counter, stack, tstate_via,
 };
 
 /// What the kernel is told the programs' license is. It must be GPL-compatible for the helpers
@@ -392,6 +393,9 @@ fn read_stats(loc: &StatsLocator) -> Option<[GenStats; NUM_GENERATIONS]> {
 
 /// `pt_regs` index of %rdi (x86-64), the first integer argument at a function's entry.
 const REG_RDI: u32 = 14;
+/// `pt_regs` index of %rip: at a uprobe, the probed address (the kernel sets it back from the
+/// trap before the handlers run).
+const REG_RIP: u32 = 16;
 /// `pt_regs` index of %rsp.
 const REG_RSP: u32 = 19;
 
@@ -471,6 +475,14 @@ static CENSUS_OBJECTS: Array<CensusObject> = Array::with_max_entries(CENSUS_MAX_
 #[map]
 static CENSUS_SAMPLES: Array<CensusSample> = Array::with_max_entries(CENSUS_MAX_SAMPLES, 0);
 
+/// Where a census's walk is (`census_step`), one per CPU.
+#[map]
+static WALKS: PerCpuArray<Walk> = PerCpuArray::with_max_entries(1, 0);
+
+/// The context `bpf_loop` hands its steps: the walk in its map slot.
+#[repr(C)]
+struct WalkAt(*mut Walk);
+
 /// Where a census's walk is (`census_step`).
 #[repr(C)]
 struct Walk {
@@ -484,6 +496,34 @@ struct Walk {
     arm: CensusArm,
     /// `bpf_ktime_get_ns` past which the walk stops (`CensusArm::walk_budget_ns`).
     deadline: u64,
+    /// The run of objects of one type being walked (a collection's garbage comes in runs: a
+    /// cycle's objects, a heap page's), tallied into `CENSUS_TYPES` as the type changes: the
+    /// type, its objects and items in the run, and its objects walked so far in all.
+    run_ty: u64,
+    run_objects: u64,
+    run_items: u64,
+    run_seen: u64,
+}
+
+/// The run walked so far, into `CENSUS_TYPES`.
+fn flush_run(walk: &mut Walk) {
+    if walk.run_objects == 0 {
+        return;
+    }
+    let key = CensusKey { pid: walk.tgid, _pad: 0, ty: walk.run_ty };
+    match CENSUS_TYPES.get_ptr_mut(&key) {
+        // SAFETY: pointer from the map lookup; a race between CPUs only loses a count.
+        Some(c) => unsafe {
+            (*c).objects += walk.run_objects;
+            (*c).items = (*c).items.wrapping_add(walk.run_items);
+        },
+        None => {
+            let count = CensusCount { objects: walk.run_objects, items: walk.run_items };
+            let _ = CENSUS_TYPES.insert(&key, &count, BPF_ANY as u64);
+        }
+    }
+    walk.run_objects = 0;
+    walk.run_items = 0;
 }
 
 /// `_PyGC_PREV_MASK_COLLECTING`, in a `PyGC_Head`'s `_gc_prev` (3.8+): set on every object of
@@ -494,27 +534,37 @@ const PREV_MASK_COLLECTING: u64 = 2;
 /// Whether the `PyGC_Head` at `node`, whose `_gc_prev` word is `prev`, is the garbage list's
 /// head, a local of the collector's: the one node without the collecting bit, every object of
 /// the garbage keeping it until it is freed (3.9+); on 3.8, which clears the bit first
-/// (`head_on_stack`), the node lying in the frames just above `sp`. Near, not the whole stack:
+/// (`STACK_LIST`), the node lying in the frames just above `sp`. Near, not the whole stack:
 /// a worker thread's stack ends among the heap's mappings.
 fn is_head(arm: &CensusArm, node: u64, prev: u64, sp: u64) -> bool {
-    if arm.head_on_stack == 0 {
+    if arm.garbage == census_garbage::FLAGGED_LIST {
         prev & PREV_MASK_COLLECTING == 0
     } else {
         node >= sp && node < sp.wrapping_add(1 << 16)
     }
 }
 
-/// `PyTypeObject`'s `tp_flags` and `tp_dictoffset`, the same in 3.8–3.15.
+/// `_PyGC_BITS_UNREACHABLE` in a free-threaded object's `ob_gc_bits` (byte 11: byte 3 of its
+/// second word): set on every object of the collector's unreachable worklist, cleared as each
+/// is popped to be cleared.
+const UNREACHABLE_BITS: u64 = 4 << 24;
+
+/// `PyTypeObject`'s `tp_flags` and `tp_dictoffset`, the same in 3.8–3.15 (plus the header's
+/// extra bytes in a free-threaded build: `type_field`).
 const TP_FLAGS: u64 = 168;
 const TP_DICTOFFSET: u64 = 288;
+
+/// A field of the type object at `ty`, `offset` bytes in on a default build.
+fn type_field(arm: &CensusArm, ty: u64, offset: u64) -> u64 {
+    ty.wrapping_add(offset).wrapping_add(u64::from(arm.header).wrapping_sub(16))
+}
 /// `Py_TPFLAGS_HEAPTYPE`: a class made by Python code; `Py_TPFLAGS_INLINE_VALUES` (3.13+).
 const HEAPTYPE: u64 = 1 << 9;
 const INLINE_VALUES: u64 = 1 << 2;
-/// `PyDictObject`'s `ma_keys` and `ma_values`, the same in 3.8–3.15.
+/// `PyDictObject`'s `ma_keys` and `ma_values`, the same in 3.8–3.15 (plus the header's extra
+/// bytes in a free-threaded build).
 const MA_KEYS: u64 = 32;
 const MA_VALUES: u64 = 40;
-/// The managed `__dict__` pointer, 24 bytes before the object (3.11+).
-const MANAGED_DICT: u64 = 24;
 
 /// An instance's attribute values array and its dict's keys (0 each where not found), as
 /// `arm.values` says they are reached from `op` of type `ty`.
@@ -522,16 +572,17 @@ fn values_of(op: u64, ty: u64, flags: u64, arm: &CensusArm) -> (u64, u64) {
     // SAFETY (every read below): bpf_probe_read_user faults safely on a bad address.
     let read = |addr: u64| unsafe { bpf_probe_read_user(addr as *const u64) }.unwrap_or(0);
     let at = op.wrapping_add(arm.values_at as u64);
+    let managed = op.wrapping_add(arm.managed_dict as u64);
     let dict = match arm.values {
         census_values::DICT => {
-            let offset = read(ty.wrapping_add(TP_DICTOFFSET)) as i64;
+            let offset = read(type_field(arm, ty, TP_DICTOFFSET)) as i64;
             if offset <= 0 {
                 return (0, 0);
             }
             read(op.wrapping_add(offset as u64))
         }
         census_values::POINTER => match read(at) {
-            0 => read(op.wrapping_sub(MANAGED_DICT)),
+            0 => read(managed),
             values => return (values, 0),
         },
         census_values::TAGGED => match read(at) {
@@ -544,14 +595,15 @@ fn values_of(op: u64, ty: u64, flags: u64, arm: &CensusArm) -> (u64, u64) {
             if flags & INLINE_VALUES != 0 && valid != 0 {
                 return (at, 0);
             }
-            read(op.wrapping_sub(MANAGED_DICT))
+            read(managed)
         }
         _ => return (0, 0),
     };
     if dict == 0 {
         return (0, 0);
     }
-    (read(dict.wrapping_add(MA_VALUES)), read(dict.wrapping_add(MA_KEYS)))
+    let extra = u64::from(arm.header).wrapping_sub(16);
+    (read(dict.wrapping_add(MA_VALUES + extra)), read(dict.wrapping_add(MA_KEYS + extra)))
 }
 
 /// A census's copy of an instance of a Python class: its slots and its attribute values.
@@ -565,15 +617,56 @@ fn sample(walk: &mut Walk, op: u64, ty: u64, flags: u64) {
         (*s).op = op;
         (*s).ty = ty;
         (*s).keys = keys;
-        if bpf_probe_read_user_buf(op.wrapping_add(16) as *const u8, words_as_bytes(&mut (*s).slots)).is_err()
-        {
-            (*s).slots = [0; neurogc_common::CENSUS_SAMPLE_WORDS];
+        zero(&mut (*s).slots_to);
+        zero(&mut (*s).values_to);
+        let slots = op.wrapping_add(u64::from(walk.arm.header));
+        if bpf_probe_read_user_buf(slots as *const u8, words_as_bytes(&mut (*s).slots)).is_err() {
+            zero(&mut (*s).slots);
         }
         if values == 0
             || bpf_probe_read_user_buf(values as *const u8, words_as_bytes(&mut (*s).values)).is_err()
         {
-            (*s).values = [0; neurogc_common::CENSUS_SAMPLE_WORDS];
+            zero(&mut (*s).values);
         }
+    }
+}
+
+/// Words a sample copied: its slots', then its values'.
+const SAMPLE_WORDS: u32 = 2 * CENSUS_SAMPLE_WORDS as u32;
+
+/// One word of the samples (`index`: sample, then word): the type of what it points to, where
+/// that is of the same garbage. Free-threaded only: every object of the worklist keeps its
+/// unreachable flag, and every object has the flag's byte.
+#[inline(never)]
+unsafe extern "C" fn point_step(index: u64, _walk: *mut core::ffi::c_void) -> i64 {
+    let (i, j) = ((index / u64::from(SAMPLE_WORDS)) as u32, (index % u64::from(SAMPLE_WORDS)) as usize);
+    let Some(s) = CENSUS_SAMPLES.get_ptr_mut(i) else { return 1 };
+    // SAFETY: an array slot of this agent's, written by one census at a time.
+    let (word, to) = unsafe {
+        if j < CENSUS_SAMPLE_WORDS {
+            ((*s).slots[j], &raw mut (*s).slots_to[j])
+        } else {
+            let j = j - CENSUS_SAMPLE_WORDS;
+            ((*s).values[j % CENSUS_SAMPLE_WORDS], &raw mut (*s).values_to[j % CENSUS_SAMPLE_WORDS])
+        }
+    };
+    // SAFETY: bpf_probe_read_user faults safely on a bad address.
+    let head = if word == 0 { None } else { unsafe { bpf_probe_read_user(word as *const [u64; 4]) }.ok() };
+    let ty = match head {
+        Some(h) if h[1] & UNREACHABLE_BITS != 0 => h[3],
+        _ => 0,
+    };
+    // SAFETY: as above.
+    unsafe { core::ptr::write_volatile(to, ty) };
+    0
+}
+
+/// Word by word: an array assignment compiles to a byte-wise `memset`, a loop the verifier
+/// walks 64 times over on every path through the census's step.
+fn zero(words: &mut [u64; neurogc_common::CENSUS_SAMPLE_WORDS]) {
+    for w in words.iter_mut() {
+        // SAFETY: a word of our own; volatile keeps it a word store.
+        unsafe { core::ptr::write_volatile(w, 0) };
     }
 }
 
@@ -585,42 +678,55 @@ fn words_as_bytes(words: &mut [u64]) -> &mut [u8] {
 /// One object of a census's walk: its type tallied, then on to the next (1 stops the loop).
 #[inline(never)]
 unsafe extern "C" fn census_step(_index: u64, walk: *mut core::ffi::c_void) -> i64 {
-    // SAFETY: bpf_loop hands back the pointer it was given, to the caller's `Walk`.
-    let walk = unsafe { &mut *walk.cast::<Walk>() };
+    // SAFETY: bpf_loop hands back the pointer it was given, to the caller's `WalkAt`, which
+    // points to this CPU's `WALKS` slot.
+    let walk = unsafe { &mut *(*walk.cast::<WalkAt>()).0 };
     // SAFETY (every read below): bpf_probe_read_user faults safely on a bad address.
     let read = |addr: u64| unsafe { bpf_probe_read_user(addr as *const u64) }.ok();
     let op = walk.op;
-    // One read for the object's `PyGC_Head` and header: the next link, the type and `ob_size`
-    // (a value for every object, meaningful only where the type has items). An object at the
-    // very end of its memory has no `ob_size` to read: the header alone then.
-    let mut head = [0u64; 5];
-    // SAFETY: bpf_probe_read_user faults safely on a bad address; the buffer is ours.
-    let whole =
-        unsafe { bpf_probe_read_user_buf(op.wrapping_sub(16) as *const u8, words_as_bytes(&mut head)) };
-    if whole.is_err() {
-        match (read(op.wrapping_sub(16)), read(op.wrapping_add(8))) {
-            (Some(next), Some(ty)) => head = [next, 0, 0, ty, 0],
+    let worklist = walk.arm.garbage == census_garbage::WORKLIST;
+    // One read for the object's header (after its `PyGC_Head` where it has one): the next
+    // link, the flags, the type and `ob_size` (a value for every object, meaningful only where
+    // the type has items). An object at the very end of its memory has no `ob_size` to read:
+    // the three words alone then.
+    let base = if worklist { op } else { op.wrapping_sub(16) };
+    // (Read as a value, not into a zeroed buffer: the verifier walks a `memset` byte by byte on
+    // every path.)
+    // SAFETY: bpf_probe_read_user faults safely on a bad address.
+    let head = match unsafe { bpf_probe_read_user(base as *const [u64; 5]) } {
+        Ok(head) => head,
+        Err(_) => match (read(base), read(base.wrapping_add(8)), read(base.wrapping_add(24))) {
+            (Some(link), Some(flags), Some(ty)) => [link, flags, 0, ty, 0],
             _ => return 1,
-        }
-    }
-    let [next, prev, _, ty, items] = head;
-    if is_head(&walk.arm, op.wrapping_sub(16), prev, walk.sp) {
-        walk.complete = 1;
-        return 1;
-    }
-    let key = CensusKey { pid: walk.tgid, _pad: 0, ty };
-    let seen = match CENSUS_TYPES.get_ptr_mut(&key) {
-        // SAFETY: pointer from the map lookup; a race between CPUs only loses a count.
-        Some(c) => unsafe {
-            (*c).objects += 1;
-            (*c).items = (*c).items.wrapping_add(items);
-            (*c).objects
         },
-        None => {
-            let _ = CENSUS_TYPES.insert(&key, &CensusCount { objects: 1, items }, BPF_ANY as u64);
-            1
-        }
     };
+    // Free-threaded: (`ob_tid`, the word of `ob_gc_bits`, `ob_ref_shared`, `ob_type`,
+    // `ob_size`); else (`_gc_next`, `_gc_prev`, `ob_refcnt`, `ob_type`, `ob_size`).
+    let [link, flags, _, ty, items] = head;
+    let next = if worklist {
+        // Every object on the worklist has the flag: one without it is none of this garbage.
+        if flags & UNREACHABLE_BITS == 0 {
+            return 1;
+        }
+        link
+    } else {
+        if is_head(&walk.arm, base, flags, walk.sp) {
+            walk.complete = 1;
+            return 1;
+        }
+        (link & !3).wrapping_add(16)
+    };
+    if ty != walk.run_ty || walk.run_objects == 0 {
+        flush_run(walk);
+        let key = CensusKey { pid: walk.tgid, _pad: 0, ty };
+        // SAFETY: pointer from the map lookup, only read.
+        walk.run_seen = unsafe { CENSUS_TYPES.get(&key) }.map_or(0, |c| c.objects);
+        walk.run_ty = ty;
+    }
+    walk.run_objects += 1;
+    walk.run_items = walk.run_items.wrapping_add(items);
+    walk.run_seen += 1;
+    let seen = walk.run_seen;
     if let Some(o) = CENSUS_OBJECTS.get_ptr_mut(walk.walked) {
         // SAFETY: an array slot of this agent's, written by one census at a time.
         unsafe { *o = CensusObject { op, ty } };
@@ -628,71 +734,129 @@ unsafe extern "C" fn census_step(_index: u64, walk: *mut core::ffi::c_void) -> i
     // The first few instances of each Python class: their attributes, for the closing edge
     // (the type's flags read only for those).
     if seen <= CENSUS_SAMPLES_PER_TYPE && walk.samples < CENSUS_MAX_SAMPLES {
-        let flags = read(ty.wrapping_add(TP_FLAGS)).unwrap_or(0);
+        let flags = read(type_field(&walk.arm, ty, TP_FLAGS)).unwrap_or(0);
         if flags & HEAPTYPE != 0 {
             sample(walk, op, ty, flags);
         }
     }
     walk.walked += 1;
-    // SAFETY: a helper with no arguments.
-    if unsafe { bpf_ktime_get_ns() } > walk.deadline {
+    if worklist && next == 0 {
+        walk.complete = 1;
         return 1;
     }
-    walk.op = (next & !3).wrapping_add(16);
+    // The clock every 32 objects (a read costs as much as a step's other helpers).
+    // SAFETY: a helper with no arguments.
+    if walk.walked % 32 == 0 && unsafe { bpf_ktime_get_ns() } > walk.deadline {
+        return 1;
+    }
+    walk.op = next;
     0
 }
 
-/// A garbage census at the first `tp_clear` of a collection, whose object is `op`. The
-/// collector clears the first object left in its list of garbage again and again (each clear
-/// frees the rest of that cycle), so at the first clear of a collection the list is whole:
-/// from the object being cleared, the `PyGC_Head` links (16 bytes before each object) run
-/// through every object the collection frees, back to the list's head, a local of the
-/// collector's (told from the objects by its flags: a stack address told it for the main
-/// thread only, a worker thread's stack lying among the heap's mappings). Each object's type
-/// is tallied; nothing is written to the target, and the walk is bounded in objects
-/// (`CENSUS_MAX_OBJECTS`) and in time (`CensusArm::walk_budget_ns`).
+/// A garbage census, at the start of its collection's clearing, where the garbage is whole.
+/// - In a list (3.8–3.15), at the first `tp_clear`, whose object is `op`: the collector clears
+///   the first object left in its list again and again (each clear frees the rest of that
+///   cycle). From `op`, the `PyGC_Head` links (16 bytes before each object) run through every
+///   object the collection frees, back to the list's head, a local of the collector's (told
+///   from the objects by its flags: a stack address told it for the main thread only, a worker
+///   thread's stack lying among the heap's mappings).
+/// - In a worklist (free-threaded), at `delete_garbage(state)`, `op` its argument: from the
+///   head in the state, each object's `ob_tid` links the next (each `tp_clear` is called once
+///   an object there, so the breakpoint is here and not on them).
+///
+/// Each object's type is tallied; nothing is written to the target, and the walk is bounded
+/// in objects (`CENSUS_MAX_WALK`) and in time (`CensusArm::walk_budget_ns`).
 #[inline(always)]
-fn census(op: u64, sp: u64) {
+fn census(op: u64, sp: u64, ip: u64) {
     let Some((tgid, tid, _)) = traced() else { return };
     // SAFETY: pointers from map lookups, valid for this program run; only read.
     let Some(arm) = (unsafe { CENSUS_ARMED.get(&tgid) }).copied() else { return };
     let Some(inflight) = (unsafe { INFLIGHT.get(&tid) }) else { return };
-    // A collection begun before the census was armed may have freed part of its list already.
+    // A collection begun before the census was armed may have freed part of its garbage.
     if inflight.start_ns < arm.armed_ns {
         return;
     }
-    // SAFETY (both reads): bpf_probe_read_user faults safely on a bad address.
-    let read = |addr: u64| unsafe { bpf_probe_read_user(addr as *const u64) }.ok();
-    // An object of the garbage (a clear called on anything else during the collection, by a
-    // finalizer say, leaves the arming to the next), and whether it is the list's first: the
-    // node before it is the list's head, the one without the collecting bit.
-    let flagged = arm.head_on_stack == 0;
-    let Some(prev) = read(op.wrapping_sub(8)).filter(|p| !flagged || p & PREV_MASK_COLLECTING != 0) else {
-        return;
+    // Whether `op` is the garbage's first (the census is then whole); a clear called on
+    // anything else during the collection, by a finalizer say, leaves the arming to the next.
+    let (first, op) = if arm.garbage == census_garbage::WORKLIST {
+        // Nothing popped yet: the walk begins at the head (a collection that frees nothing
+        // leaves the arming to the next).
+        if ip != arm.delete_garbage {
+            return;
+        }
+        let head_at = op.wrapping_add(u64::from(arm.head_word) * 8);
+        // SAFETY: bpf_probe_read_user faults safely on a bad address.
+        match unsafe { bpf_probe_read_user(head_at as *const u64) } {
+            Ok(head) if head != 0 => (true, head),
+            _ => return,
+        }
+    } else {
+        // SAFETY (both reads): bpf_probe_read_user faults safely on a bad address.
+        let read = |addr: u64| unsafe { bpf_probe_read_user(addr as *const u64) }.ok();
+        // An object of the garbage, and whether it is the list's first: the node before it
+        // is the list's head, the one without the collecting bit.
+        let flagged = arm.garbage == census_garbage::FLAGGED_LIST;
+        let Some(prev) = read(op.wrapping_sub(8)).filter(|p| !flagged || p & PREV_MASK_COLLECTING != 0)
+        else {
+            return;
+        };
+        let node = prev & !3;
+        (read(node.wrapping_add(8)).is_some_and(|pp| is_head(&arm, node, pp, sp)), op)
     };
-    let node = prev & !3;
-    let first = read(node.wrapping_add(8)).is_some_and(|pp| is_head(&arm, node, pp, sp));
     let (start_ns, arg_gen) = (inflight.start_ns, inflight.arg_gen);
     let _ = CENSUS_ARMED.remove(&tgid);
     // SAFETY: a helper with no arguments.
     let walk_from = unsafe { bpf_ktime_get_ns() };
     let deadline = walk_from.saturating_add(arm.walk_budget_ns);
-    let mut walk = Walk { op, sp, tgid, walked: 0, complete: 0, samples: 0, arm, deadline };
-    // bpf_loop: the verifier checks the step once, not once per object.
+    // The walk's state in a map, not on the stack: the verifier follows a loop's callback
+    // until its state repeats, and stack counters it knows exactly (objects walked, a run's
+    // length) never repeat. What it reads from a map is any value.
+    let Some(walk) = WALKS.get_ptr_mut(0) else { return };
+    // SAFETY: this CPU's slot; programs do not nest on a CPU.
+    let walk = unsafe { &mut *walk };
+    *walk = Walk {
+        op,
+        sp,
+        tgid,
+        walked: 0,
+        complete: 0,
+        samples: 0,
+        arm,
+        deadline,
+        run_ty: 0,
+        run_objects: 0,
+        run_items: 0,
+        run_seen: 0,
+    };
+    // bpf_loop (whose context must be on the stack): the verifier checks the step once, not
+    // once per object.
+    let mut at = WalkAt(&raw mut *walk);
     // SAFETY: a helper call with a static callback and a pointer to our own stack.
     unsafe {
         aya_ebpf::helpers::bpf_loop(
-            CENSUS_MAX_OBJECTS,
+            CENSUS_MAX_WALK,
             census_step as *mut core::ffi::c_void,
-            (&raw mut walk).cast(),
+            (&raw mut at).cast(),
             0,
         );
     }
-    let Walk { walked, complete, samples, .. } = walk;
+    flush_run(walk);
+    if arm.garbage == census_garbage::WORKLIST {
+        // SAFETY: as above.
+        unsafe {
+            aya_ebpf::helpers::bpf_loop(
+                walk.samples * SAMPLE_WORDS,
+                point_step as *mut core::ffi::c_void,
+                (&raw mut at).cast(),
+                0,
+            );
+        }
+    }
+    let (walked, complete, samples) = (walk.walked, walk.complete, walk.samples);
     // SAFETY: as above.
     let walk_ns = unsafe { bpf_ktime_get_ns() }.saturating_sub(walk_from);
-    // Whole only from the list's first object: where an object whose `tp_clear` is not probed
-    // came first, its clear has freed its cycle already, and what is left is a sample.
+    // Whole only from the garbage's first object: where an object whose `tp_clear` is not
+    // probed came first, its clear has freed its cycle already, and what is left is a sample.
     let complete = complete & u32::from(first);
     let done = CensusDone { start_ns, pid: tgid, tid, arg_gen, walked, complete, samples, _pad: 0, walk_ns };
     let _ = CENSUS_RING.output::<CensusDone>(&done, BPF_RB_FORCE_WAKEUP as u64);
@@ -702,7 +866,7 @@ fn census(op: u64, sp: u64) {
 /// had): the probes trap on every call until the agent has closed them, 0.1 s each.
 #[uprobe]
 pub fn census_clear(ctx: ProbeContext) -> u32 {
-    census(read_reg(ctx.regs, REG_RDI), read_reg(ctx.regs, REG_RSP));
+    census(read_reg(ctx.regs, REG_RDI), read_reg(ctx.regs, REG_RSP), read_reg(ctx.regs, REG_RIP));
     0
 }
 
@@ -712,7 +876,7 @@ pub fn census_clear(ctx: ProbeContext) -> u32 {
 pub fn census_breakpoint(ctx: PerfEventContext) -> u32 {
     // SAFETY: the context's registers are the thread's as it hit the breakpoint; the verifier
     // rewrites these field loads into reads of them.
-    let (op, sp) = unsafe { ((*ctx.ctx).regs.rdi, (*ctx.ctx).regs.rsp) };
-    census(op, sp);
+    let (op, sp, ip) = unsafe { ((*ctx.ctx).regs.rdi, (*ctx.ctx).regs.rsp, (*ctx.ctx).regs.rip) };
+    census(op, sp, ip);
     0
 }

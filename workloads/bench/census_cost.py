@@ -14,7 +14,10 @@ it. The cost of one census, and so of a minute at the default sampling, follows 
 census-every-second arm: (its time - the observed time) / its censuses, which is noise where it
 is within the spread of the runs (printed); the walks' own time is measured by the kernel.
 
-  python3 workloads/bench/census_cost.py [AGENT] [ROUNDS] [REPEATS]
+  python3 workloads/bench/census_cost.py [AGENT] [ROUNDS] [REPEATS] [PYTHON]
+
+PYTHON is the interpreter the loop runs on (/usr/bin/python3 by default; the free-threaded
+build's census walks another shape of garbage).
 """
 import json
 import os
@@ -80,6 +83,8 @@ def main():
     agent = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target/release/neurogc-agent")
     rounds = sys.argv[2] if len(sys.argv) > 2 else "2000000"
     repeats = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+    global PYTHON
+    PYTHON = sys.argv[4] if len(sys.argv) > 4 else PYTHON
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(LOOP)
         script = f.name

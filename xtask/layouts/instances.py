@@ -20,6 +20,9 @@ It prints one JSON line:
   object is the values array minus one, 3.12), "pointer" (the word 32 bytes before it points
   to the array, 3.11), or "dict" (the object's `__dict__` at `tp_dictoffset`, whose values
   array is at `ma_values`, 3.8-3.10).
+- `managed_dict`: where, from the object, the pointer to an instance's own `__dict__` is once
+  one is made (3.11+: -24, or -8 in a free-threaded build, whose objects have no `PyGC_Head`
+  before them); null where `__dict__` is at the class's `tp_dictoffset` (3.8-3.10).
 """
 import ctypes
 import json
@@ -88,7 +91,21 @@ def main():
         "keys_entries": keys_entries,
         "entry_bytes": entry_bytes,
         "values": values,
+        "managed_dict": managed_dict(values),
     }))
+
+
+def managed_dict(values):
+    """Where an instance's `__dict__`, once asked for, is pointed to from before it."""
+    if values == "dict":
+        return None
+    q = Pair()
+    q.a = 1
+    d = q.__dict__
+    at = [o for o in range(-40, 0, 8) if word(id(q) + o) == id(d)]
+    if len(at) != 1:
+        sys.exit(f"the managed __dict__ at {at} before the object, want one place")
+    return at[0]
 
 
 def values_at(p, a, b):

@@ -242,9 +242,12 @@ pub struct Instances {
     /// offset that mode reads.
     pub values: u32,
     pub values_at: i64,
+    /// Where the managed `__dict__` pointer is, from the object, once an instance has one
+    /// (3.11+); 0 where `__dict__` is at the type's `tp_dictoffset` (3.8–3.10).
+    pub managed_dict: i64,
 }
 
-const fn instances(cached_keys: u64, values: u32, values_at: i64) -> Option<Instances> {
+const fn instances(cached_keys: u64, values: u32, values_at: i64, managed_dict: i64) -> Option<Instances> {
     let old = values == census_values::DICT;
     Some(Instances {
         cached_keys,
@@ -252,7 +255,25 @@ const fn instances(cached_keys: u64, values: u32, values_at: i64) -> Option<Inst
         entry_bytes: if old { 24 } else { 16 },
         values,
         values_at,
+        managed_dict,
     })
+}
+
+/// How a collection holds its garbage while it clears it, for the census's walk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Garbage {
+    /// A list of `PyGC_Head`s whose objects keep `_PyGC_PREV_MASK_COLLECTING` while they are
+    /// cleared, the list's head having none (3.9+: `handle_resurrected_objects` leaves it).
+    FlaggedList,
+    /// A list whose objects lost the collecting bit first (3.8's `check_garbage`): its head is
+    /// told by its place on the stack.
+    StackList,
+    /// The free-threaded collector's worklist, linked through `ob_tid`, each object popped as
+    /// it is cleared; its head is word `head` of `struct collection_state`, the argument of
+    /// `delete_garbage` (CPython's `Python/gc_free_threading.c`).
+    Worklist { head: u32 },
+    /// Not known: no census.
+    Unknown,
 }
 
 /// Everything one build's process is read through.
@@ -282,11 +303,8 @@ pub struct Row {
     pub gc_debug: bool,
     /// None: the census names no closing edges.
     pub instances: Option<Instances>,
-    /// The objects of a collection's garbage keep `_PyGC_PREV_MASK_COLLECTING` while they are
-    /// cleared, and the list's head has none (3.9+: `handle_resurrected_objects` leaves it);
-    /// 3.8's `check_garbage` clears it first, and the census tells the head by its place on the
-    /// stack instead.
-    pub garbage_flagged: bool,
+    /// How a collection holds its garbage while it clears it (the census walks it).
+    pub garbage: Garbage,
 }
 
 const NONE: u32 = u32::MAX;
@@ -392,7 +410,7 @@ const DEFAULT: Row = Row {
     remote_debug: false,
     gc_debug: false,
     instances: None,
-    garbage_flagged: true,
+    garbage: Garbage::FlaggedList,
 };
 
 pub const TABLE: [Row; 10] = [
@@ -404,8 +422,8 @@ pub const TABLE: [Row; 10] = [
         frame_objects: true,
         code: Some(CODE_38),
         pending: Some(ring(Base::Runtime(600), RING_38, 544, Base::Runtime(592))),
-        instances: instances(872, census_values::DICT, 0),
-        garbage_flagged: false,
+        instances: instances(872, census_values::DICT, 0, 0),
+        garbage: Garbage::StackList,
         ..DEFAULT
     },
     Row {
@@ -416,7 +434,7 @@ pub const TABLE: [Row; 10] = [
         frame_objects: true,
         code: Some(CODE_38),
         pending: Some(ring(Base::MainInterp(80), RING_39, 536, Base::MainInterp(72))),
-        instances: instances(864, census_values::DICT, 0),
+        instances: instances(864, census_values::DICT, 0, 0),
         ..DEFAULT
     },
     Row {
@@ -426,7 +444,7 @@ pub const TABLE: [Row; 10] = [
         frame_objects: true,
         code: Some(CodeLayout { table: LineTable::Ranges310, lasti_in_units: true, ..CODE_38 }),
         pending: Some(ring(Base::MainInterp(80), RING_39, 536, Base::MainInterp(68))),
-        instances: instances(872, census_values::DICT, 0),
+        instances: instances(872, census_values::DICT, 0, 0),
         ..DEFAULT
     },
     Row {
@@ -453,7 +471,7 @@ pub const TABLE: [Row; 10] = [
             ..CODE_311
         }),
         pending: Some(ring(Base::MainInterp(112), RING_39, 536, Base::MainInterp(100))),
-        instances: instances(872, census_values::POINTER, -32),
+        instances: instances(872, census_values::POINTER, -32, -24),
         ..DEFAULT
     },
     // 3.12's collector moves the immortal objects it meets into the permanent generation
@@ -466,7 +484,7 @@ pub const TABLE: [Row; 10] = [
         walk: Some(Walk { frame_at: 56, cframe_at: 0, ..interpreter_frames(384, 70) }),
         code: Some(CodeLayout { bytecode: Some(192), ..CODE_311 }),
         pending: Some(ring(Base::Runtime(2016), RING_312, 544, Base::MainInterp(368))),
-        instances: instances(880, census_values::TAGGED, -24),
+        instances: instances(880, census_values::TAGGED, -24, -24),
         ..DEFAULT
     },
     Row {
@@ -474,11 +492,14 @@ pub const TABLE: [Row; 10] = [
         walk: Some(interpreter_frames(16, 70)),
         code: Some(CodeLayout { bytecode: Some(200), ..CODE_311 }),
         pending: Some(counted(2640, 664, 24, false)),
-        instances: instances(880, census_values::INLINE, 24),
+        instances: instances(880, census_values::INLINE, 24, -24),
         ..DEFAULT
     },
     // 3.13t keeps the GIL build's GC state plus `immortalize` (offsetof against 3.13.5t's own
-    // headers), but never links objects into the generations: no list heads. Its runtime, queue
+    // headers), but never links objects into the generations: no list heads. Its garbage is a
+    // worklist whose head follows `struct collection_state`'s `base`, `interp`, `gcstate`,
+    // `collected`, `uncollectable` and `long_lived_total` (3.13.5's source; `delete_garbage`
+    // reads it at 0x30 in its code). Its runtime, queue
     // and thread state match 3.13's; its objects' headers are 16 bytes longer, which moves the
     // strings' data; frames and code objects only as published, the collecting thread from the
     // collector's own argument.
@@ -490,7 +511,8 @@ pub const TABLE: [Row; 10] = [
         walk_published_only: true,
         code: Some(CodeLayout { bytecode: Some(200), ascii_data: 56, compact_data: 72, ..CODE_311 }),
         pending: Some(counted(2640, 664, 24, false)),
-        instances: instances(896, census_values::INLINE, 40),
+        instances: instances(896, census_values::INLINE, 40, -8),
+        garbage: Garbage::Worklist { head: 6 },
         ..DEFAULT
     },
     // Not available to test: no pending-call layout (act mode refuses rather than guess), no
@@ -530,7 +552,7 @@ pub const TABLE: [Row; 10] = [
         pending: Some(counted(2848, 840, 24, true)),
         debug_gc_field: 88,
         remote_debug: true,
-        instances: instances(880, census_values::INLINE, 24),
+        instances: instances(880, census_values::INLINE, 24, -24),
         ..DEFAULT
     },
     // 3.15: generations[3] and the permanent generation from 8 (after `enabled`, `debug`); the
@@ -546,7 +568,7 @@ pub const TABLE: [Row; 10] = [
         debug_gc_field: 88,
         remote_debug: true,
         gc_debug: true,
-        instances: instances(888, census_values::INLINE, 24),
+        instances: instances(888, census_values::INLINE, 24, -24),
         ..DEFAULT
     },
 ];
@@ -581,6 +603,7 @@ pub fn row(minor: u32, build: Build) -> Option<Row> {
             code: None,
             pending: None,
             instances: None,
+            garbage: Garbage::Unknown,
             ..row(minor.min(newest), Build::Default)?
         }),
         // Newer than any measured: the GC state as published, nothing guessed.

@@ -1,17 +1,19 @@
 //! The garbage census (`--census SECS`): every SECS, what one collection frees, by type. The
-//! kernel walks the collection's list of garbage at its first `tp_clear` (`census_breakpoint`,
-//! or `census_clear` where breakpoints cannot be had); this side picks the `tp_clear` functions
-//! to break at, arms and closes the breakpoints around one collection, and names what was
-//! walked: each type's `tp_name`, objects, and bytes (basic size plus items), and the classes'
-//! closing edges (`closing`), read from the target while it lives.
+//! kernel walks the collection's garbage (`census_breakpoint`, or `census_clear` where
+//! breakpoints cannot be had) at its first `tp_clear`, or on a free-threaded build at
+//! `delete_garbage`; this side picks the functions to break at, arms and closes the
+//! breakpoints around one collection, and names what was walked: each type's `tp_name`,
+//! objects, and bytes (basic size plus items), and the classes' closing edges (`closing`), read
+//! from the target while it lives.
 //!
 //! Where they go, only ever at a function's first instruction (a uprobe elsewhere would corrupt
 //! the target's code): the `tp_clear` of dicts, lists, sets, functions, cells and bound
 //! methods, read from the interpreter's exported type objects, and `subtype_clear`, the one of
 //! Python classes' instances: named by `.symtab` where the file has one, else read from the
-//! types of live instances in the collector's own lists, and taken only where three classes
-//! agree on it (`subtype_clear_of`). A collection whose garbage holds none of those armed is
-//! not censused.
+//! types of live instances in the collector's own lists or of the classes in a census's
+//! garbage, and taken only where three classes agree on it (`subtype_clear_of`). A collection
+//! whose garbage holds none of those armed is not censused. A free-threaded build calls
+//! `tp_clear` once an object: there the one site is `delete_garbage`, named by `.symtab`.
 use std::{
     collections::{BTreeMap, HashMap, VecDeque},
     path::PathBuf,
@@ -20,12 +22,18 @@ use std::{
 
 use anyhow::{Context, Result};
 use neurogc_common::{
-    CENSUS_MAX_OBJECTS, CENSUS_MAX_SAMPLES, CensusArm, CensusCount, CensusDone, census_values,
+    CENSUS_MAX_OBJECTS, CENSUS_MAX_SAMPLES, CensusArm, CensusCount, CensusDone, census_garbage, census_values,
 };
 use neurogc_trace::{Census as CensusRecord, CensusType};
 
 use crate::{
-    interp::{AttachPlan, elf::Elf, frames::CodeLayout, layout::GcState, versions::Instances},
+    interp::{
+        AttachPlan,
+        elf::Elf,
+        frames::CodeLayout,
+        layout::GcState,
+        versions::{Garbage, Instances},
+    },
     kernel::{
         census::{BREAKPOINTS_PER_THREAD, CensusProbe, Site},
         probes::Kernel,
@@ -34,8 +42,8 @@ use crate::{
     session::closing,
 };
 
-/// `PyTypeObject` offsets on the builds censused (3.8-3.15, not free-threaded): the first part
-/// of the type object has kept its layout since 3.8.
+/// `PyTypeObject` offsets on the builds censused (3.8-3.15): the first part of the type object
+/// has kept its layout since 3.8, 16 bytes later in a free-threaded build (`Census::extra`).
 const OB_TYPE: u64 = 8;
 const TP_NAME: u64 = 24;
 const TP_BASICSIZE: u64 = 32;
@@ -107,8 +115,14 @@ pub struct Census {
     types: HashMap<u64, (String, u64, u64)>,
     /// The interpreter's `.text`, at run time: where a `tp_clear` must lie.
     text: std::ops::Range<u64>,
-    /// The garbage's objects keep the collecting bit (`versions::Row::garbage_flagged`).
-    garbage_flagged: bool,
+    /// How a collection holds its garbage (`versions::Row::garbage`).
+    garbage: Garbage,
+    /// Bytes an object's header has beyond 16 (a free-threaded build's 16): every type
+    /// object's field is that much later.
+    extra: u64,
+    /// A free-threaded collector's `delete_garbage` (run-time address): the one site of its
+    /// census.
+    delete_garbage: Option<u64>,
     /// Closing edges' names as read so far (`closing::Names`).
     names: closing::Names,
     /// Where instances keep their attributes, and how strings are read: None, no closing edges.
@@ -118,9 +132,13 @@ pub struct Census {
 
 /// Why a build cannot be censused, or None.
 pub fn unsupported(plan: &AttachPlan) -> Option<String> {
-    plan.interpreter.free_threaded.then(|| {
-        "a free-threaded build keeps its garbage in no list the census can walk: not censused".to_owned()
-    })
+    match plan.interpreter.row().map(|r| r.garbage) {
+        None | Some(Garbage::Unknown) => Some(format!(
+            "where a {} build holds a collection's garbage was never measured: not censused",
+            plan.interpreter.version
+        )),
+        _ => None,
+    }
 }
 
 impl Census {
@@ -152,7 +170,9 @@ impl Census {
             type_type: None,
             types: Default::default(),
             text: 0..0,
-            garbage_flagged: plan.interpreter.row().is_none_or(|r| r.garbage_flagged),
+            garbage: plan.interpreter.row().map_or(Garbage::Unknown, |r| r.garbage),
+            extra: plan.interpreter.header_extra(),
+            delete_garbage: None,
             names: Default::default(),
             instances: plan.interpreter.row().and_then(|r| r.instances).zip(plan.code.map(|c| c.0)),
             next_at: Instant::now() + every,
@@ -160,6 +180,18 @@ impl Census {
         let bias = census.bias;
         census.text = census.elf.section_range(".text").map_or(0..0, |r| r.start + bias..r.end + bias);
         census.type_type = census.elf.symbol_address("PyType_Type").map(|a| a + bias);
+        if matches!(census.garbage, Garbage::Worklist { .. }) {
+            // Its `tp_clear` run once an object (the worklist holds every object until its
+            // turn), too often to break at: a census begun mid-collection trapped 480,000
+            // times, and the collection took 3.8 s.
+            let found = census.elf.symbol_address("delete_garbage").map(|a| a + bias);
+            census.delete_garbage = found.filter(|&a| census.offset_of(a).is_some());
+            anyhow::ensure!(
+                census.delete_garbage.is_some(),
+                "this free-threaded build's .symtab does not name delete_garbage (stripped?), the \
+                 one place its census can be taken: not censused"
+            );
+        }
         if let Some(addr) = census.elf.symbol_address("subtype_clear") {
             census.subtype_clear = Some(addr + bias);
             census.learn_function(addr + bias, 0);
@@ -176,7 +208,7 @@ impl Census {
 
     /// How long a walk may hold the collection it censuses: half the longest pause the process
     /// has had of its own, so that a collection and its census together stay within it unless
-    /// the collection itself is over half of it (a walk costs 0.23-0.29 µs an object:
+    /// the collection itself is over half of it (a walk costs 0.11-0.18 µs an object:
     /// docs/census.md). None before any collection was seen.
     fn walk_budget(&self) -> Option<u64> {
         (self.longest_own_ns > 0).then_some(self.longest_own_ns / 2)
@@ -215,7 +247,8 @@ impl Census {
                 self.builtins_read = true;
                 for (i, name) in BUILTIN_TYPES.iter().enumerate() {
                     if let Some(addr) = self.elf.symbol_address(name)
-                        && let Ok(clear) = read_u64(self.pid, addr.wrapping_add(self.bias + TP_CLEAR))
+                        && let Ok(clear) =
+                            read_u64(self.pid, addr.wrapping_add(self.bias + TP_CLEAR + self.extra))
                     {
                         self.learn_function(clear, 1 + i);
                     }
@@ -229,7 +262,7 @@ impl Census {
             }
         }
         let Some(walk_budget_ns) = self.walk_budget() else { return Ok(()) };
-        if self.clears.is_empty() {
+        if self.clears.is_empty() && self.delete_garbage.is_none() {
             return Ok(());
         }
         let mut clears: Vec<(u64, u64)> = self.clears.iter().map(|(&a, &w)| (a, w)).collect();
@@ -241,9 +274,19 @@ impl Census {
             .collect();
         let turn = (self.misses * BREAKPOINTS_PER_THREAD) % sites.len().max(1);
         sites.rotate_left(turn);
-        tracing::debug!("census armed: tp_clear at {sites:x?} in {}", self.file.display());
-        let (values, values_at) =
-            self.instances.map_or((census_values::NONE, 0), |(i, _)| (i.values, i.values_at));
+        if let Some(addr) = self.delete_garbage {
+            sites = self.offset_of(addr).map(|offset| Site { offset, addr }).into_iter().collect();
+        }
+        let (garbage, head_word) = match self.garbage {
+            Garbage::FlaggedList => (census_garbage::FLAGGED_LIST, 0),
+            Garbage::StackList => (census_garbage::STACK_LIST, 0),
+            Garbage::Worklist { head } => (census_garbage::WORKLIST, head),
+            Garbage::Unknown => return Ok(()),
+        };
+        tracing::debug!("census armed: breakpoints at {sites:x?} in {}", self.file.display());
+        let (values, values_at, managed_dict) = self
+            .instances
+            .map_or((census_values::NONE, 0, 0), |(i, _)| (i.values, i.values_at, i.managed_dict));
         let armed_ns = crate::session::events::Clock::now_monotonic_ns();
         probe.arm(
             kernel,
@@ -253,10 +296,13 @@ impl Census {
             CensusArm {
                 armed_ns,
                 values,
-                _pad: 0,
+                garbage,
                 values_at,
+                managed_dict,
                 walk_budget_ns,
-                head_on_stack: u32::from(!self.garbage_flagged),
+                header: 16 + self.extra as u32,
+                delete_garbage: self.delete_garbage.unwrap_or(0),
+                head_word,
                 _pad2: 0,
             },
         )
@@ -299,7 +345,13 @@ impl Census {
             probe.walked(d.walked.min(CENSUS_MAX_OBJECTS), d.samples.min(CENSUS_MAX_SAMPLES));
         let names: HashMap<u64, String> = types.iter().map(|(ty, t)| (*ty, t.name.clone())).collect();
         let type_name = |ty: u64| names.get(&ty).cloned().unwrap_or_else(|| format!("[type at {ty:#x}]"));
-        let namer = closing::Namer { pid: self.pid, layout, strings, type_name: &type_name };
+        let namer = closing::Namer {
+            pid: self.pid,
+            layout,
+            strings,
+            header_extra: self.extra,
+            type_name: &type_name,
+        };
         let mut edges = closing::edges(&namer, &mut self.names, &objects, &samples);
         for (ty, t) in types.iter_mut() {
             if let Some((sampled, e)) = edges.remove(ty) {
@@ -314,6 +366,17 @@ impl Census {
     fn name(&mut self, tallies: &[(u64, CensusCount)]) -> Vec<(u64, CensusType)> {
         for w in self.clears.values_mut() {
             *w = 0;
+        }
+        // Where `subtype_clear` was found neither by name nor in the collector's lists (a
+        // stripped free-threaded build): the classes among the garbage say it.
+        if self.subtype_clear.is_none() {
+            let mut seen = Agreement::default();
+            if let Some(clear) =
+                tallies.iter().find_map(|&(ty, _)| self.class_clear(ty).filter(|&c| seen.agrees(c, ty)))
+            {
+                self.subtype_clear = Some(clear);
+                self.learn_function(clear, 0);
+            }
         }
         let mut types: Vec<(u64, CensusType)> = tallies
             .iter()
@@ -336,7 +399,7 @@ impl Census {
     /// (a census that comes as the target exits is named after it has gone: the report read
     /// "[type at 0x10ecfa00]" for 30% of a run's garbage), else its address.
     fn type_of(&mut self, ty: u64) -> (String, u64, u64) {
-        let word = |off: u64| read_u64(self.pid, ty.wrapping_add(off)).ok();
+        let word = |off: u64| read_u64(self.pid, ty.wrapping_add(off + self.extra)).ok();
         let name = word(TP_NAME).and_then(|at| read_c_str(self.pid, at, MAX_NAME));
         if let (Some(name), Some(basic), Some(item)) = (name, word(TP_BASICSIZE), word(TP_ITEMSIZE)) {
             if self.types.len() < MAX_TYPES_NAMED || self.types.contains_key(&ty) {
@@ -349,7 +412,7 @@ impl Census {
 
     /// The census's objects of type `ty` count for the probe on its `tp_clear`, where probed.
     fn weigh(&mut self, ty: u64, objects: u64) {
-        if let Ok(clear) = read_u64(self.pid, ty.wrapping_add(TP_CLEAR))
+        if let Ok(clear) = read_u64(self.pid, ty.wrapping_add(TP_CLEAR + self.extra))
             && let Some(w) = self.clears.get_mut(&clear)
         {
             *w = w.saturating_add(objects);
@@ -379,10 +442,14 @@ impl Census {
     /// reader: each link is read once, a stale one ends that list, and a value read from a
     /// type that was freed meanwhile would not be shared by three.
     fn subtype_clear_of(&self, gc: &GcState) -> Option<u64> {
-        let type_type = self.type_type?;
+        // A free-threaded build links no lists: its classes' `tp_clear` is read from the
+        // census's own garbage instead (`name`).
+        if gc.free_threaded {
+            return None;
+        }
         // Every address here is the target's, read as it changes: none is trusted to add up.
         let read = |addr: u64, off: u64| read_u64(self.pid, addr.wrapping_add(off)).ok();
-        let mut seen: BTreeMap<u64, std::collections::BTreeSet<u64>> = BTreeMap::new();
+        let mut seen = Agreement::default();
         for g in 0..3 {
             let head = gc.address.wrapping_add(gc.generations).wrapping_add(g * GENERATION_STRIDE);
             let mut node = read(head, 0)? & !3;
@@ -390,22 +457,38 @@ impl Census {
                 if node == head || node == 0 {
                     break;
                 }
-                let ty = read(node, 16 + OB_TYPE).unwrap_or(0);
-                if ty != 0
-                    && read(ty, OB_TYPE) == Some(type_type)
-                    && read(ty, TP_FLAGS).is_some_and(|f| f & HEAPTYPE != 0)
-                    && let Some(clear) = read(ty, TP_CLEAR).filter(|c| self.text.contains(c))
+                if let Some(ty) = read(node, 16 + OB_TYPE)
+                    && let Some(clear) = self.class_clear(ty)
+                    && seen.agrees(clear, ty)
                 {
-                    let types = seen.entry(clear).or_default();
-                    types.insert(ty);
-                    if types.len() >= AGREE {
-                        return Some(clear);
-                    }
+                    return Some(clear);
                 }
                 let Some(next) = read(node, 0) else { break };
                 node = next & !3;
             }
         }
         None
+    }
+
+    /// The `tp_clear` of `ty` where it is a Python class (a heap type, an instance of `type`
+    /// itself) and it lies in the interpreter's code.
+    fn class_clear(&self, ty: u64) -> Option<u64> {
+        let read = |off: u64| read_u64(self.pid, ty.wrapping_add(off + self.extra)).ok();
+        if ty == 0 || read(OB_TYPE)? != self.type_type? || read(TP_FLAGS)? & HEAPTYPE == 0 {
+            return None;
+        }
+        read(TP_CLEAR).filter(|c| self.text.contains(c))
+    }
+}
+
+/// Classes seen per `tp_clear`, until `AGREE` of them share one.
+#[derive(Default)]
+struct Agreement(BTreeMap<u64, std::collections::BTreeSet<u64>>);
+
+impl Agreement {
+    fn agrees(&mut self, clear: u64, ty: u64) -> bool {
+        let types = self.0.entry(clear).or_default();
+        types.insert(ty);
+        types.len() >= AGREE
     }
 }

@@ -19,8 +19,8 @@ use crate::{
     session::stacks::read_str,
 };
 
-/// `PyTypeObject.tp_members`, the same in 3.8–3.15; a `PyMemberDef` is (name, type, offset,
-/// flags, doc), 40 bytes.
+/// `PyTypeObject.tp_members`, the same in 3.8–3.15 (`Namer::header_extra` later in a
+/// free-threaded build); a `PyMemberDef` is (name, type, offset, flags, doc), 40 bytes.
 const TP_MEMBERS: u64 = 240;
 const MEMBER_BYTES: usize = 40;
 /// Member types that hold an object (`Py_T_OBJECT`, `Py_T_OBJECT_EX`): `__slots__` are these.
@@ -72,6 +72,9 @@ pub struct Namer<'a> {
     pub pid: i32,
     pub layout: &'a Instances,
     pub strings: &'a CodeLayout,
+    /// Bytes an object's header has beyond 16 (16 in a free-threaded build): a type object's
+    /// fields, and an instance's slots, are that much later.
+    pub header_extra: u64,
     /// A type's name, as the census named it.
     pub type_name: &'a dyn Fn(u64) -> String,
 }
@@ -94,8 +97,11 @@ pub fn edges(
         let first = classes.insert(s.ty);
         let slots =
             kept(&mut names.members, s.ty, first, || Some(slot_names(namer, s.ty)).filter(|v| !v.is_empty()));
+        // What a word points to, where it is of the same garbage: as the kernel told it, else
+        // among the objects it kept.
+        let to = |word: u64, told: u64| (told != 0).then_some(told).or_else(|| garbage.get(&word).copied());
         for (word, name) in slots.iter().flatten() {
-            if let Some(&to) = garbage.get(&s.slots[*word]) {
+            if let Some(to) = to(s.slots[*word], s.slots_to[*word]) {
                 found.push((name.clone(), to));
             }
         }
@@ -110,8 +116,8 @@ pub fn edges(
             let keys = kept(&mut names.keys, keys_at, keys_read.insert(keys_at), || {
                 Some(key_names(namer, keys_at)).filter(|v| !v.is_empty())
             });
-            for (i, value) in s.values.iter().enumerate() {
-                if let (Some(&to), Some(name)) = (garbage.get(value), keys.as_ref().and_then(|k| k.get(i))) {
+            for (i, (&value, &told)) in s.values.iter().zip(&s.values_to).enumerate() {
+                if let (Some(to), Some(name)) = (to(value, told), keys.as_ref().and_then(|k| k.get(i))) {
                     found.push((name.clone(), to));
                 }
             }
@@ -138,7 +144,9 @@ pub fn edges(
 
 /// A class's object members in the words the kernel copied: (word, name).
 fn slot_names(namer: &Namer, ty: u64) -> Vec<(usize, String)> {
-    let Ok(table) = read_u64(namer.pid, ty.wrapping_add(TP_MEMBERS)) else { return Vec::new() };
+    let Ok(table) = read_u64(namer.pid, ty.wrapping_add(TP_MEMBERS + namer.header_extra)) else {
+        return Vec::new();
+    };
     if table == 0 {
         return Vec::new();
     }
@@ -152,7 +160,8 @@ fn slot_names(namer: &Namer, ty: u64) -> Vec<(usize, String)> {
             break;
         }
         let offset = i64_at(def, 16);
-        let word = (offset - 16) / 8;
+        // The kernel copied the words after the header.
+        let word = (offset - 16 - namer.header_extra as i64) / 8;
         if !OBJECT_MEMBERS.contains(&i32_at(def, 8))
             || offset % 8 != 0
             || !(0..CENSUS_SAMPLE_WORDS as i64).contains(&word)
@@ -195,4 +204,66 @@ fn key_names(namer: &Namer, keys: u64) -> Vec<String> {
                 .unwrap_or_else(|| format!("[attribute {i}]"))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interp::versions::{Build, row};
+
+    /// A class of this process's memory, as a free-threaded build lays it out: `tp_members`
+    /// (16 bytes later than a default build's) names one object slot, `parent`, right after
+    /// the 32-byte header.
+    struct FakeClass {
+        ty: Vec<u64>,
+        _members: Vec<u64>,
+        _name: std::ffi::CString,
+    }
+
+    fn fake_class() -> FakeClass {
+        let name = std::ffi::CString::new("parent").unwrap();
+        // (name, type Py_T_OBJECT_EX, offset 32, flags, doc), then the table's end.
+        let members = vec![name.as_ptr() as u64, 16, 32, 0, 0, 0, 0, 0, 0, 0];
+        let mut ty = vec![0u64; 128];
+        ty[(TP_MEMBERS as usize + 16) / 8] = members.as_ptr() as u64;
+        FakeClass { ty, _members: members, _name: name }
+    }
+
+    #[test]
+    fn an_edge_the_kernel_told_is_named_past_the_objects_kept() {
+        // A free-threaded census walks more objects than it keeps: the kernel tells each
+        // copied word's object's type where that object is of the garbage (its flag), and
+        // that is named though the object is not among those kept.
+        let class = fake_class();
+        let ty = class.ty.as_ptr() as u64;
+        let r = row(13, Build::FreeThreaded).unwrap();
+        let (layout, strings) = (r.instances.unwrap(), r.code.unwrap());
+        let namer = Namer {
+            pid: std::process::id() as i32,
+            layout: &layout,
+            strings: &strings,
+            header_extra: 16,
+            type_name: &|t| if t == ty { "Tok".to_owned() } else { format!("{t:#x}") },
+        };
+        let mut sample = CensusSample { op: 0x1000, ty, ..Default::default() };
+        sample.slots[0] = 0x2000;
+        let told = |slots_to: [u64; CENSUS_SAMPLE_WORDS]| {
+            let mut told = sample;
+            told.slots_to = slots_to;
+            told
+        };
+        let mut names = Names::default();
+        let found = edges(&namer, &mut names, &[], &[told([ty, 0, 0, 0, 0, 0, 0, 0])]);
+        let (sampled, found) = &found[&ty];
+        assert_eq!(*sampled, 1);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!((found[0].attr.as_str(), found[0].to.as_str(), found[0].instances), ("parent", "Tok", 1));
+        // Not told, and not among the objects kept: no edge.
+        let none = edges(&namer, &mut names, &[], &[told([0; 8])]);
+        assert!(none[&ty].1.is_empty(), "{:?}", none[&ty]);
+        // Not told, but kept: named from the objects, as on a default build.
+        let kept = [CensusObject { op: 0x2000, ty }];
+        let found = edges(&namer, &mut names, &kept, &[told([0; 8])]);
+        assert_eq!(found[&ty].1.len(), 1);
+    }
 }

@@ -112,10 +112,24 @@ fn the_table_is_where_instances_py_finds_attributes_on_every_test_build() {
             other => panic!("{version}: {other:?} is no way the script knows"),
         };
         assert_eq!(m["values"], values.as_str(), "{version}: {out}");
+        let managed = (t.managed_dict != 0).then_some(t.managed_dict);
+        assert_eq!(m["managed_dict"].as_i64(), managed, "{version}: {out}");
         assert_eq!(m["cached_keys"], t.cached_keys, "{version}: {out}");
         assert_eq!(m["entry_bytes"], t.entry_bytes, "{version}: {out}");
         assert_eq!(m["keys_entries"], if t.log2_indices { "log2" } else { "size" }, "{version}: {out}");
         checked.push(version.to_owned());
     }
     assert!(checked.len() >= 5, "too few test interpreters measured: {checked:?}");
+}
+
+/// The census walks each build's garbage as the build holds it, and none where that was never
+/// measured: a guessed layout would walk another structure's words.
+#[test]
+fn each_build_says_how_its_garbage_is_held() {
+    assert_eq!(row(8, Build::Default).unwrap().garbage, Garbage::StackList);
+    for minor in 9..=15 {
+        assert_eq!(row(minor, Build::Default).unwrap().garbage, Garbage::FlaggedList, "3.{minor}");
+    }
+    assert_eq!(row(13, Build::FreeThreaded).unwrap().garbage, Garbage::Worklist { head: 6 });
+    assert_eq!(row(14, Build::FreeThreaded).unwrap().garbage, Garbage::Unknown);
 }
