@@ -156,8 +156,24 @@ fn the_census_names_a_pypi_training_loops_garbage_as_debug_saveall_does() {
     let whole = whole_since(&censuses.iter().collect::<Vec<_>>(), since);
     assert!(!whole.is_empty(), "no census walked its garbage whole: {censuses:?} {stderr}");
     let seen = shares(&whole);
-    let top = |m: &BTreeMap<String, f64>| m.iter().max_by(|a, b| a.1.total_cmp(b.1)).map(|(k, _)| k.clone());
-    assert_eq!(top(&seen), top(&truth), "census {seen:?}, truth {truth:?}");
+    // The same top 3: micrograd's 2nd to 5th types are within a point or two of each other in
+    // the truth itself (one function, set, Value and tuple an operation), so the census's top
+    // 3 must be a top 3 of the truth's up to a tie of 2 points, with the same first.
+    let ranked = |m: &BTreeMap<String, f64>| {
+        let mut v: Vec<(String, f64)> = m.iter().map(|(k, &s)| (k.clone(), s)).collect();
+        v.sort_by(|a, b| b.1.total_cmp(&a.1));
+        v
+    };
+    let (census_top, truth_top) = (ranked(&seen), ranked(&truth));
+    assert_eq!(census_top[0].0, truth_top[0].0, "census {seen:?}, truth {truth:?}");
+    let third = truth_top.get(2).map_or(0.0, |t| t.1);
+    for (kind, _) in census_top.iter().take(3) {
+        let share = truth.get(kind).copied().unwrap_or(0.0);
+        assert!(
+            share >= third - 0.02,
+            "{kind} in the census's top 3: {share:.3} of the truth, its 3rd {third:.3}"
+        );
+    }
     let errors = differences("micrograd", &truth, &seen);
     assert!(errors.is_empty(), "{errors:?}\ncensus {seen:?}\ntruth {truth:?}");
 }
