@@ -10,10 +10,10 @@
 //! the target's code): the `tp_clear` of dicts, lists, sets, functions, cells and bound
 //! methods, read from the interpreter's exported type objects, and `subtype_clear`, the one of
 //! Python classes' instances: named by `.symtab` where the file has one, else read from the
-//! types of live instances in the collector's own lists or of the classes in a census's
-//! garbage, and taken only where three classes agree on it (`subtype_clear_of`). A collection
-//! whose garbage holds none of those armed is not censused. A free-threaded build calls
-//! `tp_clear` once an object: there the one site is `delete_garbage`, named by `.symtab`.
+//! types of live instances in the collector's own lists, and taken only where three classes
+//! agree on it (`subtype_clear_of`). A collection whose garbage holds none of those armed is
+//! not censused. A free-threaded build calls `tp_clear` once an object: there the one site is
+//! `delete_garbage`, named by `.symtab`.
 use std::{
     collections::{BTreeMap, HashMap, VecDeque},
     path::PathBuf,
@@ -239,43 +239,13 @@ impl Census {
             None if Instant::now() < self.next_at => return Ok(()),
             None => {}
         }
-        // Read once the collector is located, the interpreter is up: a launched one's type
-        // objects may not have been relocated yet when the agent starts (an unrelocated
-        // pointer lies outside `.text`, and is not probed).
-        if let Some(gc) = gc {
-            if !self.builtins_read {
-                self.builtins_read = true;
-                for (i, name) in BUILTIN_TYPES.iter().enumerate() {
-                    if let Some(addr) = self.elf.symbol_address(name)
-                        && let Ok(clear) =
-                            read_u64(self.pid, addr.wrapping_add(self.bias + TP_CLEAR + self.extra))
-                    {
-                        self.learn_function(clear, 1 + i);
-                    }
-                }
-            }
-            if self.subtype_clear.is_none() {
-                self.subtype_clear = self.subtype_clear_of(&gc);
-                if let Some(clear) = self.subtype_clear {
-                    self.learn_function(clear, 0);
-                }
-            }
-        }
         let Some(walk_budget_ns) = self.walk_budget() else { return Ok(()) };
-        if self.clears.is_empty() && self.delete_garbage.is_none() {
+        let sites = match self.delete_garbage {
+            Some(addr) => self.offset_of(addr).map(|offset| Site { offset, addr }).into_iter().collect(),
+            None => self.clear_sites(gc),
+        };
+        if sites.is_empty() {
             return Ok(());
-        }
-        let mut clears: Vec<(u64, u64)> = self.clears.iter().map(|(&a, &w)| (a, w)).collect();
-        let rank = |addr: &u64| self.ranks.get(addr).copied().unwrap_or(usize::MAX);
-        clears.sort_by(|a, b| b.1.cmp(&a.1).then(rank(&a.0).cmp(&rank(&b.0))).then(a.0.cmp(&b.0)));
-        let mut sites: Vec<Site> = clears
-            .into_iter()
-            .filter_map(|(addr, _)| Some(Site { offset: self.offset_of(addr)?, addr }))
-            .collect();
-        let turn = (self.misses * BREAKPOINTS_PER_THREAD) % sites.len().max(1);
-        sites.rotate_left(turn);
-        if let Some(addr) = self.delete_garbage {
-            sites = self.offset_of(addr).map(|offset| Site { offset, addr }).into_iter().collect();
         }
         let (garbage, head_word) = match self.garbage {
             Garbage::FlaggedList => (census_garbage::FLAGGED_LIST, 0),
@@ -306,6 +276,41 @@ impl Census {
                 _pad2: 0,
             },
         )
+    }
+
+    /// The `tp_clear` functions to break at, busiest first, the rotation past those armed in
+    /// vain. Read once the collector is located, the interpreter is up: a launched one's type
+    /// objects may not have been relocated yet when the agent starts (an unrelocated pointer
+    /// lies outside `.text`, and is not probed).
+    fn clear_sites(&mut self, gc: Option<GcState>) -> Vec<Site> {
+        if let Some(gc) = gc {
+            if !self.builtins_read {
+                self.builtins_read = true;
+                for (i, name) in BUILTIN_TYPES.iter().enumerate() {
+                    if let Some(addr) = self.elf.symbol_address(name)
+                        && let Ok(clear) = read_u64(self.pid, addr.wrapping_add(self.bias + TP_CLEAR))
+                    {
+                        self.learn_function(clear, 1 + i);
+                    }
+                }
+            }
+            if self.subtype_clear.is_none() {
+                self.subtype_clear = self.subtype_clear_of(&gc);
+                if let Some(clear) = self.subtype_clear {
+                    self.learn_function(clear, 0);
+                }
+            }
+        }
+        let mut clears: Vec<(u64, u64)> = self.clears.iter().map(|(&a, &w)| (a, w)).collect();
+        let rank = |addr: &u64| self.ranks.get(addr).copied().unwrap_or(usize::MAX);
+        clears.sort_by(|a, b| b.1.cmp(&a.1).then(rank(&a.0).cmp(&rank(&b.0))).then(a.0.cmp(&b.0)));
+        let mut sites: Vec<Site> = clears
+            .into_iter()
+            .filter_map(|(addr, _)| Some(Site { offset: self.offset_of(addr)?, addr }))
+            .collect();
+        let turn = (self.misses * BREAKPOINTS_PER_THREAD) % sites.len().max(1);
+        sites.rotate_left(turn);
+        sites
     }
 
     /// Its census is done (`d`, from `probe`'s ring): the probes are closed first (each hit
@@ -366,17 +371,6 @@ impl Census {
     fn name(&mut self, tallies: &[(u64, CensusCount)]) -> Vec<(u64, CensusType)> {
         for w in self.clears.values_mut() {
             *w = 0;
-        }
-        // Where `subtype_clear` was found neither by name nor in the collector's lists (a
-        // stripped free-threaded build): the classes among the garbage say it.
-        if self.subtype_clear.is_none() {
-            let mut seen = Agreement::default();
-            if let Some(clear) =
-                tallies.iter().find_map(|&(ty, _)| self.class_clear(ty).filter(|&c| seen.agrees(c, ty)))
-            {
-                self.subtype_clear = Some(clear);
-                self.learn_function(clear, 0);
-            }
         }
         let mut types: Vec<(u64, CensusType)> = tallies
             .iter()
@@ -442,14 +436,10 @@ impl Census {
     /// reader: each link is read once, a stale one ends that list, and a value read from a
     /// type that was freed meanwhile would not be shared by three.
     fn subtype_clear_of(&self, gc: &GcState) -> Option<u64> {
-        // A free-threaded build links no lists: its classes' `tp_clear` is read from the
-        // census's own garbage instead (`name`).
-        if gc.free_threaded {
-            return None;
-        }
+        let type_type = self.type_type?;
         // Every address here is the target's, read as it changes: none is trusted to add up.
         let read = |addr: u64, off: u64| read_u64(self.pid, addr.wrapping_add(off)).ok();
-        let mut seen = Agreement::default();
+        let mut seen: BTreeMap<u64, std::collections::BTreeSet<u64>> = BTreeMap::new();
         for g in 0..3 {
             let head = gc.address.wrapping_add(gc.generations).wrapping_add(g * GENERATION_STRIDE);
             let mut node = read(head, 0)? & !3;
@@ -457,38 +447,22 @@ impl Census {
                 if node == head || node == 0 {
                     break;
                 }
-                if let Some(ty) = read(node, 16 + OB_TYPE)
-                    && let Some(clear) = self.class_clear(ty)
-                    && seen.agrees(clear, ty)
+                let ty = read(node, 16 + OB_TYPE).unwrap_or(0);
+                if ty != 0
+                    && read(ty, OB_TYPE) == Some(type_type)
+                    && read(ty, TP_FLAGS).is_some_and(|f| f & HEAPTYPE != 0)
+                    && let Some(clear) = read(ty, TP_CLEAR).filter(|c| self.text.contains(c))
                 {
-                    return Some(clear);
+                    let types = seen.entry(clear).or_default();
+                    types.insert(ty);
+                    if types.len() >= AGREE {
+                        return Some(clear);
+                    }
                 }
                 let Some(next) = read(node, 0) else { break };
                 node = next & !3;
             }
         }
         None
-    }
-
-    /// The `tp_clear` of `ty` where it is a Python class (a heap type, an instance of `type`
-    /// itself) and it lies in the interpreter's code.
-    fn class_clear(&self, ty: u64) -> Option<u64> {
-        let read = |off: u64| read_u64(self.pid, ty.wrapping_add(off + self.extra)).ok();
-        if ty == 0 || read(OB_TYPE)? != self.type_type? || read(TP_FLAGS)? & HEAPTYPE == 0 {
-            return None;
-        }
-        read(TP_CLEAR).filter(|c| self.text.contains(c))
-    }
-}
-
-/// Classes seen per `tp_clear`, until `AGREE` of them share one.
-#[derive(Default)]
-struct Agreement(BTreeMap<u64, std::collections::BTreeSet<u64>>);
-
-impl Agreement {
-    fn agrees(&mut self, clear: u64, ty: u64) -> bool {
-        let types = self.0.entry(clear).or_default();
-        types.insert(ty);
-        types.len() >= AGREE
     }
 }
