@@ -339,7 +339,7 @@ pub struct CensusArm {
     /// `head_word` is the worklist's head.
     pub delete_garbage: u64,
     pub head_word: u32,
-    pub _pad2: u32,
+    pub _pad: u32,
 }
 
 /// One object a census walked (`CENSUS_OBJECTS`, in list order).

@@ -663,7 +663,7 @@ unsafe extern "C" fn point_step(index: u64, _walk: *mut core::ffi::c_void) -> i6
 
 /// Word by word: an array assignment compiles to a byte-wise `memset`, a loop the verifier
 /// walks 64 times over on every path through the census's step.
-fn zero(words: &mut [u64; neurogc_common::CENSUS_SAMPLE_WORDS]) {
+fn zero(words: &mut [u64; CENSUS_SAMPLE_WORDS]) {
     for w in words.iter_mut() {
         // SAFETY: a word of our own; volatile keeps it a word store.
         unsafe { core::ptr::write_volatile(w, 0) };

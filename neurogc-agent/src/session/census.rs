@@ -273,7 +273,7 @@ impl Census {
                 header: 16 + self.extra as u32,
                 delete_garbage: self.delete_garbage.unwrap_or(0),
                 head_word,
-                _pad2: 0,
+                _pad: 0,
             },
         )
     }
